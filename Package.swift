@@ -1,0 +1,87 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// The C libraries are linked from their static archives (`-l:lib*.a`) so the
+// release build is one self-contained executable. The system-library targets
+// carry no `link` line; the modules that use them name the archives here.
+let sodium: [LinkerSetting] = [.linkedLibrary(":libsodium.a")]
+let media: [LinkerSetting] = [
+    .linkedLibrary(":libvpx.a"), .linkedLibrary(":libopus.a"),
+    .linkedLibrary(":libyuv.a"), .linkedLibrary(":libjpeg.a"),
+    .linkedLibrary("m"), .linkedLibrary("pthread"),
+]
+
+let swift5: [SwiftSetting] = [.swiftLanguageMode(.v5)]
+
+let package = Package(
+    name: "lvbnode",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "lvbnode", targets: ["lvbnode"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CSodium", path: "Sources/CSodium"),
+        .systemLibrary(name: "COpus", path: "Sources/COpus"),
+        .systemLibrary(name: "CVPX", path: "Sources/CVPX"),
+        .systemLibrary(name: "CYUV", path: "Sources/CYUV"),
+
+        .target(
+            name: "LVBCore",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: swift5),
+        .target(
+            name: "LVBCrypto",
+            dependencies: ["LVBCore", "CSodium"],
+            swiftSettings: swift5, linkerSettings: sodium),
+        .target(
+            name: "LVBTransport",
+            dependencies: [
+                "LVBCore", "LVBCrypto",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swift5),
+        .target(
+            name: "LVBTestSupport",
+            dependencies: [
+                "LVBCore", "LVBCrypto", "LVBTransport",
+                .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swift5),
+        .executableTarget(
+            name: "lvbnode",
+            dependencies: [
+                "LVBCore", "LVBCrypto", "LVBTransport",
+                "COpus", "CVPX", "CYUV",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swift5, linkerSettings: media),
+
+        .testTarget(
+            name: "LVBCoreTests", dependencies: ["LVBCore"], swiftSettings: swift5),
+        .testTarget(
+            name: "LVBCryptoTests", dependencies: ["LVBCore", "LVBCrypto"],
+            resources: [.copy("Fixtures")], swiftSettings: swift5),
+        .testTarget(
+            name: "LVBTransportTests",
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBTestSupport"],
+            swiftSettings: swift5),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["LVBCore", "LVBTestSupport"],
+            swiftSettings: swift5),
+    ]
+)

@@ -1,0 +1,4 @@
+#ifndef LVB_CYUV_SHIM_H
+#define LVB_CYUV_SHIM_H
+#include <libyuv.h>
+#endif

@@ -1,0 +1,2 @@
+import LVBCrypto
+print(SodiumRandom.shared.bytes(4))
