@@ -1,0 +1,48 @@
+import LVBCore
+
+/// Session protocol values. "Specification" values are part of the wire
+/// protocol (man/lvbnode-protocol.7) and follow WireGuard's where they match;
+/// "tuning" values are local choices a second implementation may differ on.
+public enum TransportConstants {
+    // MARK: Specification
+
+    /// The Noise prologue: binds every handshake to this protocol version.
+    public static let prologue = Array("lvbnode/1".utf8)
+    /// Start a new handshake once the current keys are this old (initiator side).
+    public static let rekeyAfterTime: Duration = .seconds(120)
+    /// Never send or accept a packet under keys older than this.
+    public static let rejectAfterTime: Duration = .seconds(180)
+    /// The responder rekeys if the initiator has not by then.
+    public static let rekeyAfterTimeReceiving: Duration = rejectAfterTime - keepaliveTimeout - rekeyTimeout
+    /// Start a new handshake after this many messages under one key.
+    public static let rekeyAfterMessages: UInt64 = 1 << 60
+    /// Never use a counter at or above this (leaves room for the replay window).
+    public static let rejectAfterMessages: UInt64 = UInt64.max - (1 << 13)
+    /// Retry an unanswered handshake after this long (plus jitter).
+    public static let rekeyTimeout: Duration = .seconds(5)
+    /// Give up on a handshake that has not completed after this long.
+    public static let rekeyAttemptTime: Duration = .seconds(90)
+    /// Send a keepalive when nothing has been sent for this long.
+    public static let keepaliveTimeout: Duration = .seconds(10)
+    /// A peer with an established session is gone after this much silence.
+    public static let peerGoneTimeout: Duration = .seconds(15)
+    /// Cookie secrets change this often.
+    public static let cookieSecretLifetime: Duration = .seconds(120)
+
+    // MARK: Tuning
+
+    /// Upper bound of the random jitter added to each handshake retry.
+    public static let rekeyTimeoutJitter: Duration = .milliseconds(333)
+    /// How often the owner must call `TransportCore.tick()`.
+    public static let tickInterval: Duration = .milliseconds(100)
+    /// Handshake messages per second above which mac2 (a cookie) is demanded.
+    public static let underLoadHandshakesPerSecond = 200
+    /// Messages queued per peer while its session is being set up.
+    public static let maxQueuedPerPeer = 128
+    /// Responder-side XX handshakes awaiting message 3.
+    public static let maxPendingResponses = 1024
+    /// Peers (sessions) one node keeps at once.
+    public static let maxPeers = 4096
+    /// Initiator timestamps remembered for replay rejection.
+    public static let maxRememberedTimestamps = 65536
+}

@@ -1,0 +1,69 @@
+import LVBCore
+
+/// What a node says about itself when a session comes up.
+public struct Hello: Sendable, Equatable {
+    public var agent: String      // software and version, ≤ 64 bytes
+    public var role: Role
+    public init(agent: String, role: Role) {
+        self.agent = agent
+        self.role = role
+    }
+    /// The node's part in the room.
+    public enum Role: UInt8, Sendable { case viewer = 0, host = 1, rendezvous = 2 }
+}
+
+/// Messages on the control channel (man/lvbnode-protocol.7 §CONTROL).
+///
+///     hello: 1 ‖ role(1) ‖ len(1) ‖ agent(len ≤ 64)
+///     ping:  2 ‖ nonce(8)
+///     pong:  3 ‖ nonce(8)
+///     bye:   4 ‖ reason(1)
+public enum ControlMessage: Equatable {
+    case hello(Hello)
+    case ping(UInt64)
+    case pong(UInt64)
+    case bye(UInt8)
+
+    public static let maxAgentLength = 64
+
+    public static func parse(_ bytes: ArraySlice<UInt8>) throws(TransportError) -> ControlMessage {
+        var r = ByteReader(bytes)
+        do {
+            let kind = try r.readUInt8()
+            let message: ControlMessage
+            switch kind {
+            case 1:
+                guard let role = Hello.Role(rawValue: try r.readUInt8()) else { throw TransportError.malformed("unknown role") }
+                let agent = try r.readShortBytes()
+                guard agent.count <= maxAgentLength, let text = String(validating: agent, as: UTF8.self) else {
+                    throw TransportError.malformed("bad agent string")
+                }
+                message = .hello(Hello(agent: text, role: role))
+            case 2: message = .ping(try r.readUInt64())
+            case 3: message = .pong(try r.readUInt64())
+            case 4: message = .bye(try r.readUInt8())
+            default: throw TransportError.malformed("unknown control message \(kind)")
+            }
+            try r.expectEnd()
+            return message
+        } catch let e as TransportError {
+            throw e
+        } catch {
+            throw .malformed("control message: \(error)")
+        }
+    }
+
+    public var bytes: [UInt8] {
+        var w = ByteWriter(capacity: 16)
+        switch self {
+        case let .hello(h):
+            w.write(UInt8(1))
+            w.write(h.role.rawValue)
+            w.writeShortBytes(Array(h.agent.utf8.prefix(Self.maxAgentLength)))
+        case let .ping(n): w.write(UInt8(2)); w.write(n)
+        case let .pong(n): w.write(UInt8(3)); w.write(n)
+        case let .bye(r): w.write(UInt8(4)); w.write(r)
+        }
+        return w.bytes
+    }
+}

@@ -1,0 +1,12 @@
+/// The first plaintext byte of every transport packet: which layer gets the
+/// payload. An empty plaintext (no channel byte) is a keepalive.
+public enum DataChannel: UInt8, Sendable, CaseIterable {
+    /// Session control: hello, ping/pong, bye (`ControlMessage`).
+    case control = 0
+    /// Room events and membership (reserved for LVBGossip).
+    case gossip = 1
+    /// Media RTP (reserved for LVBMedia).
+    case rtp = 2
+    /// Media RTCP (reserved for LVBMedia).
+    case rtcp = 3
+}

@@ -1,0 +1,111 @@
+import LVBCore
+import LVBCrypto
+
+// Handshake flows (man/lvbnode-protocol.7 §HANDSHAKE), paired as in
+// wireguard-go's noise-protocol.go: createInitiation / consumeInitiation,
+// createResponse / consumeResponse, plus XX's third message.
+extension TransportCore {
+    // MARK: Initiator
+
+    /// Sends a fresh initiation to `peer` (new ephemeral key and index each try).
+    func startInitiation(_ peer: Peer, firstAttempt: Instant) {
+        if let old = peer.initiation { indices[old.localIndex] = nil }
+        peer.initiation = nil
+        let pattern: NoisePattern = peer.id == nil ? .XX : .IK
+        let now = clock.now()
+        do {
+            let hs = try NoiseHandshake(pattern: pattern, role: .initiator, prologue: TransportConstants.prologue,
+                                        localStatic: identity.noiseStatic, remoteStatic: peer.id?.noiseStaticKey, random: random)
+            let payload = pattern == .IK
+                ? HandshakePayload.initiator(id: nodeID, timestamp: nextTimestamp())
+                : [UInt8](repeating: 0, count: MessageSize.xxInitiationPadding)
+            let noise = try hs.writeMessage(payload: payload)
+            let index = newIndex()
+            var packet = Packet.handshake(type: pattern == .IK ? .ikInitiation : .xxInitiation, sender: index, receiver: nil, noise: noise)
+            peer.cookies.addMACs(&packet)
+            let jitter = Duration.nanoseconds(Int64(random.unit() * Double(TransportConstants.rekeyTimeoutJitter.nanosecondsClamped)))
+            peer.initiation = PendingInitiation(handshake: hs, pattern: pattern, localIndex: index, firstAttempt: firstAttempt,
+                                                sentAt: now, retryAt: now + TransportConstants.rekeyTimeout + jitter)
+            indices[index] = .initiation(peer)
+            transmit(packet, to: peer.endpoint)
+            peer.lastSent = now
+        } catch {
+            log.error("cannot create initiation: \(error)")
+        }
+    }
+
+    /// IK or XX message 2 arrived for one of our initiations.
+    func consumeResponse(_ m: HandshakeMessage, from source: PeerAddress) throws(TransportError) {
+        guard case .initiation(let peer)? = indices[m.receiverIndex], let pending = peer.initiation,
+              pending.localIndex == m.receiverIndex,
+              (m.type == .ikResponse) == (pending.pattern == .IK)
+        else { stats.droppedUnknownIndex += 1; return }
+        let checker = pending.pattern == .IK ? ownChecker : anonymousChecker
+        guard checker.checkMAC1(m.raw) else { stats.droppedMAC1 += 1; return }
+        let payload: [UInt8]
+        do { payload = try pending.handshake.readMessage(Array(m.noise)) } catch {
+            // The pending state is spent; the retry timer starts a fresh one.
+            throw .handshakeFailed("\(error)")
+        }
+        var target = peer
+        if pending.pattern == .XX {
+            let id = try HandshakePayload.parseResponder(payload, remoteStatic: pending.handshake.remoteStaticKey)
+            guard id != nodeID else { remove(peer, reason: .local); throw .handshakeFailed("dialled ourselves") }
+            target = adopt(peer, as: id)
+            let noise3: [UInt8]
+            do { noise3 = try pending.handshake.writeMessage(payload: HandshakePayload.initiator(id: nodeID, timestamp: nextTimestamp())) } catch {
+                throw .handshakeFailed("\(error)")
+            }
+            var packet = Packet.handshake(type: .xxFinal, sender: nil, receiver: m.senderIndex, noise: noise3)
+            target.cookies.addMACs(&packet)
+            transmit(packet, to: source)
+        } else {
+            guard payload.isEmpty else { throw .malformed("IK response payload must be empty") }
+        }
+        let keys: (send: [UInt8], receive: [UInt8])
+        do { keys = try pending.handshake.split() } catch { throw .handshakeFailed("\(error)") }
+        let kp = Keypair(send: keys.send, receive: keys.receive, created: clock.now(), isInitiator: true,
+                         localIndex: pending.localIndex, remoteIndex: m.senderIndex)
+        target.initiation = nil
+        target.endpoint = source
+        indices[kp.localIndex] = .keypair(target, kp)
+        let rekey = target.established
+        retire(target.install(kp))
+        stats.handshakesCompleted += 1
+        // Key confirmation for the responder (it waits for our first packet).
+        if !flushQueue(target) { sendKeepalive(target) }
+        if rekey, let id = target.id { emit(.rekeyed(id)) }
+    }
+
+    /// Gives an anonymous (XX-dialled) peer its identity, merging into an
+    /// existing peer of that identity if there is one.
+    private func adopt(_ peer: Peer, as id: NodeID) -> Peer {
+        anonymousPeers.removeAll { $0 === peer }
+        if let existing = peersByID[id], existing !== peer {
+            existing.initiation = peer.initiation
+            existing.queue.append(contentsOf: peer.queue)
+            if let i = peer.initiation { indices[i.localIndex] = .initiation(existing) }
+            peer.initiation = nil
+            forget(peer)
+            return existing
+        }
+        peer.id = id
+        peer.cookies = generator(for: id)
+        peersByID[id] = peer
+        return peer
+    }
+
+    func consumeCookieReply(_ m: CookieReplyMessage) {
+        guard case .initiation(let peer)? = indices[m.receiverIndex],
+              peer.cookies.consumeReply(nonce: m.nonce, sealed: m.sealed)
+        else { stats.droppedUnknownIndex += 1; return }
+        // The next retry carries mac2; WireGuard waits for the timer too.
+    }
+
+    func nextTimestamp() -> TAI64N {
+        var ts = TAI64N(clock.wallTime())
+        if ts <= lastTimestampSent { ts = lastTimestampSent.successor }
+        lastTimestampSent = ts
+        return ts
+    }
+}

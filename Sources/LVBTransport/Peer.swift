@@ -1,0 +1,81 @@
+import DequeModule
+import LVBCore
+import LVBCrypto
+
+/// Everything a node knows about one remote node: its identity (once the
+/// handshake reveals it), endpoint, keypairs, pending handshake and timers.
+final class Peer {
+    /// Nil only while an XX handshake to a bare address is still running.
+    var id: NodeID?
+    var endpoint: PeerAddress
+    /// Keep the session up and retry until `rekeyAttemptTime` (we dialled it).
+    let persistent: Bool
+
+    /// The keypair in use; `next` is a responder's keypair awaiting the
+    /// initiator's first transport packet (key confirmation); `previous` still
+    /// decrypts packets in flight after a rekey.
+    var current: Keypair?
+    var next: Keypair?
+    var previous: Keypair?
+
+    var initiation: PendingInitiation?
+    var cookies: CookieGenerator
+
+    var lastSent: Instant?
+    var lastReceived: Instant?
+    var established = false
+    /// Data waiting for a session.
+    var queue = Deque<(DataChannel, [UInt8])>()
+
+    var rtt: Duration?
+    var pingSentAt: Instant?
+    var pingNonce: UInt64 = 0
+
+    init(id: NodeID?, endpoint: PeerAddress, persistent: Bool, cookies: CookieGenerator) {
+        self.id = id
+        self.endpoint = endpoint
+        self.persistent = persistent
+        self.cookies = cookies
+    }
+
+    var keypairs: [Keypair] { [current, next, previous].compactMap { $0 } }
+
+    /// Installs a keypair from a completed handshake. An initiator's keys are
+    /// confirmed already; a responder's wait in `next`.
+    func install(_ k: Keypair) -> [Keypair] {
+        var retired = [Keypair]()
+        if k.isInitiator {
+            if let n = next { retired.append(n); next = nil }
+            if let p = previous { retired.append(p) }
+            previous = current
+            current = k
+        } else {
+            if let n = next { retired.append(n) }
+            next = k
+        }
+        return retired
+    }
+
+    /// Promotes `next` after the initiator's first authenticated packet under it.
+    func confirmNext() -> [Keypair] {
+        guard let n = next else { return [] }
+        var retired = [Keypair]()
+        if let p = previous { retired.append(p) }
+        previous = current
+        current = n
+        next = nil
+        return retired
+    }
+}
+
+/// An initiation this node sent and awaits the response to.
+struct PendingInitiation {
+    let handshake: NoiseHandshake
+    let pattern: NoisePattern
+    let localIndex: UInt32
+    /// When the first attempt of this run of retries began (for rekeyAttemptTime).
+    let firstAttempt: Instant
+    let sentAt: Instant
+    /// The retry deadline including jitter.
+    let retryAt: Instant
+}

@@ -1,0 +1,132 @@
+import LVBCore
+import LVBCrypto
+
+// Responder side of the handshakes. Before any Diffie-Hellman work an
+// initiation must carry a valid mac1 (else: no answer at all) and, when the
+// node is under load, a valid mac2 (else: a cookie reply, smaller than the
+// initiation). Nothing sent here is larger than the datagram it answers.
+extension TransportCore {
+    /// IK or XX message 1.
+    func consumeInitiation(_ m: HandshakeMessage, from source: PeerAddress) throws(TransportError) {
+        guard config.acceptIncoming else { stats.droppedHandshake += 1; return }
+        let ik = m.type == .ikInitiation
+        let checker = ik ? ownChecker : anonymousChecker
+        guard checker.checkMAC1(m.raw) else { stats.droppedMAC1 += 1; return }
+        if isUnderLoad(), !checker.checkMAC2(m.raw, source: source) {
+            let (nonce, sealed) = checker.makeReply(to: m.raw, source: source)
+            transmit(Packet.cookieReply(receiver: m.senderIndex, nonce: nonce, sealed: sealed), to: source, unauthenticatedReply: true)
+            stats.cookieRepliesSent += 1
+            stats.droppedNeedsCookie += 1
+            return
+        }
+        do {
+            let hs = try NoiseHandshake(pattern: ik ? .IK : .XX, role: .responder, prologue: TransportConstants.prologue,
+                                        localStatic: identity.noiseStatic, random: random)
+            let payload = try hs.readMessage(Array(m.noise))
+            if ik {
+                try respondIK(hs, payload: payload, to: m, from: source)
+            } else {
+                guard payload.count == MessageSize.xxInitiationPadding else { throw TransportError.malformed("XX padding") }
+                try respondXX(hs, to: m, from: source)
+            }
+        } catch let e as TransportError {
+            throw e
+        } catch {
+            throw .handshakeFailed("\(error)")
+        }
+    }
+
+    private func respondIK(_ hs: NoiseHandshake, payload: [UInt8], to m: HandshakeMessage, from source: PeerAddress) throws {
+        let (id, timestamp) = try HandshakePayload.parseInitiator(payload, remoteStatic: hs.remoteStaticKey)
+        guard id != nodeID else { throw TransportError.handshakeFailed("initiation from our own identity") }
+        if let last = latestTimestamps[id], timestamp <= last {
+            stats.droppedReplayedInitiation += 1
+            return
+        }
+        guard let peer = peerForIncoming(id, source: source) else { return }
+        let noise = try hs.writeMessage(payload: [])
+        let keys = try hs.split()
+        rememberTimestamp(timestamp, for: id)
+        let index = newIndex()
+        let kp = Keypair(send: keys.send, receive: keys.receive, created: clock.now(), isInitiator: false,
+                         localIndex: index, remoteIndex: m.senderIndex)
+        indices[index] = .keypair(peer, kp)
+        retire(peer.install(kp))
+        peer.endpoint = source
+        var packet = Packet.handshake(type: .ikResponse, sender: index, receiver: m.senderIndex, noise: noise)
+        peer.cookies.addMACs(&packet)
+        transmit(packet, to: source, unauthenticatedReply: true)
+        stats.handshakesCompleted += 1
+    }
+
+    private func respondXX(_ hs: NoiseHandshake, to m: HandshakeMessage, from source: PeerAddress) throws {
+        let noise = try hs.writeMessage(payload: nodeID.publicKey)
+        let index = newIndex()
+        indices[index] = .pendingResponse(PendingResponse(handshake: hs, localIndex: index, remoteIndex: m.senderIndex, created: clock.now()))
+        pendingResponses.append(index)
+        if pendingResponses.count > TransportConstants.maxPendingResponses, let oldest = pendingResponses.popFirst() {
+            indices[oldest] = nil
+        }
+        var packet = Packet.handshake(type: .xxResponse, sender: index, receiver: m.senderIndex, noise: noise)
+        generator(for: nil).addMACs(&packet)
+        transmit(packet, to: source, unauthenticatedReply: true)
+    }
+
+    /// XX message 3: the initiator reveals and proves its identity.
+    func consumeFinal(_ m: HandshakeMessage, from source: PeerAddress) throws(TransportError) {
+        guard case .pendingResponse(let pending)? = indices[m.receiverIndex] else { stats.droppedUnknownIndex += 1; return }
+        guard ownChecker.checkMAC1(m.raw) else { stats.droppedMAC1 += 1; return }
+        indices[m.receiverIndex] = nil
+        pendingResponses.removeAll { $0 == m.receiverIndex }
+        do {
+            let payload = try pending.handshake.readMessage(Array(m.noise))
+            let (id, timestamp) = try HandshakePayload.parseInitiator(payload, remoteStatic: pending.handshake.remoteStaticKey)
+            guard id != nodeID else { throw TransportError.handshakeFailed("handshake with our own identity") }
+            let keys = try pending.handshake.split()
+            guard let peer = peerForIncoming(id, source: source) else { return }
+            rememberTimestamp(max(timestamp, latestTimestamps[id] ?? timestamp), for: id)
+            // Message 3 proves the initiator holds the keys: no confirmation wait.
+            let kp = Keypair(send: keys.send, receive: keys.receive, created: clock.now(), isInitiator: false,
+                             localIndex: pending.localIndex, remoteIndex: pending.remoteIndex)
+            indices[kp.localIndex] = .keypair(peer, kp)
+            retire(peer.install(kp))
+            retire(peer.confirmNext())
+            peer.endpoint = source
+            stats.handshakesCompleted += 1
+            if !flushQueue(peer) { sendKeepalive(peer) }
+        } catch let e as TransportError {
+            throw e
+        } catch {
+            throw .handshakeFailed("\(error)")
+        }
+    }
+
+    /// The peer record an authenticated incoming handshake attaches to.
+    private func peerForIncoming(_ id: NodeID, source: PeerAddress) -> Peer? {
+        if let p = peersByID[id] { return p }
+        guard peersByID.count < TransportConstants.maxPeers else { stats.droppedHandshake += 1; return nil }
+        let p = Peer(id: id, endpoint: source, persistent: false, cookies: generator(for: id))
+        peersByID[id] = p
+        return p
+    }
+
+    private func rememberTimestamp(_ t: TAI64N, for id: NodeID) {
+        if latestTimestamps.count >= TransportConstants.maxRememberedTimestamps, latestTimestamps[id] == nil {
+            // Forget the peers we have no session with; their replays can at
+            // worst cost one handshake, never a session.
+            latestTimestamps = latestTimestamps.filter { peersByID[$0.key] != nil }
+        }
+        latestTimestamps[id] = t
+    }
+
+    /// True when handshake messages arrive faster than `underLoadThreshold` per second.
+    func isUnderLoad() -> Bool {
+        let now = clock.now()
+        if now - loadWindowStart >= .seconds(1) {
+            loadWindowStart = now
+            handshakesThisWindow = 0
+        }
+        handshakesThisWindow += 1
+        return handshakesThisWindow > config.underLoadThreshold
+    }
+}

@@ -1,0 +1,62 @@
+import LVBCore
+import LVBCrypto
+
+extension TransportCore {
+    /// Sends `payload` to `id` on `channel`. Queued (bounded) while a session
+    /// is being set up; throws if the payload cannot fit one datagram or the
+    /// peer is unknown.
+    public func send(_ payload: [UInt8], channel: DataChannel, to id: NodeID) throws(TransportError) {
+        guard payload.count + 1 <= MessageSize.maxTransportPlaintext else { throw .payloadTooLarge(payload.count) }
+        guard let peer = peersByID[id] else { throw .noSession }
+        if !sendNow(channel, payload[...], to: peer) {
+            if peer.queue.count >= TransportConstants.maxQueuedPerPeer {
+                peer.queue.removeFirst()
+                stats.droppedQueueFull += 1
+            }
+            peer.queue.append((channel, payload))
+            if peer.initiation == nil { startInitiation(peer, firstAttempt: clock.now()) }
+        }
+    }
+
+    /// Seals and sends under the current keys; false when there are none usable.
+    @discardableResult
+    func sendNow(_ channel: DataChannel?, _ payload: ArraySlice<UInt8>, to peer: Peer) -> Bool {
+        let now = clock.now()
+        guard let kp = peer.current, !kp.isExpired(now: now), let datagram = kp.seal(channel: channel, payload: payload) else {
+            return false
+        }
+        transmit(datagram, to: peer.endpoint)
+        peer.lastSent = now
+        if channel != nil { stats.messagesOut += 1 }
+        // wireguard-go's "keep key fresh" on the send path.
+        if kp.isInitiator, peer.initiation == nil,
+           now - kp.created >= TransportConstants.rekeyAfterTime || kp.sendCounter >= TransportConstants.rekeyAfterMessages {
+            startInitiation(peer, firstAttempt: now)
+        }
+        return true
+    }
+
+    /// Sends what waited for the session; true if anything was sent.
+    func flushQueue(_ peer: Peer) -> Bool {
+        var sent = false
+        while let (channel, payload) = peer.queue.first, sendNow(channel, payload[...], to: peer) {
+            peer.queue.removeFirst()
+            sent = true
+        }
+        return sent
+    }
+
+    func sendKeepalive(_ peer: Peer) {
+        sendNow(nil, [], to: peer)
+    }
+
+    func sendControl(_ message: ControlMessage, to peer: Peer) {
+        sendNow(.control, message.bytes[...], to: peer)
+    }
+
+    func sendPing(_ peer: Peer) {
+        peer.pingNonce = random.uint64()
+        peer.pingSentAt = clock.now()
+        sendControl(.ping(peer.pingNonce), to: peer)
+    }
+}

@@ -1,0 +1,89 @@
+import LVBCore
+import LVBCrypto
+
+// Every session timer lives here (wireguard-go's timers.go). `tick()` must be
+// called every `TransportConstants.tickInterval`; it is the only place timers fire.
+extension TransportCore {
+    /// Runs due timers: handshake retries and give-ups, rekeys, key expiry,
+    /// keepalives (as pings, which also measure RTT), and silence detection.
+    public func tick() {
+        let now = clock.now()
+        expirePendingResponses(now)
+        for peer in Array(peersByID.values) + anonymousPeers {
+            tick(peer, now: now)
+        }
+    }
+
+    private func tick(_ peer: Peer, now: Instant) {
+        // Handshake retry every rekeyTimeout (+ jitter), give up after rekeyAttemptTime.
+        if let i = peer.initiation, now >= i.retryAt {
+            if now - i.firstAttempt >= TransportConstants.rekeyAttemptTime {
+                giveUp(peer)
+                return
+            }
+            startInitiation(peer, firstAttempt: i.firstAttempt)
+        }
+        // Keys past rejectAfterTime are useless: wipe them.
+        var expired = [Keypair]()
+        if let k = peer.previous, k.isExpired(now: now) { expired.append(k); peer.previous = nil }
+        if let k = peer.next, k.isExpired(now: now) { expired.append(k); peer.next = nil }
+        if let k = peer.current, k.isExpired(now: now) { expired.append(k); peer.current = nil }
+        retire(expired)
+
+        if let k = peer.current, peer.initiation == nil {
+            let age = now - k.created
+            let stale = k.isInitiator ? age >= TransportConstants.rekeyAfterTime : age >= TransportConstants.rekeyAfterTimeReceiving
+            // An initiator's keys the peer never used after rekeyTimeout: the
+            // confirmation (or XX message 3) was lost, so handshake again.
+            let unconfirmed = k.isInitiator && !k.receivedAny && age >= TransportConstants.rekeyTimeout
+            if (stale || unconfirmed) && peer.id != nil && (peer.established || peer.persistent) {
+                startInitiation(peer, firstAttempt: now)
+            }
+        }
+        if peer.established {
+            if let last = peer.lastReceived, now - last >= TransportConstants.peerGoneTimeout {
+                lost(peer, reason: .silence, now: now)
+                return
+            }
+            if peer.current == nil && peer.next == nil && peer.previous == nil && peer.initiation == nil {
+                lost(peer, reason: .expired, now: now)
+                return
+            }
+            if peer.current != nil, now - (peer.lastSent ?? now) >= TransportConstants.keepaliveTimeout {
+                sendPing(peer)
+            }
+        } else if !peer.persistent, peer.initiation == nil, peer.current == nil,
+                  now - (peer.lastReceived ?? peer.lastSent ?? now) >= TransportConstants.peerGoneTimeout {
+            // An incoming handshake that never became a session.
+            remove(peer, reason: .silence)
+        }
+    }
+
+    /// The session died: a dialled peer is redialled; others are forgotten.
+    private func lost(_ peer: Peer, reason: GoneReason, now: Instant) {
+        if peer.persistent, let id = peer.id {
+            forget(peer)
+            peer.established = false
+            emit(.gone(id, reason))
+            startInitiation(peer, firstAttempt: now)
+        } else {
+            remove(peer, reason: reason)
+        }
+    }
+
+    private func giveUp(_ peer: Peer) {
+        if let i = peer.initiation { indices[i.localIndex] = nil }
+        peer.initiation = nil
+        if peer.persistent { emit(.connectFailed(peer.endpoint, peer.id)) }
+        if peer.current == nil { remove(peer, reason: .expired) }
+    }
+
+    private func expirePendingResponses(_ now: Instant) {
+        while let first = pendingResponses.first {
+            guard case .pendingResponse(let p)? = indices[first] else { pendingResponses.removeFirst(); continue }
+            guard now - p.created >= TransportConstants.rekeyTimeout * 2 else { break }
+            indices[first] = nil
+            pendingResponses.removeFirst()
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import DequeModule
+import LVBCore
+import LVBCrypto
+import Logging
+
+/// Settings of one node's transport.
+public struct TransportConfig: Sendable {
+    /// Accept sessions that other nodes start (hosts do; a pure dialler may not).
+    public var acceptIncoming = true
+    /// Handshake messages per second above which a cookie (mac2) is demanded.
+    public var underLoadThreshold = TransportConstants.underLoadHandshakesPerSecond
+    /// What this node says in its hello.
+    public var hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: .viewer)
+    public init() {}
+}
+
+/// The sans-IO session layer: handshakes, keys, timers, channels. It is fed
+/// datagrams (`receive`) and ticks (`tick`) and sends through a `DatagramSink`.
+/// Not thread-safe: its owner calls it from one event loop (or the virtual network).
+public final class TransportCore {
+    public let identity: Identity
+    public var config: TransportConfig
+    public var onEvent: ((TransportEvent) -> Void)?
+    public internal(set) var stats = TransportStats()
+
+    let clock: Clock
+    let random: RandomSource
+    let sink: DatagramSink
+    let log = Log.logger("transport")
+
+    var peersByID: [NodeID: Peer] = [:]
+    /// Peers dialled by address whose identity an XX handshake has not revealed yet.
+    var anonymousPeers: [Peer] = []
+    var indices: [UInt32: IndexEntry] = [:]
+    var pendingResponses = Deque<UInt32>()
+
+    /// Checks mac1/mac2 on messages sent to our static key, and on XX's first two.
+    let ownChecker: CookieChecker
+    let anonymousChecker: CookieChecker
+
+    var lastTimestampSent = TAI64N(seconds: 0, nanoseconds: 0)
+    var latestTimestamps: [NodeID: TAI64N] = [:]
+    var loadWindowStart: Instant
+    var handshakesThisWindow = 0
+
+    public init(identity: Identity, clock: Clock, random: RandomSource, sink: DatagramSink, config: TransportConfig = TransportConfig()) {
+        self.identity = identity
+        self.clock = clock
+        self.random = random
+        self.sink = sink
+        self.config = config
+        ownChecker = CookieChecker(keyMaterial: identity.noiseStatic.publicKey, clock: clock, random: random,
+                                   secretLifetime: TransportConstants.cookieSecretLifetime)
+        anonymousChecker = CookieChecker(keyMaterial: MacKeyMaterial.anonymous, clock: clock, random: random,
+                                         secretLifetime: TransportConstants.cookieSecretLifetime)
+        loadWindowStart = clock.now()
+    }
+
+    public var nodeID: NodeID { identity.nodeID }
+
+    /// Starts (and keeps up) a session with the node at `address`: IK when its
+    /// identity is known, XX otherwise. Retries until `rekeyAttemptTime`.
+    public func connect(to address: PeerAddress, expecting id: NodeID?) {
+        if let id, let existing = peersByID[id] {
+            existing.endpoint = address
+            if existing.current == nil && existing.initiation == nil { startInitiation(existing, firstAttempt: clock.now()) }
+            return
+        }
+        let peer = Peer(id: id, endpoint: address, persistent: true, cookies: generator(for: id))
+        if let id { peersByID[id] = peer } else { anonymousPeers.append(peer) }
+        startInitiation(peer, firstAttempt: clock.now())
+    }
+
+    /// Ends the session with `id`, telling the peer (bye) if a session exists.
+    public func disconnect(_ id: NodeID, reason: UInt8 = 0) {
+        guard let peer = peersByID[id] else { return }
+        sendControl(.bye(reason), to: peer)
+        remove(peer, reason: .local)
+    }
+
+    /// Says bye to every peer and forgets them (a clean shutdown).
+    public func close() {
+        for id in Array(peersByID.keys) { disconnect(id) }
+        for p in anonymousPeers { forget(p) }
+        anonymousPeers.removeAll()
+    }
+
+    public var peers: [PeerInfo] {
+        let now = clock.now()
+        return peersByID.values.compactMap { p in
+            guard let id = p.id else { return nil }
+            return PeerInfo(id: id, endpoint: p.endpoint, established: p.established, rtt: p.rtt,
+                            keyAge: p.current.map { now - $0.created }, initiatedCurrentKeys: p.current?.isInitiator ?? false)
+        }.sorted { $0.id.text < $1.id.text }
+    }
+
+    public func isEstablished(with id: NodeID) -> Bool { peersByID[id]?.established ?? false }
+
+    // MARK: Internals shared by the extensions
+
+    enum IndexEntry {
+        case initiation(Peer)
+        case keypair(Peer, Keypair)
+        case pendingResponse(PendingResponse)
+    }
+
+    func newIndex() -> UInt32 {
+        while true {
+            let i = random.uint32()
+            if i != 0 && indices[i] == nil { return i }
+        }
+    }
+
+    func generator(for id: NodeID?) -> CookieGenerator {
+        CookieGenerator(keyMaterial: id?.noiseStaticKey ?? MacKeyMaterial.anonymous, clock: clock)
+    }
+
+    func transmit(_ datagram: [UInt8], to address: PeerAddress, unauthenticatedReply: Bool = false) {
+        stats.datagramsOut += 1
+        stats.bytesOut += datagram.count
+        if unauthenticatedReply { stats.bytesSentToUnauthenticated += datagram.count }
+        sink.send(datagram, to: address)
+    }
+
+    func emit(_ e: TransportEvent) { onEvent?(e) }
+
+    /// Zeroes and unregisters keypairs that are no longer usable.
+    func retire(_ keypairs: [Keypair]) {
+        for k in keypairs {
+            if case .keypair(_, let kk)? = indices[k.localIndex], kk === k { indices[k.localIndex] = nil }
+            k.zero()
+        }
+    }
+
+    /// Drops all session state of `peer` (keys zeroed, indices freed).
+    func forget(_ peer: Peer) {
+        retire(peer.keypairs)
+        peer.current = nil; peer.next = nil; peer.previous = nil
+        if let i = peer.initiation { indices[i.localIndex] = nil }
+        peer.initiation = nil
+        peer.queue.removeAll()
+    }
+
+    func remove(_ peer: Peer, reason: GoneReason) {
+        let wasEstablished = peer.established
+        forget(peer)
+        peer.established = false
+        if let id = peer.id, peersByID[id] === peer { peersByID[id] = nil }
+        anonymousPeers.removeAll { $0 === peer }
+        if wasEstablished, let id = peer.id { emit(.gone(id, reason)) }
+    }
+}
+
+/// A responder's XX handshake waiting for message 3.
+struct PendingResponse {
+    let handshake: NoiseHandshake
+    let localIndex: UInt32
+    let remoteIndex: UInt32
+    let created: Instant
+}

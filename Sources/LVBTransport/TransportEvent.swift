@@ -1,0 +1,76 @@
+import LVBCore
+import LVBCrypto
+
+/// What the transport tells its owner.
+public enum TransportEvent {
+    /// Both directions of a session with `peer` are proven (first time, or after it was gone).
+    case established(PeerInfo)
+    /// The peer introduced itself on the control channel.
+    case hello(NodeID, Hello)
+    /// A payload arrived on a data channel (gossip, rtp, rtcp).
+    case message(NodeID, DataChannel, ArraySlice<UInt8>)
+    /// A new round-trip time measurement for `peer`.
+    case rtt(NodeID, Duration)
+    /// New session keys replaced the old ones.
+    case rekeyed(NodeID)
+    /// The session ended.
+    case gone(NodeID, GoneReason)
+    /// A dialled peer could not be reached within `rekeyAttemptTime`.
+    case connectFailed(PeerAddress, NodeID?)
+}
+
+/// Why a session ended.
+public enum GoneReason: String, Sendable {
+    /// Nothing authenticated arrived for `peerGoneTimeout`.
+    case silence
+    /// The peer said bye.
+    case bye
+    /// This node disconnected it.
+    case local
+    /// Its keys expired and no new handshake succeeded.
+    case expired
+}
+
+/// A snapshot of one peer for UIs and tests.
+public struct PeerInfo: Sendable {
+    public var id: NodeID
+    public var endpoint: PeerAddress
+    public var established: Bool
+    public var rtt: Duration?
+    public var keyAge: Duration?
+    /// True when this node sent the first message of the current keys' handshake.
+    public var initiatedCurrentKeys: Bool
+}
+
+/// Counters; every dropped datagram lands in exactly one `dropped…` field.
+public struct TransportStats: Sendable, Equatable {
+    public var datagramsIn = 0
+    public var bytesIn = 0
+    public var datagramsOut = 0
+    public var bytesOut = 0
+    public var handshakesCompleted = 0
+    public var cookieRepliesSent = 0
+    public var keepalivesIn = 0
+    public var messagesIn = 0
+    public var messagesOut = 0
+    /// Bytes in datagrams that never authenticated (garbage, bad mac1, failed handshakes).
+    public var unauthenticatedBytesIn = 0
+    /// Bytes this node sent in answer to datagrams not yet authenticated.
+    public var bytesSentToUnauthenticated = 0
+
+    public var droppedMalformed = 0
+    public var droppedMAC1 = 0
+    public var droppedNeedsCookie = 0
+    public var droppedHandshake = 0
+    public var droppedReplayedInitiation = 0
+    public var droppedUnknownIndex = 0
+    public var droppedDecrypt = 0
+    public var droppedReplay = 0
+    public var droppedExpired = 0
+    public var droppedQueueFull = 0
+
+    public var droppedTotal: Int {
+        droppedMalformed + droppedMAC1 + droppedNeedsCookie + droppedHandshake + droppedReplayedInitiation
+            + droppedUnknownIndex + droppedDecrypt + droppedReplay + droppedExpired
+    }
+}
