@@ -1,0 +1,129 @@
+import LVBCore
+import LVBCrypto
+import NIOCore
+import NIOPosix
+
+/// Runs a `TransportCore` on a real UDP socket: one SwiftNIO datagram channel,
+/// vectored reads, and the core's tick on the channel's event loop. All core
+/// calls happen on that loop; use `execute` from elsewhere.
+public final class UDPNode: @unchecked Sendable {
+    public let core: TransportCore
+    public let localAddress: PeerAddress
+    public let eventLoop: EventLoop
+    private let channel: Channel
+    private var ticker: RepeatedTask?
+
+    /// Binds `listen` and starts ticking. `onEvent` runs on the event loop.
+    public static func start(identity: Identity, listen: PeerAddress, config: TransportConfig = TransportConfig(),
+                             group: EventLoopGroup, clock: Clock = SystemClock.shared,
+                             onEvent: @escaping (TransportEvent) -> Void) async throws -> UDPNode {
+        let loop = group.next()
+        let sink = ChannelSink()
+        let core = TransportCore(identity: identity, clock: clock, random: SodiumRandom.shared, sink: sink, config: config)
+        core.onEvent = onEvent
+        let channel = try await DatagramBootstrap(group: loop)
+            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(.datagramVectorReadMessageCount, value: 32)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2048))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(DatagramHandler(core: core, sink: sink))
+                }
+            }
+            .bind(to: listen.socketAddress)
+            .get()
+        guard let bound = channel.localAddress.flatMap(PeerAddress.init) else {
+            try? await channel.close()
+            throw TransportError.malformed("socket has no local address")
+        }
+        sink.channel = channel
+        let node = UDPNode(core: core, channel: channel, localAddress: bound, eventLoop: loop)
+        let interval = TimeAmount.nanoseconds(TransportConstants.tickInterval.nanosecondsClamped)
+        node.ticker = loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in core.tick() }
+        return node
+    }
+
+    private init(core: TransportCore, channel: Channel, localAddress: PeerAddress, eventLoop: EventLoop) {
+        self.core = core
+        self.channel = channel
+        self.localAddress = localAddress
+        self.eventLoop = eventLoop
+    }
+
+    /// Runs `body` with the core on its event loop.
+    public func execute(_ body: @escaping (TransportCore) -> Void) {
+        let core = self.core
+        eventLoop.execute { body(core) }
+    }
+
+    /// Runs `body` on the loop and returns its result.
+    public func submit<T>(_ body: @escaping (TransportCore) throws -> T) async throws -> T {
+        let core = self.core
+        return try await eventLoop.submit { try body(core) }.get()
+    }
+
+    /// Says bye to every peer, then closes the socket.
+    public func close() async {
+        let core = self.core
+        try? await eventLoop.submit { core.close() }.get()
+        ticker?.cancel()
+        try? await channel.close()
+    }
+}
+
+/// Writes the core's datagrams to the channel; flushed once per read batch
+/// or tick rather than per datagram when possible.
+final class ChannelSink: DatagramSink {
+    var channel: Channel?
+    private var pendingFlush = false
+    var batching = false
+
+    func send(_ datagram: [UInt8], to address: PeerAddress) {
+        guard let channel else { return }
+        let buffer = channel.allocator.buffer(bytes: datagram)
+        let envelope = AddressedEnvelope(remoteAddress: address.socketAddress, data: buffer)
+        if batching {
+            channel.write(envelope, promise: nil)
+            pendingFlush = true
+        } else {
+            channel.writeAndFlush(envelope, promise: nil)
+        }
+    }
+
+    func flushIfNeeded() {
+        if pendingFlush {
+            pendingFlush = false
+            channel?.flush()
+        }
+    }
+}
+
+/// Hands each received datagram to the core.
+final class DatagramHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    private let core: TransportCore
+    private let sink: ChannelSink
+
+    init(core: TransportCore, sink: ChannelSink) {
+        self.core = core
+        self.sink = sink
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        guard let source = PeerAddress(envelope.remoteAddress) else { return }
+        var buffer = envelope.data
+        let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+        sink.batching = true
+        core.receive(bytes, from: source)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        sink.batching = false
+        sink.flushIfNeeded()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // ICMP port-unreachable and friends surface here; UDP carries on.
+    }
+}
