@@ -63,6 +63,7 @@ public enum XChaChaPoly {
 
     public static func seal(key: [UInt8], nonce: [UInt8], ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
         Sodium.ensureInitialized()
+        precondition(key.count == 32 && nonce.count == nonceLength, "XChaChaPoly key/nonce length")  // invariant: callers derive both locally
         var out = [UInt8](repeating: 0, count: plaintext.count + ChaChaPoly.tagLength)
         var clen: UInt64 = 0
         crypto_aead_xchacha20poly1305_ietf_encrypt(&out, &clen, plaintext, UInt64(plaintext.count),

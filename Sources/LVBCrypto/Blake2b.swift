@@ -45,7 +45,8 @@ public enum Blake2b {
         var ipad = k.map { $0 ^ 0x36 }
         var opad = k.map { $0 ^ 0x5c }
         defer { secureZero(&k); secureZero(&ipad); secureZero(&opad) }
-        let inner = hash(parts: [ipad] + data, key: nil, length: hashLength)
+        var inner = hash(parts: [ipad] + data, key: nil, length: hashLength)
+        defer { secureZero(&inner) }
         return hash(opad, inner)
     }
 

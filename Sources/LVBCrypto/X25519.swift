@@ -6,6 +6,7 @@ public enum X25519 {
 
     public static func publicKey(privateKey: [UInt8]) -> [UInt8] {
         Sodium.ensureInitialized()
+        guard privateKey.count == 32 else { return [] }
         var pub = [UInt8](repeating: 0, count: 32)
         crypto_scalarmult_base(&pub, privateKey)
         return pub

@@ -28,6 +28,7 @@ extension TransportCore {
                                                 sentAt: now, retryAt: now + TransportConstants.rekeyTimeout + jitter)
             indices[index] = .initiation(peer)
             transmit(packet, to: peer.endpoint)
+            for other in peer.candidates where other != peer.endpoint { transmit(packet, to: other) }
             peer.lastSent = now
         } catch {
             log.error("cannot create initiation: \(error)")
@@ -68,6 +69,7 @@ extension TransportCore {
                          localIndex: pending.localIndex, remoteIndex: m.senderIndex)
         target.initiation = nil
         target.endpoint = source
+        target.candidates = []
         indices[kp.localIndex] = .keypair(target, kp)
         let rekey = target.established
         retire(target.install(kp))

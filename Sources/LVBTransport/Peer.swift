@@ -8,6 +8,8 @@ final class Peer {
     /// Nil only while an XX handshake to a bare address is still running.
     var id: NodeID?
     var endpoint: PeerAddress
+    /// Other addresses to try until the first authenticated answer (from a ticket).
+    var candidates: [PeerAddress] = []
     /// Keep the session up and retry until `rekeyAttemptTime` (we dialled it).
     let persistent: Bool
 

@@ -61,12 +61,21 @@ public final class TransportCore {
     /// Starts (and keeps up) a session with the node at `address`: IK when its
     /// identity is known, XX otherwise. Retries until `rekeyAttemptTime`.
     public func connect(to address: PeerAddress, expecting id: NodeID?) {
+        connect(to: [address], expecting: id)
+    }
+
+    /// As `connect(to:expecting:)`, sending each initiation to every candidate
+    /// address until one answers (a ticket lists all of a host's addresses).
+    public func connect(to addresses: [PeerAddress], expecting id: NodeID?) {
+        guard let address = addresses.first else { return }
         if let id, let existing = peersByID[id] {
             existing.endpoint = address
+            existing.candidates = Array(addresses.dropFirst())
             if existing.current == nil && existing.initiation == nil { startInitiation(existing, firstAttempt: clock.now()) }
             return
         }
         let peer = Peer(id: id, endpoint: address, persistent: true, cookies: generator(for: id))
+        peer.candidates = Array(addresses.dropFirst())
         if let id { peersByID[id] = peer } else { anonymousPeers.append(peer) }
         startInitiation(peer, firstAttempt: clock.now())
     }
