@@ -18,6 +18,11 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "lvbnode", targets: ["lvbnode"]),
+        // Libraries for the fuzzing package in Fuzz/ (and future embedders).
+        .library(name: "LVBCore", targets: ["LVBCore"]),
+        .library(name: "LVBCrypto", targets: ["LVBCrypto"]),
+        .library(name: "LVBTransport", targets: ["LVBTransport"]),
+        .library(name: "LVBTestSupport", targets: ["LVBTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),

@@ -21,10 +21,13 @@ public final class UDPNode: @unchecked Sendable {
         let sink = ChannelSink()
         let core = TransportCore(identity: identity, clock: clock, random: SodiumRandom.shared, sink: sink, config: config)
         core.onEvent = onEvent
+        // Vectored reads share one receive buffer among the batch: size it so
+        // each slot holds a full datagram (a short slot would truncate it).
+        let batch = 32
         let channel = try await DatagramBootstrap(group: loop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(.datagramVectorReadMessageCount, value: 32)
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2048))
+            .channelOption(.datagramVectorReadMessageCount, value: batch)
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: batch * 2048))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(DatagramHandler(core: core, sink: sink))

@@ -1,0 +1,91 @@
+import LVBCore
+import LVBCrypto
+import LVBTransport
+
+/// Turns transport events into output lines (runs on the node's event loop).
+final class EventReporter: @unchecked Sendable {
+    private let out: Output
+    private let termination: Termination
+    private let dialling: Bool
+
+    init(out: Output, termination: Termination, dialling: Bool) {
+        self.out = out
+        self.termination = termination
+        self.dialling = dialling
+    }
+
+    func report(_ event: TransportEvent) {
+        switch event {
+        case .established(let info):
+            var l = JSONLine(event: "session")
+            l.add("peer", info.id.text)
+            l.add("address", info.endpoint.description)
+            l.add("initiator", info.initiatedCurrentKeys)
+            out.emit(l, human: "encrypted session with \(info.id.text) at \(info.endpoint)", kind: "session")
+        case .hello(let id, let hello):
+            var l = JSONLine(event: "hello")
+            l.add("peer", id.text)
+            l.add("agent", hello.agent)
+            l.add("role", hello.role.name)
+            out.emit(l, human: "\(id.short) is a \(hello.role.name) running \(hello.agent)", kind: "hello")
+        case .rtt(let id, let rtt):
+            guard out.json else { return }
+            var l = JSONLine(event: "rtt")
+            l.add("peer", id.text)
+            l.add("ms", rtt.milliseconds)
+            out.emit(l, human: "", kind: "rtt")
+        case .rekeyed(let id):
+            var l = JSONLine(event: "rekeyed")
+            l.add("peer", id.text)
+            out.emit(l, human: "new session keys with \(id.short)", kind: "rekey")
+        case .gone(let id, let reason):
+            var l = JSONLine(event: "peer_gone")
+            l.add("peer", id.text)
+            l.add("reason", reason.rawValue)
+            out.emit(l, human: "\(id.short) is gone (\(reason.humanText))", kind: "gone")
+        case .connectFailed(let address, _):
+            var l = JSONLine(event: "error")
+            let message = "no answer from \(address) after \(Int(TransportConstants.rekeyAttemptTime.seconds)) s; check the address or ticket and that the host is running"
+            l.add("message", message)
+            out.emit(l, human: message, kind: "error")
+            if dialling { termination.finish(.failed("could not reach \(address)")) }
+        case .message:
+            break  // data channels have no consumer until the room layer lands
+        }
+    }
+}
+
+extension Hello.Role {
+    var name: String {
+        switch self {
+        case .viewer: "viewer"
+        case .host: "host"
+        case .rendezvous: "rendezvous"
+        }
+    }
+}
+
+extension GoneReason {
+    var humanText: String {
+        switch self {
+        case .silence: "silent for \(Int(TransportConstants.peerGoneTimeout.seconds)) s"
+        case .bye: "left"
+        case .local: "disconnected"
+        case .expired: "session expired"
+        }
+    }
+}
+
+/// Transport counters as a JSON object.
+enum StatsJSON {
+    static func encode(_ s: TransportStats) -> String {
+        let fields: [(String, Int)] = [
+            ("datagrams_in", s.datagramsIn), ("bytes_in", s.bytesIn), ("datagrams_out", s.datagramsOut), ("bytes_out", s.bytesOut),
+            ("handshakes", s.handshakesCompleted), ("messages_in", s.messagesIn), ("messages_out", s.messagesOut),
+            ("keepalives_in", s.keepalivesIn), ("cookie_replies", s.cookieRepliesSent), ("dropped", s.droppedTotal),
+            ("dropped_malformed", s.droppedMalformed), ("dropped_mac1", s.droppedMAC1), ("dropped_decrypt", s.droppedDecrypt),
+            ("dropped_replay", s.droppedReplay), ("dropped_unknown_index", s.droppedUnknownIndex),
+        ]
+        return "{" + fields.map { "\(JSONLine.quote($0.0)):\($0.1)" }.joined(separator: ",") + "}"
+    }
+}

@@ -1,0 +1,38 @@
+/// Builds one JSON object with keys in insertion order, for `--json` output.
+struct JSONLine {
+    private var parts: [String] = []
+
+    init(event: String) { add("event", event) }
+
+    mutating func add(_ key: String, _ value: String?) {
+        guard let value else { return }
+        parts.append("\(Self.quote(key)):\(Self.quote(value))")
+    }
+    mutating func add(_ key: String, _ value: Int) { parts.append("\(Self.quote(key)):\(value)") }
+    mutating func add(_ key: String, _ value: Double) {
+        parts.append("\(Self.quote(key)):\(value.isFinite ? String(value) : "null")")
+    }
+    mutating func add(_ key: String, _ value: Bool) { parts.append("\(Self.quote(key)):\(value)") }
+    /// A pre-encoded JSON value (array or object).
+    mutating func addRaw(_ key: String, _ json: String) { parts.append("\(Self.quote(key)):\(json)") }
+
+    var text: String { "{" + parts.joined(separator: ",") + "}" }
+
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let c where c.value < 0x20 || c.value == 0x7f:
+                let hex = String(c.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

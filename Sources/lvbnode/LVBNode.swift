@@ -1,0 +1,17 @@
+import ArgumentParser
+import LVBCore
+
+/// The lvbnode command: a peer-to-peer live-room node in one binary.
+@main
+struct LVBNode: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lvbnode",
+        abstract: "A serverless peer-to-peer live-room node.",
+        discussion: """
+            Every node is both streamer and viewer. `lvbnode host` starts a room and prints a join \
+            ticket; `lvbnode join TICKET` (or IP:PORT) joins it over an encrypted UDP session. \
+            See lvbnode(1) and lvbnode-protocol(7).
+            """,
+        version: CoreConstants.version,
+        subcommands: [HostCommand.self, JoinCommand.self, IdCommand.self, ImpairCommand.self])
+}

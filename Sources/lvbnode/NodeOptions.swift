@@ -1,0 +1,61 @@
+import ArgumentParser
+import LVBCore
+import LVBCrypto
+
+/// Options every running node shares (host and join).
+struct NodeOptions: ParsableArguments {
+    @OptionGroup var identity: IdentityOptions
+
+    @Option(name: .long, help: ArgumentHelp("Local UDP address to bind, as IP:PORT.", valueName: "ip:port"))
+    var listen: String?
+
+    @Flag(name: .long, help: "Print one JSON object per line instead of readable text.")
+    var json = false
+
+    @Option(name: .long, help: ArgumentHelp("Leave cleanly after this many seconds.", valueName: "seconds"))
+    var duration: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error.", valueName: "level"))
+    var logLevel: String = "warning"
+
+    func validate() throws {
+        if let listen { _ = try parseAddress(listen, what: "--listen") }
+        if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
+        guard LogLevelName.parse(logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error")
+        }
+    }
+
+    func listenAddress(defaultPort: UInt16) throws -> PeerAddress {
+        if let listen { return try parseAddress(listen, what: "--listen") }
+        return .ipv4(0, 0, 0, 0, port: defaultPort)
+    }
+}
+
+/// Where the node's identity comes from.
+struct IdentityOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Node home directory (identity key). Default: $LVBNODE_HOME, else ~/.lvbnode.", valueName: "dir"))
+    var home: String?
+
+    @Flag(name: .long, help: "Use a fresh in-memory identity instead of the one in the home directory.")
+    var ephemeral = false
+
+    func load() throws -> (Identity, note: String?) {
+        if ephemeral { return (Identity.generate(), nil) }
+        let dir = home ?? IdentityStore.defaultHome(environment: ProcessEnvironment.all)
+        let (identity, created) = try IdentityStore.loadOrCreate(home: dir)
+        return (identity, created ? "created a new identity in \(dir)" : nil)
+    }
+}
+
+func parseAddress(_ text: String, what: String) throws -> PeerAddress {
+    do { return try PeerAddress(parsing: text) } catch {
+        throw ValidationError("\(what): \(error)")
+    }
+}
+
+enum LogLevelName {
+    static func parse(_ s: String) -> String? {
+        ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(s.lowercased()) ? s.lowercased() : nil
+    }
+}

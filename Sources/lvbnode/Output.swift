@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LVBCore
+import LVBCrypto
+import LVBTransport
+
+/// Prints what happens to the user: one readable line per event (colour only
+/// on a terminal), or one JSON object per line with `--json`. Flushed per line
+/// so scripts reading a pipe see events as they happen.
+final class Output: @unchecked Sendable {
+    let json: Bool
+    private let colour: Bool
+    private let lock = NSLockish()
+
+    init(json: Bool) {
+        self.json = json
+        colour = !json && isatty(STDOUT_FILENO) == 1 && ProcessEnvironment.all["NO_COLOR"] == nil
+    }
+
+    /// Emits `line` as JSON, or `human` (with a kind tag) as text.
+    func emit(_ line: JSONLine, human: String, kind: String) {
+        let text: String
+        if json {
+            text = line.text
+        } else {
+            let tag = kind.padding(to: 9)
+            text = "\(Self.clockText()) \(colour ? "\u{1b}[1;36m\(tag)\u{1b}[0m" : tag) \(human)"
+        }
+        lock.withLock {
+            fputs(text + "\n", stdout)
+            fflush(stdout)
+        }
+    }
+
+    /// One line on stderr: what was wrong and what to do.
+    static func fail(_ message: String) {
+        fputs("lvbnode: error: \(message)\n", stderr)
+    }
+
+    static func clockText() -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        var tm = tm()
+        var t = ts.tv_sec
+        localtime_r(&t, &tm)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let ms = Int(ts.tv_nsec / 1_000_000)
+        let msText = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
+        return "\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)).\(msText)"
+    }
+}
+
+/// A pthread mutex (Foundation-free).
+final class NSLockish: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    init() { pthread_mutex_init(&mutex, nil) }
+    deinit { pthread_mutex_destroy(&mutex) }
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return try body()
+    }
+}
+
+extension String {
+    func padding(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}
+
+extension Duration {
+    var millisecondsText: String {
+        let ms = milliseconds
+        return ms < 10 ? String(Double(Int(ms * 100)) / 100) : String(Int(ms.rounded()))
+    }
+}

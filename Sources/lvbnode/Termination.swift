@@ -1,0 +1,60 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a running node ends, and the exit status that goes with it.
+enum ExitReason: Sendable {
+    case signal(Int32)
+    case duration
+    case quit
+    case failed(String)
+
+    var status: Int32 {
+        if case .failed = self { return 1 }
+        return 0
+    }
+}
+
+/// Resolves once with the first reason to stop: SIGINT/SIGTERM, the
+/// `--duration` deadline, `/quit`, or a fatal condition.
+final class Termination: @unchecked Sendable {
+    private let lock = NSLockish()
+    private var reason: ExitReason?
+    private var waiter: CheckedContinuation<ExitReason, Never>?
+    private var sources: [DispatchSourceSignal] = []
+
+    init(duration: Double?) {
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [weak self] in self?.finish(.signal(sig)) }
+            source.resume()
+            sources.append(source)
+        }
+        if let duration {
+            DispatchQueue.global().asyncAfter(deadline: .now() + duration) { [weak self] in self?.finish(.duration) }
+        }
+    }
+
+    func finish(_ r: ExitReason) {
+        let w: CheckedContinuation<ExitReason, Never>? = lock.withLock {
+            guard reason == nil else { return nil }
+            reason = r
+            defer { waiter = nil }
+            return waiter
+        }
+        w?.resume(returning: r)
+    }
+
+    func wait() async -> ExitReason {
+        await withCheckedContinuation { c in
+            let ready: ExitReason? = lock.withLock {
+                if let reason { return reason }
+                waiter = c
+                return nil
+            }
+            if let ready { c.resume(returning: ready) }
+        }
+    }
+}

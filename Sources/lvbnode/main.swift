@@ -1,2 +1,0 @@
-import LVBCrypto
-print(SodiumRandom.shared.bytes(4))
