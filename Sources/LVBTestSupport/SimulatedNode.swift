@@ -11,6 +11,9 @@ public final class SimulatedNode {
     /// Payloads received per channel, in arrival order.
     public private(set) var received: [(NodeID, DataChannel, [UInt8])] = []
     private var ticker: TimerHandle?
+    /// Sees every inbound datagram first; return false to drop it (a test's
+    /// on-path attacker or capture point).
+    public var inboundFilter: ((_ datagram: [UInt8], _ from: PeerAddress) -> Bool)?
 
     public init(network: VirtualNetwork, identity: Identity, random: RandomSource,
                 config: TransportConfig = TransportConfig(), address: PeerAddress? = nil) {
@@ -20,7 +23,10 @@ public final class SimulatedNode {
             events.append(e)
             if case let .message(id, channel, payload) = e { received.append((id, channel, Array(payload))) }
         }
-        endpoint.onReceive = { [unowned self] datagram, from in core.receive(datagram, from: from) }
+        endpoint.onReceive = { [unowned self] datagram, from in
+            if let filter = inboundFilter, !filter(datagram, from) { return }
+            core.receive(datagram, from: from)
+        }
         ticker = network.every(TransportConstants.tickInterval) { [unowned self] in core.tick() }
     }
 
