@@ -82,7 +82,12 @@ let package = Package(
             resources: [.copy("Fixtures")], swiftSettings: swift5),
         .testTarget(
             name: "LVBTransportTests",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBTestSupport"],
+            dependencies: [
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: swift5),
         .testTarget(
             name: "EndToEndTests",

@@ -2,7 +2,7 @@ import LVBCore
 import LVBCrypto
 
 /// What the transport tells its owner.
-public enum TransportEvent {
+public enum TransportEvent: Sendable {
     /// Both directions of a session with `peer` are proven (first time, or after it was gone).
     case established(PeerInfo)
     /// The peer introduced itself on the control channel.
