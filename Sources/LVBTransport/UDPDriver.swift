@@ -25,7 +25,8 @@ public final class UDPNode: @unchecked Sendable {
         // each slot holds a full datagram (a short slot would truncate it).
         let batch = 32
         let channel = try await DatagramBootstrap(group: loop)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            // No SO_REUSEADDR: on UDP it would let a second node bind the same
+            // port silently and steal its datagrams; "address in use" is right.
             .channelOption(.datagramVectorReadMessageCount, value: batch)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: batch * 2048))
             .channelInitializer { channel in

@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+
+/// The built `lvbnode` binary run as a separate process, its `--json` lines
+/// collected as they arrive and its stdin open for console commands.
+final class NodeProcess: @unchecked Sendable {
+    let process = Process()
+    private let stdinPipe = Pipe()
+    private let stdoutPipe = Pipe()
+    private let stderrPipe = Pipe()
+    private let lock = NSLock()
+    private var lines: [[String: Any]] = []
+    private var errText = ""
+    private var partial = Data()
+
+    /// The binary under test: $LVBNODE_BIN (the static release build in
+    /// Scripts/test), else the debug build next to the test bundle.
+    static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["LVBNODE_BIN"] { return URL(fileURLWithPath: path) }
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("lvbnode")
+        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/lvbnode")
+    }
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        process.standardInput = stdinPipe
+        process.standardOutput = stdoutPipe
+        process.standardError = stderrPipe
+        stdoutPipe.fileHandleForReading.readabilityHandler = { [weak self] h in self?.take(h.availableData) }
+        stderrPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let d = h.availableData
+            self?.lock.withLock { self?.errText += String(decoding: d, as: UTF8.self) }
+        }
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+
+    private func take(_ data: Data) {
+        lock.withLock {
+            partial.append(data)
+            while let nl = partial.firstIndex(of: 0x0A) {
+                let line = partial[partial.startIndex..<nl]
+                partial = Data(partial[(nl + 1)...])
+                if let obj = try? JSONSerialization.jsonObject(with: line) as? [String: Any] { lines.append(obj) }
+            }
+        }
+    }
+
+    var events: [[String: Any]] { lock.withLock { lines } }
+    var stderr: String { lock.withLock { errText } }
+
+    /// Waits for the first event named `name` satisfying `match`.
+    func waitFor(_ name: String, timeout: Double = 30, where match: ([String: Any]) -> Bool = { _ in true }) -> [String: Any]? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let e = events.first(where: { $0["event"] as? String == name && match($0) }) { return e }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return nil
+    }
+
+    func send(_ line: String) {
+        stdinPipe.fileHandleForWriting.write(Data((line + "\n").utf8))
+    }
+
+    func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+
+    /// Waits for exit; returns the status, or nil on timeout (then kills it).
+    func waitExit(timeout: Double = 20) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning {
+            process.terminate()
+            return nil
+        }
+        // Let the pipe handlers drain what the process wrote last.
+        Thread.sleep(forTimeInterval: 0.1)
+        return process.terminationStatus
+    }
+}
+
+/// Runs the binary to completion and returns (status, stdout, stderr).
+func runToEnd(_ arguments: [String], timeout: Double = 20) throws -> (Int32, String, String) {
+    let p = Process()
+    p.executableURL = NodeProcess.binary
+    p.arguments = arguments
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    p.standardInput = FileHandle.nullDevice
+    try p.run()
+    let deadline = Date().addingTimeInterval(timeout)
+    while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+    if p.isRunning { p.terminate() }
+    p.waitUntilExit()
+    return (p.terminationStatus,
+            String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+            String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+}
+
+func temporaryDirectory() -> String {
+    let dir = NSTemporaryDirectory() + "lvbnode-e2e-\(UUID().uuidString)"
+    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    return dir
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+
+/// A user's mistakes get one clear line on stderr and a non-zero exit.
+@Suite struct UserMistakeTests {
+    @Test func aDamagedTicketIsRefusedWithAHint() throws {
+        let (status, _, err) = try runToEnd(["join", "lvb1aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "--ephemeral"])
+        #expect(status == 64)
+        #expect(err.contains("ticket is damaged"))
+    }
+
+    @Test func aBadAddressIsRefusedWithAHint() throws {
+        let (status, _, err) = try runToEnd(["join", "example.com:7400", "--ephemeral"])
+        #expect(status == 64)
+        #expect(err.contains("IP:PORT"))
+        let (status2, _, err2) = try runToEnd(["host", "--ephemeral", "--listen", "127.0.0.1:99999"])
+        #expect(status2 == 64)
+        #expect(err2.contains("--listen"))
+    }
+
+    @Test func aPortInUseIsOneClearLineAndExitOne() throws {
+        let first = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json"])
+        let listen = try #require(first.waitFor("ready")?["listen"] as? String)
+        let (status, _, err) = try runToEnd(["host", "--ephemeral", "--listen", listen])
+        #expect(status == 1)
+        #expect(err.contains("address already in use"))
+        #expect(err.split(separator: "\n").count == 1)
+        first.signal(SIGTERM)
+        _ = first.waitExit()
+    }
+
+    @Test func theIdentityPersistsAndAnInsecureOrCorruptKeyFileIsNeverReplaced() throws {
+        let home = temporaryDirectory()
+        let (s1, id1, _) = try runToEnd(["id", "--home", home])
+        let (s2, id2, _) = try runToEnd(["id", "--home", home])
+        #expect(s1 == 0 && s2 == 0)
+        #expect(id1 == id2 && id1.count == 53)
+        let keyFile = home + "/identity.key"
+        let mode = try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        chmod(keyFile, 0o644)
+        let (s3, _, err3) = try runToEnd(["id", "--home", home])
+        #expect(s3 == 1)
+        #expect(err3.contains("chmod 600"))
+
+        chmod(keyFile, 0o600)
+        try "garbage\n".write(toFile: keyFile, atomically: false, encoding: .utf8)
+        let (s4, _, err4) = try runToEnd(["id", "--home", home])
+        #expect(s4 == 1)
+        #expect(err4.contains("corrupt"))
+        #expect(try String(contentsOfFile: keyFile, encoding: .utf8) == "garbage\n")
+    }
+
+    @Test func theEnvironmentVariableChoosesTheHome() throws {
+        let home = temporaryDirectory()
+        let p = Process()
+        p.executableURL = NodeProcess.binary
+        p.arguments = ["id"]
+        p.environment = ["LVBNODE_HOME": home, "PATH": "/usr/bin:/bin"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        #expect(FileManager.default.fileExists(atPath: home + "/identity.key"))
+    }
+}
