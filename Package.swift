@@ -74,6 +74,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swift5, linkerSettings: media),
+        .executableTarget(
+            name: "LVBBench",
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport"],
+            swiftSettings: swift5),
 
         .testTarget(
             name: "LVBCoreTests", dependencies: ["LVBCore"], swiftSettings: swift5),

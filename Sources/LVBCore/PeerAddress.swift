@@ -34,13 +34,17 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
             hostPart = s[..<colon]
             portPart = s[s.index(after: colon)...]
         }
-        guard let port = UInt16(portPart) else { throw .badAddress(text) }
+        // Digits only: Swift's integer parsing would also take a leading sign.
+        guard !portPart.isEmpty, portPart.count <= 5, portPart.allSatisfy(\.isASCIIDigit), let port = UInt16(portPart) else {
+            throw .badAddress(text)
+        }
         self.port = port
-        if hostPart.lowercased() == "localhost" {
+        let bracketed = s.hasPrefix("[")
+        if !bracketed, hostPart.lowercased() == "localhost" {
             host = .v4(0x7F00_0001)
-        } else if let v4 = PeerAddress.parseIPv4(hostPart) {
+        } else if !bracketed, let v4 = PeerAddress.parseIPv4(hostPart) {
             host = .v4(v4)
-        } else if let v6 = PeerAddress.parseIPv6(hostPart) {
+        } else if bracketed, let v6 = PeerAddress.parseIPv6(hostPart) {
             host = .v6(v6)
         } else {
             throw .badAddress(text)
@@ -70,7 +74,7 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
         guard parts.count == 4 else { return nil }
         var v: UInt32 = 0
         for p in parts {
-            guard !p.isEmpty, p.count <= 3, p.allSatisfy(\.isASCII), let n = UInt8(p) else { return nil }
+            guard !p.isEmpty, p.count <= 3, p.allSatisfy(\.isASCIIDigit), let n = UInt8(p) else { return nil }
             v = v << 8 | UInt32(n)
         }
         return v
@@ -83,7 +87,7 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
             if part.isEmpty { return [] }
             var out = [UInt16]()
             for g in part.split(separator: ":", omittingEmptySubsequences: false) {
-                guard !g.isEmpty, g.count <= 4, let n = UInt16(g, radix: 16) else { return nil }
+                guard !g.isEmpty, g.count <= 4, g.allSatisfy({ $0.isASCII && $0.isHexDigit }), let n = UInt16(g, radix: 16) else { return nil }
                 out.append(n)
             }
             return out
@@ -99,6 +103,10 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
         }
         return all.flatMap { [UInt8($0 >> 8), UInt8($0 & 255)] }
     }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
 }
 
 extension Substring {

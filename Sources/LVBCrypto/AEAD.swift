@@ -6,18 +6,25 @@ public enum ChaChaPoly {
     public static let keyLength = 32
     public static let tagLength = 16
 
+    /// The 96-bit nonce on the stack: 4 zero bytes, then the counter little-endian.
+    @inline(__always)
+    static func nonce(_ counter: UInt64) -> (UInt32, UInt32, UInt32) {
+        (0, UInt32(truncatingIfNeeded: counter).littleEndian, UInt32(truncatingIfNeeded: counter >> 32).littleEndian)
+    }
+
     /// Encrypts `plaintext` and appends ciphertext + tag to `out`.
     public static func seal(key: UnsafeRawBufferPointer, counter: UInt64, ad: UnsafeRawBufferPointer,
                             plaintext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int {
         Sodium.ensureInitialized()
-        var n = [UInt8](repeating: 0, count: 12)
-        withUnsafeBytes(of: counter.littleEndian) { for i in 0..<8 { n[4 + i] = $0[i] } }
+        var n = nonce(counter)
         var clen: UInt64 = 0
-        crypto_aead_chacha20poly1305_ietf_encrypt(
-            out.baseAddress!.assumingMemoryBound(to: UInt8.self), &clen,  // invariant: callers pass a sized buffer
-            plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
-            ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
-            nil, n, key.baseAddress!.assumingMemoryBound(to: UInt8.self))  // invariant: keys are 32 bytes
+        withUnsafeBytes(of: &n) { np in
+            _ = crypto_aead_chacha20poly1305_ietf_encrypt(
+                out.baseAddress!.assumingMemoryBound(to: UInt8.self), &clen,  // invariant: callers pass a sized buffer
+                plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
+                ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
+                nil, np.baseAddress!.assumingMemoryBound(to: UInt8.self), key.baseAddress!.assumingMemoryBound(to: UInt8.self))  // invariant: fixed-size nonce and 32-byte keys
+        }
         return Int(clen)
     }
 
@@ -27,14 +34,15 @@ public enum ChaChaPoly {
                             ciphertext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int? {
         Sodium.ensureInitialized()
         guard ciphertext.count >= tagLength else { return nil }
-        var n = [UInt8](repeating: 0, count: 12)
-        withUnsafeBytes(of: counter.littleEndian) { for i in 0..<8 { n[4 + i] = $0[i] } }
+        var n = nonce(counter)
         var mlen: UInt64 = 0
-        let rc = crypto_aead_chacha20poly1305_ietf_decrypt(
-            out.baseAddress?.assumingMemoryBound(to: UInt8.self), &mlen, nil,
-            ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),  // invariant: count ≥ 16 checked above
-            ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
-            n, key.baseAddress!.assumingMemoryBound(to: UInt8.self))  // invariant: keys are 32 bytes
+        let rc = withUnsafeBytes(of: &n) { np in
+            crypto_aead_chacha20poly1305_ietf_decrypt(
+                out.baseAddress?.assumingMemoryBound(to: UInt8.self), &mlen, nil,
+                ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),  // invariant: count ≥ 16 checked above
+                ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
+                np.baseAddress!.assumingMemoryBound(to: UInt8.self), key.baseAddress!.assumingMemoryBound(to: UInt8.self))  // invariant: fixed-size nonce and 32-byte keys
+        }
         return rc == 0 ? Int(mlen) : nil
     }
 

@@ -37,6 +37,16 @@ public struct NodeID: Hashable, Sendable, CustomStringConvertible {
     /// The first 8 characters, for logs and the console.
     public var short: String { String(text.prefix(8)) }
     public var description: String { text }
+
+    // The static key follows from the public key, so equality and hashing use
+    // the public key alone; its bytes are uniformly random, so 8 of them hash well.
+    public static func == (a: NodeID, b: NodeID) -> Bool { a.publicKey == b.publicKey }
+
+    public func hash(into hasher: inout Hasher) {
+        var prefix: UInt64 = 0
+        for i in 0..<8 { prefix = prefix << 8 | UInt64(publicKey[i]) }
+        hasher.combine(prefix)
+    }
 }
 
 /// A node's Ed25519 key pair (libsodium crypto_sign): signs room events and

@@ -35,8 +35,9 @@ public enum TransportConstants {
     public static let rekeyTimeoutJitter: Duration = .milliseconds(333)
     /// How often the owner must call `TransportCore.tick()`.
     public static let tickInterval: Duration = .milliseconds(100)
-    /// Handshake messages per second above which mac2 (a cookie) is demanded.
-    public static let underLoadHandshakesPerSecond = 200
+    /// Handshake messages per second above which mac2 (a cookie) is demanded:
+    /// about a tenth of one core's responder capacity (Scripts/bench).
+    public static let underLoadHandshakesPerSecond = 500
     /// Messages queued per peer while its session is being set up.
     public static let maxQueuedPerPeer = 128
     /// Responder-side XX handshakes awaiting message 3.

@@ -5,7 +5,9 @@ public struct Hello: Sendable, Equatable {
     public var agent: String      // software and version, ≤ 64 bytes
     public var role: Role
     public init(agent: String, role: Role) {
-        self.agent = agent
+        var cut = Substring(agent)
+        while cut.utf8.count > ControlMessage.maxAgentLength { cut = cut.dropLast() }
+        self.agent = String(cut)
         self.role = role
     }
     /// The node's part in the room.
@@ -59,7 +61,7 @@ public enum ControlMessage: Equatable {
         case let .hello(h):
             w.write(UInt8(1))
             w.write(h.role.rawValue)
-            w.writeShortBytes(Array(h.agent.utf8.prefix(Self.maxAgentLength)))
+            w.writeShortBytes(Array(h.agent.utf8))
         case let .ping(n): w.write(UInt8(2)); w.write(n)
         case let .pong(n): w.write(UInt8(3)); w.write(n)
         case let .bye(r): w.write(UInt8(4)); w.write(r)

@@ -8,14 +8,14 @@ extension TransportCore {
     // MARK: Initiator
 
     /// Sends a fresh initiation to `peer` (new ephemeral key and index each try).
-    func startInitiation(_ peer: Peer, firstAttempt: Instant) {
+    func startInitiation(_ peer: Peer, firstAttempt: Instant, cookieRetried: Bool = false) {
         if let old = peer.initiation { indices[old.localIndex] = nil }
         peer.initiation = nil
         let pattern: NoisePattern = peer.id == nil ? .XX : .IK
         let now = clock.now()
         do {
             let hs = try NoiseHandshake(pattern: pattern, role: .initiator, prologue: TransportConstants.prologue,
-                                        localStatic: identity.noiseStatic, remoteStatic: peer.id?.noiseStaticKey, random: random)
+                                        localStatic: staticKey, remoteStatic: peer.id?.noiseStaticKey, random: random)
             let payload = pattern == .IK
                 ? HandshakePayload.initiator(id: nodeID, timestamp: nextTimestamp())
                 : [UInt8](repeating: 0, count: MessageSize.xxInitiationPadding)
@@ -25,7 +25,8 @@ extension TransportCore {
             peer.cookies.addMACs(&packet)
             let jitter = Duration.nanoseconds(Int64(random.unit() * Double(TransportConstants.rekeyTimeoutJitter.nanosecondsClamped)))
             peer.initiation = PendingInitiation(handshake: hs, pattern: pattern, localIndex: index, firstAttempt: firstAttempt,
-                                                sentAt: now, retryAt: now + TransportConstants.rekeyTimeout + jitter)
+                                                sentAt: now, retryAt: now + TransportConstants.rekeyTimeout + jitter,
+                                                cookieRetried: cookieRetried)
             indices[index] = .initiation(peer)
             transmit(packet, to: peer.endpoint)
             for other in peer.candidates where other != peer.endpoint { transmit(packet, to: other) }
@@ -51,7 +52,11 @@ extension TransportCore {
         var target = peer
         if pending.pattern == .XX {
             let id = try HandshakePayload.parseResponder(payload, remoteStatic: pending.handshake.remoteStaticKey)
-            guard id != nodeID else { remove(peer, reason: .local); throw .handshakeFailed("dialled ourselves") }
+            guard id != nodeID else {
+                emit(.connectFailed(peer.endpoint, id))
+                remove(peer, reason: .local)
+                throw .handshakeFailed("dialled our own identity")
+            }
             target = adopt(peer, as: id)
             let noise3: [UInt8]
             do { noise3 = try pending.handshake.writeMessage(payload: HandshakePayload.initiator(id: nodeID, timestamp: nextTimestamp())) } catch {
@@ -98,10 +103,14 @@ extension TransportCore {
     }
 
     func consumeCookieReply(_ m: CookieReplyMessage) {
-        guard case .initiation(let peer)? = indices[m.receiverIndex],
+        guard case .initiation(let peer)? = indices[m.receiverIndex], let pending = peer.initiation,
+              !pending.cookieRetried,
               peer.cookies.consumeReply(nonce: m.nonce, sealed: m.sealed)
-        else { stats.droppedUnknownIndex += 1; return }
-        // The next retry carries mac2; WireGuard waits for the timer too.
+        else { stats.droppedHandshake += 1; return }
+        // Resend at once with mac2 rather than after the retry timer: an honest
+        // joiner of a busy host pays one round trip, not rekeyTimeout. Once per
+        // initiation, so forged or replayed replies cannot make us chatter.
+        startInitiation(peer, firstAttempt: pending.firstAttempt, cookieRetried: true)
     }
 
     func nextTimestamp() -> TAI64N {

@@ -33,8 +33,9 @@ public enum HandshakePayload {
     }
 }
 
-/// A TAI64N timestamp (12 bytes: 2^62 + seconds, nanoseconds; big-endian), as
-/// WireGuard puts in its initiation to defeat replays of message 1.
+/// A TAI64N-style label (12 bytes, big-endian: 2^62 + Unix seconds, then
+/// nanoseconds) in each initiation, as WireGuard does to defeat replays of
+/// message 1. Only its order matters: a responder accepts strictly newer ones.
 public struct TAI64N: Comparable, Sendable {
     public var seconds: UInt64
     public var nanoseconds: UInt32

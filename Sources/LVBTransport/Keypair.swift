@@ -70,7 +70,7 @@ final class Keypair {
     /// Verifies and decrypts `packet` in place inside `datagram`. The replay
     /// window moves only after the tag has verified.
     func open(_ packet: TransportPacket, in datagram: inout [UInt8]) -> OpenResult {
-        let start = packet.sealed.startIndex
+        let start = packet.sealed.lowerBound
         let count = packet.sealed.count
         let opened: Int? = datagram.withUnsafeMutableBytes { b in
             let region = UnsafeMutableRawBufferPointer(rebasing: b[start..<start + count])

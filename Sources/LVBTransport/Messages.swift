@@ -60,11 +60,12 @@ public struct HandshakeMessage {
     public var raw: ArraySlice<UInt8>
 }
 
-/// A parsed transport packet header; `sealed` is ciphertext ‖ tag.
+/// A parsed transport packet header; `sealed` is where ciphertext ‖ tag lie in
+/// the datagram (a range, not a slice, so decrypting in place needs no copy).
 public struct TransportPacket {
     public var receiverIndex: UInt32
     public var counter: UInt64
-    public var sealed: ArraySlice<UInt8>
+    public var sealed: Range<Int>
 }
 
 /// A parsed cookie reply.
@@ -93,7 +94,8 @@ public enum Packet {
                 guard datagram.count >= MessageSize.transportOverhead else { throw TransportError.malformed("short transport packet") }
                 let receiver = try r.readUInt32LE()
                 let counter = try r.readUInt64LE()
-                return .transport(TransportPacket(receiverIndex: receiver, counter: counter, sealed: r.readRest()))
+                let rest = r.readRest()
+                return .transport(TransportPacket(receiverIndex: receiver, counter: counter, sealed: rest.startIndex..<rest.endIndex))
             case .cookieReply:
                 try expectSize(datagram, MessageSize.cookieReply, type)
                 let receiver = try r.readUInt32LE()

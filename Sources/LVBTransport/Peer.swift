@@ -23,6 +23,8 @@ final class Peer {
     var initiation: PendingInitiation?
     var cookies: CookieGenerator
 
+    /// When this record was made; bounds the life of a session that never confirms.
+    let created: Instant
     var lastSent: Instant?
     var lastReceived: Instant?
     var established = false
@@ -33,8 +35,9 @@ final class Peer {
     var pingSentAt: Instant?
     var pingNonce: UInt64 = 0
 
-    init(id: NodeID?, endpoint: PeerAddress, persistent: Bool, cookies: CookieGenerator) {
+    init(id: NodeID?, endpoint: PeerAddress, persistent: Bool, cookies: CookieGenerator, created: Instant) {
         self.id = id
+        self.created = created
         self.endpoint = endpoint
         self.persistent = persistent
         self.cookies = cookies
@@ -80,4 +83,6 @@ struct PendingInitiation {
     let sentAt: Instant
     /// The retry deadline including jitter.
     let retryAt: Instant
+    /// Already resent once in answer to a cookie reply.
+    let cookieRetried: Bool
 }

@@ -4,7 +4,7 @@ import LVBCrypto
 extension TransportCore {
     /// Feeds one datagram from the network. Anything malformed, forged,
     /// replayed or stale is counted in `stats` and dropped; nothing here throws.
-    public func receive(_ datagram: [UInt8], from source: PeerAddress) {
+    public func receive(_ datagram: consuming [UInt8], from source: PeerAddress) {
         stats.datagramsIn += 1
         stats.bytesIn += datagram.count
         let packet: Packet
@@ -16,7 +16,7 @@ extension TransportCore {
         }
         switch packet {
         case .transport(let t):
-            receiveTransport(t, datagram: datagram, from: source)
+            receiveTransport(t, datagram: &datagram, from: source)
         case .cookieReply(let c):
             stats.unauthenticatedBytesIn += datagram.count
             consumeCookieReply(c)
@@ -30,26 +30,25 @@ extension TransportCore {
                 case .cookieReply, .transport: break
                 }
             } catch {
-                if case .replayedInitiation = error { stats.droppedReplayedInitiation += 1 } else { stats.droppedHandshake += 1 }
+                stats.droppedHandshake += 1
                 log.debug("handshake from \(source) rejected: \(error)")
             }
         }
     }
 
-    private func receiveTransport(_ t: TransportPacket, datagram: [UInt8], from source: PeerAddress) {
+    private func receiveTransport(_ t: TransportPacket, datagram buffer: inout [UInt8], from source: PeerAddress) {
         guard case .keypair(let peer, let kp)? = indices[t.receiverIndex] else {
             stats.droppedUnknownIndex += 1
-            stats.unauthenticatedBytesIn += datagram.count
+            stats.unauthenticatedBytesIn += buffer.count
             return
         }
         let now = clock.now()
         guard !kp.isExpired(now: now) else { stats.droppedExpired += 1; return }
-        var buffer = datagram
         let range: Range<Int>
         switch kp.open(t, in: &buffer) {
         case .badTag:
             stats.droppedDecrypt += 1
-            stats.unauthenticatedBytesIn += datagram.count
+            stats.unauthenticatedBytesIn += buffer.count
             return
         case .replayed:
             stats.droppedReplay += 1

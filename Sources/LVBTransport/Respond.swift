@@ -21,7 +21,7 @@ extension TransportCore {
         }
         do {
             let hs = try NoiseHandshake(pattern: ik ? .IK : .XX, role: .responder, prologue: TransportConstants.prologue,
-                                        localStatic: identity.noiseStatic, random: random)
+                                        localStatic: staticKey, random: random)
             let payload = try hs.readMessage(Array(m.noise))
             if ik {
                 try respondIK(hs, payload: payload, to: m, from: source)
@@ -105,7 +105,7 @@ extension TransportCore {
     private func peerForIncoming(_ id: NodeID, source: PeerAddress) -> Peer? {
         if let p = peersByID[id] { return p }
         guard peersByID.count < TransportConstants.maxPeers else { stats.droppedHandshake += 1; return nil }
-        let p = Peer(id: id, endpoint: source, persistent: false, cookies: generator(for: id))
+        let p = Peer(id: id, endpoint: source, persistent: false, cookies: generator(for: id), created: clock.now())
         peersByID[id] = p
         return p
     }

@@ -53,8 +53,9 @@ extension TransportCore {
                 sendPing(peer)
             }
         } else if !peer.persistent, peer.initiation == nil, peer.current == nil,
-                  now - (peer.lastReceived ?? peer.lastSent ?? now) >= TransportConstants.peerGoneTimeout {
-            // An incoming handshake that never became a session.
+                  now - (peer.lastReceived ?? peer.created) >= TransportConstants.peerGoneTimeout {
+            // An incoming handshake that never became a session (its initiator
+            // never confirmed): forget it, or unconfirmed records fill the table.
             remove(peer, reason: .silence)
         }
     }

@@ -19,6 +19,8 @@ public struct TransportConfig: Sendable {
 /// Not thread-safe: its owner calls it from one event loop (or the virtual network).
 public final class TransportCore {
     public let identity: Identity
+    /// The X25519 form of the identity, derived once (it costs a scalar multiplication).
+    let staticKey: NoiseKeyPair
     public var config: TransportConfig
     public var onEvent: ((TransportEvent) -> Void)?
     public internal(set) var stats = TransportStats()
@@ -45,11 +47,12 @@ public final class TransportCore {
 
     public init(identity: Identity, clock: Clock, random: RandomSource, sink: DatagramSink, config: TransportConfig = TransportConfig()) {
         self.identity = identity
+        staticKey = identity.noiseStatic
         self.clock = clock
         self.random = random
         self.sink = sink
         self.config = config
-        ownChecker = CookieChecker(keyMaterial: identity.noiseStatic.publicKey, clock: clock, random: random,
+        ownChecker = CookieChecker(keyMaterial: staticKey.publicKey, clock: clock, random: random,
                                    secretLifetime: TransportConstants.cookieSecretLifetime)
         anonymousChecker = CookieChecker(keyMaterial: MacKeyMaterial.anonymous, clock: clock, random: random,
                                          secretLifetime: TransportConstants.cookieSecretLifetime)
@@ -74,7 +77,7 @@ public final class TransportCore {
             if existing.current == nil && existing.initiation == nil { startInitiation(existing, firstAttempt: clock.now()) }
             return
         }
-        let peer = Peer(id: id, endpoint: address, persistent: true, cookies: generator(for: id))
+        let peer = Peer(id: id, endpoint: address, persistent: true, cookies: generator(for: id), created: clock.now())
         peer.candidates = Array(addresses.dropFirst())
         if let id { peersByID[id] = peer } else { anonymousPeers.append(peer) }
         startInitiation(peer, firstAttempt: clock.now())

@@ -7,8 +7,6 @@ public enum TransportError: Error, Equatable, CustomStringConvertible {
     case malformed(String)
     /// A handshake payload's identity does not match its Noise static key.
     case identityMismatch
-    /// An IK initiation's timestamp is not newer than the last one seen.
-    case replayedInitiation
     /// The Noise handshake rejected the message.
     case handshakeFailed(String)
     /// A payload is larger than one datagram can carry.
@@ -21,7 +19,6 @@ public enum TransportError: Error, Equatable, CustomStringConvertible {
         case let .unknownPacketType(t): "unknown packet type \(t)"
         case let .malformed(why): "malformed packet: \(why)"
         case .identityMismatch: "handshake identity does not match its static key"
-        case .replayedInitiation: "replayed or stale initiation"
         case let .handshakeFailed(why): "handshake failed: \(why)"
         case let .payloadTooLarge(n): "payload of \(n) bytes exceeds the datagram limit"
         case .noSession: "no session with that peer"

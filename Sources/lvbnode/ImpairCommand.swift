@@ -42,6 +42,7 @@ struct ImpairCommand: AsyncParsableCommand {
         _ = try parseAddress(to, what: "--to")
         do { try impairment.validate() } catch { throw ValidationError("\(error)") }
         guard delay >= 0, jitter >= 0 else { throw ValidationError("--delay and --jitter must not be negative") }
+        if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
     }
 
     func run() async throws {
@@ -64,7 +65,18 @@ struct ImpairCommand: AsyncParsableCommand {
         let stats = await relay.stats()
         try? await relay.close()
         var l = JSONLine(event: "exit")
-        l.add("stats", "\(stats)")
-        out.emit(l, human: "\(stats)", kind: "exit")
+        let json = RelayStatsJSON.encode(stats)
+        l.addRaw("stats", json)
+        out.emit(l, human: json, kind: "exit")
+    }
+}
+
+/// Relay counters as a JSON object.
+enum RelayStatsJSON {
+    static func encode(_ s: RelayStats) -> String {
+        func direction(_ d: RelayStats.Direction) -> String {
+            "{\"received\":\(d.received),\"forwarded\":\(d.forwarded),\"dropped\":\(d.dropped),\"duplicated\":\(d.duplicated),\"rejected\":\(d.rejected)}"
+        }
+        return "{\"upstream\":\(direction(s.upstream)),\"downstream\":\(direction(s.downstream)),\"clients\":\(s.clients)}"
     }
 }

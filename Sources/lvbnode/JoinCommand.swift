@@ -23,6 +23,7 @@ struct JoinCommand: AsyncParsableCommand {
 
     /// The addresses to dial and the identity expected there.
     func target() throws -> (addresses: [PeerAddress], expecting: NodeID?) {
+        let peer = self.peer.trimmingCharacters()
         if peer.lowercased().hasPrefix(JoinTicket.prefix) {
             do {
                 let ticket = try JoinTicket(text: peer)

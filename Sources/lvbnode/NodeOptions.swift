@@ -15,14 +15,14 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Leave cleanly after this many seconds.", valueName: "seconds"))
     var duration: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error.", valueName: "level"))
+    @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: String = "warning"
 
     func validate() throws {
         if let listen { _ = try parseAddress(listen, what: "--listen") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
         guard LogLevelName.parse(logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error")
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
     }
 

@@ -35,7 +35,7 @@ struct NodeRunner {
         let listen: PeerAddress
         do { listen = try options.listenAddress(defaultPort: defaultPort) } catch {
             Output.fail("\(error)")
-            return 2
+            return 64
         }
 
         let group = MultiThreadedEventLoopGroup.singleton

@@ -38,4 +38,28 @@ import Testing
         net.run(for: .milliseconds(200))
         #expect(nodes[0].received.map(\.2) == [[1, 2, 3]])
     }
+
+    @Test func aResponderForgetsAHandshakeThatIsNeverConfirmed() {
+        let net = VirtualNetwork(seed: 4, defaultImpairment: Impairment(delay: .milliseconds(10)))
+        let nodes = net.makeNodes(2, seed: 10)
+        let (host, viewer) = (nodes[0], nodes[1])
+        // Everything but the initiation is lost: the host answers, never hears back.
+        host.inboundFilter = { d, _ in d.first == PacketType.ikInitiation.rawValue }
+        viewer.core.connect(to: host.address, expecting: host.id)
+        net.run(for: .seconds(1))
+        #expect(host.core.peers.count == 1)
+        #expect(!host.established(with: viewer))
+        viewer.crash()
+        net.run(for: .seconds(16))
+        #expect(host.core.peers.isEmpty)
+    }
+
+    @Test func diallingYourOwnAddressFailsClearly() {
+        let net = VirtualNetwork(seed: 5)
+        let node = net.makeNodes(1, seed: 11)[0]
+        node.core.connect(to: node.address, expecting: nil)
+        net.run(for: .seconds(1))
+        #expect(node.events.contains { if case .connectFailed = $0 { true } else { false } })
+        #expect(node.core.peers.isEmpty)
+    }
 }

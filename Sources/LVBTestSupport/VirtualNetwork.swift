@@ -1,0 +1,198 @@
+import LVBCore
+import LVBTransport
+
+/// A deterministic in-process datagram network on a manual clock, for scenario
+/// tests of many nodes with loss, delay, jitter, reordering, duplication and
+/// partitions. Same seed and same calls ⇒ same deliveries at the same times.
+public final class VirtualNetwork {
+    public let clock: ManualClock
+    /// Impairment of every direction without its own `setImpairment`.
+    public var defaultImpairment: Impairment
+    public private(set) var stats = NetworkStats()
+
+    /// One direction of a link.
+    private struct Link: Hashable {
+        let from: PeerAddress
+        let to: PeerAddress
+    }
+
+    private let random: SeededRandom
+    private var queue = EventQueue()
+    private var endpoints: [PeerAddress: VirtualEndpoint] = [:]
+    private var impairments: [Link: Impairment] = [:]
+    private var cuts: Set<Link> = []
+    private var isolated: Set<PeerAddress> = []
+    private var nextAutoAddress = 0
+
+    public init(seed: UInt64, defaultImpairment: Impairment = .none, clock: ManualClock = ManualClock()) {
+        self.random = SeededRandom(seed: seed)
+        self.defaultImpairment = defaultImpairment
+        self.clock = clock
+    }
+
+    /// Events (deliveries and timer firings) not yet run.
+    public var pendingEvents: Int { queue.count }
+
+    // MARK: Endpoints
+
+    /// A new endpoint at `address`, or at the next free 10.0.x.y:7400 when nil.
+    /// An open endpoint already at `address` is closed and replaced (a restart).
+    public func makeEndpoint(address: PeerAddress? = nil) -> VirtualEndpoint {
+        let chosen = address ?? nextFreeAddress()
+        endpoints[chosen]?.close()
+        let endpoint = VirtualEndpoint(address: chosen, network: self)
+        endpoints[chosen] = endpoint
+        return endpoint
+    }
+
+    private func nextFreeAddress() -> PeerAddress {
+        while true {
+            let i = nextAutoAddress
+            nextAutoAddress += 1
+            let address = PeerAddress.ipv4(
+                10, UInt8(truncatingIfNeeded: i / (254 * 256)), UInt8(truncatingIfNeeded: i / 254),
+                UInt8(truncatingIfNeeded: i % 254 + 1), port: 7400)
+            if endpoints[address] == nil { return address }
+        }
+    }
+
+    func remove(_ endpoint: VirtualEndpoint) {
+        if endpoints[endpoint.address] === endpoint { endpoints[endpoint.address] = nil }
+    }
+
+    // MARK: Links
+
+    /// Impairs datagrams sent from `from` to `to` (one direction).
+    public func setImpairment(_ impairment: Impairment, from: PeerAddress, to: PeerAddress) {
+        impairments[Link(from: from, to: to)] = impairment
+    }
+
+    /// Impairs both directions between `a` and `b`.
+    public func setImpairment(_ impairment: Impairment, between a: PeerAddress, and b: PeerAddress) {
+        setImpairment(impairment, from: a, to: b)
+        setImpairment(impairment, from: b, to: a)
+    }
+
+    /// The impairment datagrams from `from` to `to` get.
+    public func impairment(from: PeerAddress, to: PeerAddress) -> Impairment {
+        impairments[Link(from: from, to: to)] ?? defaultImpairment
+    }
+
+    /// Takes the link between `a` and `b` down both ways; in-flight datagrams are lost.
+    public func cut(_ a: PeerAddress, _ b: PeerAddress) {
+        cuts.insert(Link(from: a, to: b))
+        cuts.insert(Link(from: b, to: a))
+    }
+
+    /// Brings the link between `a` and `b` back up.
+    public func heal(_ a: PeerAddress, _ b: PeerAddress) {
+        cuts.remove(Link(from: a, to: b))
+        cuts.remove(Link(from: b, to: a))
+    }
+
+    /// Takes every link of `a` down; in-flight datagrams to or from it are lost.
+    public func isolate(_ a: PeerAddress) { isolated.insert(a) }
+
+    /// Undoes `isolate`; links cut one by one stay cut.
+    public func rejoin(_ a: PeerAddress) { isolated.remove(a) }
+
+    private func isUp(from: PeerAddress, to: PeerAddress) -> Bool {
+        !isolated.contains(from) && !isolated.contains(to) && !cuts.contains(Link(from: from, to: to))
+    }
+
+    // MARK: Datagrams
+
+    func transmit(_ datagram: [UInt8], from: PeerAddress, to: PeerAddress) {
+        stats.sent += 1
+        stats.bytesSent += datagram.count
+        guard isUp(from: from, to: to) else {
+            stats.droppedCut += 1
+            return
+        }
+        let delays = impairment(from: from, to: to).plan(random: random)
+        guard !delays.isEmpty else {
+            stats.dropped += 1
+            return
+        }
+        stats.duplicated += delays.count - 1
+        let now = clock.now()
+        for delay in delays {
+            queue.push(at: now + delay) { [weak self] in
+                self?.deliver(datagram, from: from, to: to)
+            }
+        }
+    }
+
+    private func deliver(_ datagram: [UInt8], from: PeerAddress, to: PeerAddress) {
+        guard isUp(from: from, to: to) else {
+            stats.droppedCut += 1
+            return
+        }
+        guard let endpoint = endpoints[to], !endpoint.isClosed else {
+            stats.droppedNoEndpoint += 1
+            return
+        }
+        stats.delivered += 1
+        stats.bytesDelivered += datagram.count
+        endpoint.deliver(datagram, from: from)
+    }
+
+    // MARK: Timers
+
+    /// Runs `action` once, `delay` from now (virtual time).
+    @discardableResult
+    public func schedule(after delay: Duration, _ action: @escaping () -> Void) -> TimerHandle {
+        let handle = TimerHandle()
+        queue.push(at: clock.now() + delay) {
+            if !handle.isCancelled { action() }
+        }
+        return handle
+    }
+
+    /// Runs `action` every `interval` (first after one interval) until cancelled.
+    @discardableResult
+    public func every(_ interval: Duration, _ action: @escaping () -> Void) -> TimerHandle {
+        precondition(interval > .zero, "every(_:) needs a positive interval")
+        let handle = TimerHandle()
+        arm(handle, at: clock.now() + interval, interval: interval, action)
+        return handle
+    }
+
+    private func arm(_ handle: TimerHandle, at due: Instant, interval: Duration, _ action: @escaping () -> Void) {
+        queue.push(at: due) { [weak self] in
+            guard !handle.isCancelled else { return }
+            action()
+            guard !handle.isCancelled else { return }
+            self?.arm(handle, at: due + interval, interval: interval, action)
+        }
+    }
+
+    // MARK: Running
+
+    /// Runs every event due within `duration` in time order (FIFO at equal
+    /// times), then leaves the clock at the end of the span.
+    public func run(for duration: Duration) {
+        let end = clock.now() + duration
+        while let event = queue.pop(notAfter: end) {
+            clock.advance(to: event.due)
+            event.action()
+        }
+        clock.advance(to: end)
+    }
+
+    /// Runs events until `condition` holds (checked first and after each event)
+    /// or `timeout` of virtual time passes. Returns whether the condition held;
+    /// on success the clock stays at the event that satisfied it.
+    @discardableResult
+    public func run(until condition: () -> Bool, timeout: Duration) -> Bool {
+        if condition() { return true }
+        let end = clock.now() + timeout
+        while let event = queue.pop(notAfter: end) {
+            clock.advance(to: event.due)
+            event.action()
+            if condition() { return true }
+        }
+        clock.advance(to: end)
+        return condition()
+    }
+}
