@@ -55,8 +55,7 @@ public extension VirtualNetwork {
     func makeNodes(_ count: Int, seed: UInt64, config: TransportConfig = TransportConfig()) -> [SimulatedNode] {
         let random = SeededRandom(seed: seed)
         return (0..<count).map { _ in
-            // invariant: 32 random bytes are always a valid Ed25519 seed
-            let identity = try! Identity(seed: random.bytes(32))
+            let identity = try! Identity(seed: random.bytes(32))  // invariant: any 32 bytes are a valid Ed25519 seed
             return SimulatedNode(network: self, identity: identity, random: SeededRandom(seed: random.uint64()), config: config)
         }
     }

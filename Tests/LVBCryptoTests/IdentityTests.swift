@@ -17,15 +17,6 @@ func fileMode(_ path: String) -> UInt32? {
     return UInt32(info.st_mode) & 0o7777
 }
 
-func expectIdentityError<T>(_ expected: IdentityError, _ body: () throws(IdentityError) -> T,
-                            sourceLocation: SourceLocation = #_sourceLocation) {
-    do {
-        _ = try body()
-        Issue.record("expected \(expected), got success", sourceLocation: sourceLocation)
-    } catch {
-        #expect(error == expected, sourceLocation: sourceLocation)
-    }
-}
 
 @Suite struct IdentityTests {
     @Test func signaturesVerifyOnlyForTheSignedMessageAndSigner() throws {
@@ -46,7 +37,7 @@ func expectIdentityError<T>(_ expected: IdentityError, _ body: () throws(Identit
         let a = Identity.generate()
         let b = try Identity(seed: a.seed)
         #expect(a.nodeID == b.nodeID && a.seed.count == 32)
-        expectIdentityError(.badKeyLength, { () throws(IdentityError) in try Identity(seed: [1, 2]) })
+        expectError(.badKeyLength, { () throws(IdentityError) in try Identity(seed: [1, 2]) })
         #expect(!"\(a)".contains(Base32.encode(a.seed)))
     }
 
@@ -56,9 +47,9 @@ func expectIdentityError<T>(_ expected: IdentityError, _ body: () throws(Identit
         #expect(try NodeID(text: id.text) == id)
         #expect(try NodeID(text: id.text.uppercased()) == id)
         for bad in ["", "abc", String(id.text.dropLast()), id.text + "a", String(id.text.dropLast()) + "1"] {
-            expectIdentityError(.badText(bad), { () throws(IdentityError) in try NodeID(text: bad) })
+            expectError(.badText(bad), { () throws(IdentityError) in try NodeID(text: bad) })
         }
-        expectIdentityError(.badKeyLength, { () throws(IdentityError) in try NodeID(publicKey: [UInt8](repeating: 1, count: 31)) })
+        expectError(.badKeyLength, { () throws(IdentityError) in try NodeID(publicKey: [UInt8](repeating: 1, count: 31)) })
     }
 
     @Test func noiseStaticKeyIsBoundToTheNodeID() throws {
@@ -91,7 +82,7 @@ func expectIdentityError<T>(_ expected: IdentityError, _ body: () throws(Identit
         defer { t.cleanUp() }
         _ = try IdentityStore.loadOrCreate(home: t.home)
         #expect(chmod(t.keyPath, 0o644) == 0)
-        expectIdentityError(.insecurePermissions(path: t.keyPath, mode: 0o644), { () throws(IdentityError) in
+        expectError(.insecurePermissions(path: t.keyPath, mode: 0o644), { () throws(IdentityError) in
             try IdentityStore.loadOrCreate(home: t.home)
         })
         #expect(IdentityError.insecurePermissions(path: t.keyPath, mode: 0o644).description.contains("chmod 600 \(t.keyPath)"))
@@ -106,7 +97,7 @@ func expectIdentityError<T>(_ expected: IdentityError, _ body: () throws(Identit
         #expect(fd >= 0)
         _ = garbage.withCString { write(fd, $0, strlen($0)) }
         close(fd)
-        expectIdentityError(.corruptKeyFile(path: t.keyPath), { () throws(IdentityError) in
+        expectError(.corruptKeyFile(path: t.keyPath), { () throws(IdentityError) in
             try IdentityStore.loadOrCreate(home: t.home)
         })
         #expect(try String(contentsOfFile: t.keyPath, encoding: .utf8) == garbage)

@@ -28,23 +28,13 @@ struct HandshakePair {
 
 let payload = Array("hi!".utf8)
 
-/// Expects `body` to throw exactly `expected`.
-func expectNoiseError<T>(_ expected: NoiseError, _ body: () throws(NoiseError) -> T,
-                         sourceLocation: SourceLocation = #_sourceLocation) {
-    do {
-        _ = try body()
-        Issue.record("expected \(expected), got success", sourceLocation: sourceLocation)
-    } catch {
-        #expect(error == expected, sourceLocation: sourceLocation)
-    }
-}
 
 /// Expects every entry point of a failed handshake to answer `.failed`.
 func expectDead(_ h: NoiseHandshake, sourceLocation: SourceLocation = #_sourceLocation) {
-    expectNoiseError(.failed, { () throws(NoiseError) in try h.writeMessage(payload: []) }, sourceLocation: sourceLocation)
-    expectNoiseError(.failed, { () throws(NoiseError) in try h.readMessage([UInt8](repeating: 0, count: 200)) },
+    expectError(.failed, { () throws(NoiseError) in try h.writeMessage(payload: []) }, sourceLocation: sourceLocation)
+    expectError(.failed, { () throws(NoiseError) in try h.readMessage([UInt8](repeating: 0, count: 200)) },
                      sourceLocation: sourceLocation)
-    expectNoiseError(.failed, { () throws(NoiseError) in try h.split() }, sourceLocation: sourceLocation)
+    expectError(.failed, { () throws(NoiseError) in try h.split() }, sourceLocation: sourceLocation)
     #expect(!h.isComplete && !h.isMyTurnToWrite, sourceLocation: sourceLocation)
 }
 
@@ -52,7 +42,7 @@ func expectDead(_ h: NoiseHandshake, sourceLocation: SourceLocation = #_sourceLo
     @Test(arguments: [NoisePattern.IK, NoisePattern.XX])
     func bothSidesAgreeOnKeysAndIdentities(pattern: NoisePattern) throws {
         let p = try HandshakePair(pattern)
-        expectNoiseError(.notComplete, { () throws(NoiseError) in try p.initiator.split() })
+        expectError(.notComplete, { () throws(NoiseError) in try p.initiator.split() })
         for i in 0..<pattern.messages.count {
             let (w, r) = p.sides(i)
             #expect(try r.readMessage(try w.writeMessage(payload: payload)) == payload)
@@ -69,22 +59,22 @@ func expectDead(_ h: NoiseHandshake, sourceLocation: SourceLocation = #_sourceLo
     @Test(arguments: [NoisePattern.IK, NoisePattern.XX])
     func wrongTurnIsOutOfOrderAndKillsTheHandshake(pattern: NoisePattern) throws {
         let a = try HandshakePair(pattern)
-        expectNoiseError(.outOfOrder, { () throws(NoiseError) in try a.initiator.readMessage([UInt8](repeating: 1, count: 96)) })
+        expectError(.outOfOrder, { () throws(NoiseError) in try a.initiator.readMessage([UInt8](repeating: 1, count: 96)) })
         expectDead(a.initiator)
-        expectNoiseError(.outOfOrder, { () throws(NoiseError) in try a.responder.writeMessage(payload: []) })
+        expectError(.outOfOrder, { () throws(NoiseError) in try a.responder.writeMessage(payload: []) })
         expectDead(a.responder)
 
         // A replayed first message, once the responder has moved on.
         let b = try HandshakePair(pattern)
         let first = try b.initiator.writeMessage(payload: payload)
         _ = try b.responder.readMessage(first)
-        expectNoiseError(.outOfOrder, { () throws(NoiseError) in try b.responder.readMessage(first) })
+        expectError(.outOfOrder, { () throws(NoiseError) in try b.responder.readMessage(first) })
         expectDead(b.responder)
 
         // Nothing more to say once complete.
         let c = try HandshakePair(pattern)
         for i in 0..<pattern.messages.count { let (w, r) = c.sides(i); _ = try r.readMessage(try w.writeMessage(payload: [])) }
-        expectNoiseError(.outOfOrder, { () throws(NoiseError) in try c.initiator.writeMessage(payload: []) })
+        expectError(.outOfOrder, { () throws(NoiseError) in try c.initiator.writeMessage(payload: []) })
         expectDead(c.initiator)
     }
 
@@ -125,7 +115,7 @@ func expectDead(_ h: NoiseHandshake, sourceLocation: SourceLocation = #_sourceLo
                 for i in 0..<target { let (w, r) = p.sides(i); _ = try r.readMessage(try w.writeMessage(payload: payload)) }
                 let (w, r) = p.sides(target)
                 let message = try w.writeMessage(payload: payload)
-                expectNoiseError(.malformed, { () throws(NoiseError) in try r.readMessage(Array(message.prefix(length))) })
+                expectError(.malformed, { () throws(NoiseError) in try r.readMessage(Array(message.prefix(length))) })
                 expectDead(r)
             }
         }
@@ -133,23 +123,23 @@ func expectDead(_ h: NoiseHandshake, sourceLocation: SourceLocation = #_sourceLo
 
     @Test func oversizedMessagesAreMalformed() throws {
         let p = try HandshakePair(.XX)
-        expectNoiseError(.malformed, { () throws(NoiseError) in try p.initiator.writeMessage(payload: [UInt8](repeating: 0, count: 65535 - 31)) })
+        expectError(.malformed, { () throws(NoiseError) in try p.initiator.writeMessage(payload: [UInt8](repeating: 0, count: 65535 - 31)) })
         let q = try HandshakePair(.XX)
         _ = try q.initiator.writeMessage(payload: [UInt8](repeating: 0, count: 65535 - 32))  // exactly the limit
         let r = try HandshakePair(.XX)
-        expectNoiseError(.malformed, { () throws(NoiseError) in try r.responder.readMessage([UInt8](repeating: 9, count: 65536)) })
+        expectError(.malformed, { () throws(NoiseError) in try r.responder.readMessage([UInt8](repeating: 9, count: 65536)) })
     }
 
     @Test func ikInitiatorNeedsTheResponderStaticKey() throws {
         let random = SeededRandom(seed: 3)
-        expectNoiseError(.missingRemoteStatic, { () throws(NoiseError) in
+        expectError(.missingRemoteStatic, { () throws(NoiseError) in
             try NoiseHandshake(pattern: .IK, role: .initiator, prologue: [], localStatic: .generate(random: random), random: random)
         })
-        expectNoiseError(.invalidKey, { () throws(NoiseError) in
+        expectError(.invalidKey, { () throws(NoiseError) in
             try NoiseHandshake(pattern: .IK, role: .initiator, prologue: [], localStatic: .generate(random: random),
                                remoteStatic: [1, 2, 3], random: random)
         })
-        expectNoiseError(.invalidKey, { () throws(NoiseError) in
+        expectError(.invalidKey, { () throws(NoiseError) in
             try NoiseHandshake(pattern: .XX, role: .responder, prologue: [],
                                localStatic: NoiseKeyPair(privateKey: [1]), random: random)
         })
@@ -159,7 +149,7 @@ func expectDead(_ h: NoiseHandshake, sourceLocation: SourceLocation = #_sourceLo
         let stranger = NoiseKeyPair.generate(random: SeededRandom(seed: 99))
         let p = try HandshakePair(.IK, initiatorBelievesResponderIs: stranger.publicKey)
         let first = try p.initiator.writeMessage(payload: payload)
-        expectNoiseError(.decryptFailed, { () throws(NoiseError) in try p.responder.readMessage(first) })
+        expectError(.decryptFailed, { () throws(NoiseError) in try p.responder.readMessage(first) })
         expectDead(p.responder)
     }
 
@@ -168,13 +158,13 @@ func expectDead(_ h: NoiseHandshake, sourceLocation: SourceLocation = #_sourceLo
         let p = try HandshakePair(.XX, initiatorBelievesResponderIs: stranger.publicKey)
         _ = try p.responder.readMessage(try p.initiator.writeMessage(payload: []))
         let second = try p.responder.writeMessage(payload: [])
-        expectNoiseError(.invalidKey, { () throws(NoiseError) in try p.initiator.readMessage(second) })
+        expectError(.invalidKey, { () throws(NoiseError) in try p.initiator.readMessage(second) })
         expectDead(p.initiator)
     }
 
     @Test func lowOrderEphemeralIsInvalidKey() throws {
         let p = try HandshakePair(.IK)
-        expectNoiseError(.invalidKey, { () throws(NoiseError) in try p.responder.readMessage([UInt8](repeating: 0, count: 96)) })
+        expectError(.invalidKey, { () throws(NoiseError) in try p.responder.readMessage([UInt8](repeating: 0, count: 96)) })
         expectDead(p.responder)
     }
 
@@ -184,14 +174,14 @@ func expectDead(_ h: NoiseHandshake, sourceLocation: SourceLocation = #_sourceLo
         sender.setNonce(UInt64.max - 1)
         receiver.setNonce(UInt64.max - 1)
         let last = try sender.encryptWithAd([], plaintext: payload)
-        expectNoiseError(.nonceExhausted, { () throws(NoiseError) in try sender.encryptWithAd([], plaintext: payload) })
+        expectError(.nonceExhausted, { () throws(NoiseError) in try sender.encryptWithAd([], plaintext: payload) })
         var tampered = last
         tampered[0] ^= 1
-        expectNoiseError(.decryptFailed, { () throws(NoiseError) in try receiver.decryptWithAd([], ciphertext: tampered) })
+        expectError(.decryptFailed, { () throws(NoiseError) in try receiver.decryptWithAd([], ciphertext: tampered) })
         #expect(receiver.nonce == UInt64.max - 1)  // a failed decrypt does not use up the nonce
         #expect(try receiver.decryptWithAd([], ciphertext: last) == payload)
-        expectNoiseError(.nonceExhausted, { () throws(NoiseError) in try receiver.decryptWithAd([], ciphertext: last) })
-        expectNoiseError(.invalidKey, { () throws(NoiseError) in try NoiseCipherState(key: [1]) })
+        expectError(.nonceExhausted, { () throws(NoiseError) in try receiver.decryptWithAd([], ciphertext: last) })
+        expectError(.invalidKey, { () throws(NoiseError) in try NoiseCipherState(key: [1]) })
     }
 
     /// The length of handshake message `index` carrying `payload`, from a clean run.
