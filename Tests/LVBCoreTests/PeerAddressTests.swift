@@ -91,15 +91,14 @@ import Testing
         }
     }
 
-    /// Swift's integer parsers accept a leading sign, and `PeerAddress` does
-    /// not screen it out, so these odd spellings are accepted today.
+    /// Swift's integer parsers accept a leading sign; octets, groups and ports
+    /// must be plain digits all the same.
     @Test(arguments: ["1.2.3.4:+5", "+1.2.3.4:5", "1.2.3.4:-0", "[+1::2]:5"])
     func rejectsSignedNumbers(_ text: String) {
         #expect(throws: CoreError.badAddress(text)) { try PeerAddress(parsing: text) }
     }
 
-    /// Brackets are for IPv6 literals only (RFC 3986 §3.2.2); an IPv4 address
-    /// inside them is accepted today.
+    /// Brackets are for IPv6 literals only (RFC 3986 §3.2.2).
     @Test func rejectsIPv4InBrackets() {
         #expect(throws: CoreError.badAddress("[1.2.3.4]:5")) { try PeerAddress(parsing: "[1.2.3.4]:5") }
     }

@@ -1,0 +1,207 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import FuzzWorld
+import LVBCore
+import LVBCrypto
+import LVBTestSupport
+import LVBTransport
+
+// Writes the seed corpora: a handful of small valid inputs per fuzz target,
+// captured from real sessions on the virtual network (deterministic seeds, so
+// rerunning gives the same files). Usage:
+//
+//   swift run --package-path Fuzz MakeCorpus [corpus-dir]   (default Fuzz/Corpus)
+
+@main enum MakeCorpus {
+    static func main() throws {
+        // Fuzz/Sources/MakeCorpus/MakeCorpus.swift → Fuzz/Corpus
+        let defaultDir = String(#filePath.split(separator: "/", omittingEmptySubsequences: false)
+            .dropLast(3).joined(separator: "/")) + "/Corpus"
+        let dir = CommandLine.arguments.dropFirst().first ?? defaultDir
+        let corpora = [
+            "FuzzPacket": try packetSeeds(),
+            "FuzzTicket": try ticketSeeds(),
+            "FuzzReceive": try receiveSeeds(),
+        ]
+        for (target, seeds) in corpora {
+            let targetDir = dir + "/" + target
+            try makeDirectory(dir)
+            try makeDirectory(targetDir)
+            for (name, bytes) in seeds.sorted(by: { $0.key < $1.key }) {
+                try write(bytes, to: targetDir + "/" + name)
+            }
+            print("\(target): \(seeds.count) seeds, \(seeds.values.reduce(0) { $0 + $1.count }) bytes → \(targetDir)")
+        }
+    }
+
+    /// Every datagram delivered on `net`, in order.
+    final class Capture {
+        var datagrams: [[UInt8]] = []
+        init(_ nodes: [SimulatedNode]) {
+            for node in nodes {
+                let original = node.endpoint.onReceive
+                node.endpoint.onReceive = { [unowned self] d, from in
+                    datagrams.append(d)
+                    original?(d, from)
+                }
+            }
+        }
+        func first(_ type: PacketType) -> [UInt8]? { datagrams.first { $0.first == type.rawValue } }
+    }
+
+    struct SetupFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func makeDirectory(_ path: String) throws {
+        guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
+            throw SetupFailed(description: "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        guard let file = fopen(path, "wb") else {
+            throw SetupFailed(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        guard fwrite(bytes, 1, bytes.count, file) == bytes.count else {
+            throw SetupFailed(description: "short write to \(path)")
+        }
+    }
+
+    /// Genuine datagrams of every packet type, plus the inner formats.
+    static func packetSeeds() throws -> [String: [UInt8]] {
+        var seeds: [String: [UInt8]] = [:]
+
+        // SimulatedNode's callbacks hold it unowned: keep the nodes alive while the network runs.
+        let ikNet = VirtualNetwork(seed: 101)
+        let ik = ikNet.makeNodes(2, seed: 102)
+        let ikCapture = Capture(ik)
+        try withExtendedLifetime((ik, ikCapture)) {
+            ik[1].core.connect(to: ik[0].address, expecting: ik[0].id)
+            ikNet.run(for: .milliseconds(100))
+            try ik[1].core.send(Array("chat: hi".utf8), channel: .gossip, to: ik[0].id)
+            ikNet.run(for: .milliseconds(100))
+        }
+        seeds["ik-initiation"] = ikCapture.first(.ikInitiation)
+        seeds["ik-response"] = ikCapture.first(.ikResponse)
+        let transports = ikCapture.datagrams.filter { $0.first == PacketType.transport.rawValue }
+        seeds["transport-keepalive"] = transports.first { $0.count == MessageSize.transportOverhead }
+        seeds["transport-data"] = transports.last
+
+        let xxNet = VirtualNetwork(seed: 103)
+        let xx = xxNet.makeNodes(2, seed: 104)
+        let xxCapture = Capture(xx)
+        withExtendedLifetime((xx, xxCapture)) {
+            xx[1].core.connect(to: xx[0].address, expecting: nil)
+            xxNet.run(for: .milliseconds(100))
+        }
+        seeds["xx-initiation"] = xxCapture.first(.xxInitiation)
+        seeds["xx-response"] = xxCapture.first(.xxResponse)
+        seeds["xx-final"] = xxCapture.first(.xxFinal)
+
+        var loaded = TransportConfig()
+        loaded.underLoadThreshold = 0   // every initiation gets a cookie reply first
+        let cookieNet = VirtualNetwork(seed: 105)
+        let cookie = cookieNet.makeNodes(2, seed: 106, config: loaded)
+        let cookieCapture = Capture(cookie)
+        withExtendedLifetime((cookie, cookieCapture)) {
+            cookie[1].core.connect(to: cookie[0].address, expecting: cookie[0].id)
+            cookieNet.run(for: .milliseconds(100))
+        }
+        seeds["cookie-reply"] = cookieCapture.first(.cookieReply)
+
+        seeds["control-hello"] = ControlMessage.hello(Hello(agent: "lvbnode/0.1.0", role: .host)).bytes
+        seeds["control-ping"] = ControlMessage.ping(0x0102_0304_0506_0708).bytes
+        seeds["control-bye"] = ControlMessage.bye(1).bytes
+        let id = ik[0].id
+        seeds["payload-initiator"] = HandshakePayload.initiator(id: id, timestamp: TAI64N(ManualClock.defaultWallStart))
+        seeds["payload-responder"] = id.publicKey
+
+        for name in ["ik-initiation", "ik-response", "transport-keepalive", "transport-data",
+                     "xx-initiation", "xx-response", "xx-final", "cookie-reply"] where seeds[name] == nil {
+            throw SetupFailed(description: "no \(name) datagram was captured")
+        }
+        return seeds
+    }
+
+    static func ticketSeeds() throws -> [String: [UInt8]] {
+        let random = SeededRandom(seed: 107)
+        let host = try Identity(seed: random.bytes(32)).nodeID
+        let full = JoinTicket(host: host, addresses: [
+            .ipv4(192, 168, 1, 20, port: 7400),
+            try PeerAddress(parsing: "[2001:db8::1]:7400"),
+        ], fields: [1: Array("room-42".utf8), 9: [0xFF]])
+        let small = JoinTicket(host: host, addresses: [.ipv4(127, 0, 0, 1, port: 7400)])
+        return [
+            "ticket-full": Array(full.text.utf8),
+            "ticket-small": Array(small.text.utf8),
+            "ticket-upper-spaced": Array("  \(small.text.uppercased())\n".utf8),
+            "node-id": Array(host.text.utf8),
+            "address-v4": Array("10.0.0.1:7400".utf8),
+            "address-v6": Array("[2001:db8::1]:443".utf8),
+            "address-localhost": Array("localhost:7400".utf8),
+            "base32": Array("mzxw6ytboi".utf8),
+            "hex": Array("00017f80abff".utf8),
+        ]
+    }
+
+    /// Inputs for each delivery mode, and genuine datagrams sealed under the
+    /// fuzz world's own session (its seeds are fixed, so the keys match).
+    static func receiveSeeds() throws -> [String: [UInt8]] {
+        guard let world = World() else { throw SetupFailed(description: "the fuzz world's session did not come up") }
+        var sealed: [[UInt8]] = []
+        let original = world.coreEndpoint.onReceive
+        world.coreEndpoint.onReceive = { d, from in
+            sealed.append(d)
+            original?(d, from)
+        }
+        try withExtendedLifetime(world) {
+            try world.peer.send(Array("like".utf8), channel: .gossip, to: world.core.nodeID)
+            try world.peer.send(ControlMessage.ping(7).bytes, channel: .control, to: world.core.nodeID)
+            world.settle()
+        }
+        guard sealed.count >= 2 else { throw SetupFailed(description: "no sealed datagrams were captured") }
+
+        let xxNet = VirtualNetwork(seed: 108)
+        let xx = xxNet.makeNodes(1, seed: 109)
+        let xxCapture = Capture(xx)
+        let probe = xxNet.makeEndpoint()
+        probe.onReceive = { d, _ in xxCapture.datagrams.append(d) }
+        withExtendedLifetime((xx, xxCapture)) {
+            xx[0].core.connect(to: probe.address, expecting: nil)   // its XX initiation lands on the probe
+            xxNet.run(for: .milliseconds(10))
+        }
+        guard let xxInitiation = xxCapture.first(.xxInitiation) else {
+            throw SetupFailed(description: "no XX initiation was captured")
+        }
+
+        let body16 = [UInt8](repeating: 0, count: 8) + [UInt8](repeating: 0xA5, count: 16)
+        func mode(_ m: DeliveryMode, _ rest: [UInt8]) -> [UInt8] { [m.selector] + rest }
+        return [
+            "raw-sealed-gossip": sealed[0],
+            "raw-sealed-ping": sealed[1],
+            "raw-xx-initiation": xxInitiation,
+            "raw-garbage": Array("not a packet".utf8),
+            "live-header-attacker": mode(.liveHeaderFromAttacker, [0, 0, 0, 0, 0, 0, 0] + body16),
+            "live-header-peer": mode(.liveHeaderFromPeer, [0, 0, 0, 0, 0, 0, 0] + body16),
+            "sealed-control-ping": mode(.sealedByPeer, [DataChannel.control.rawValue] + ControlMessage.ping(9).bytes),
+            "sealed-control-hello": mode(.sealedByPeer, [DataChannel.control.rawValue]
+                + ControlMessage.hello(Hello(agent: "fuzz", role: .viewer)).bytes),
+            "sealed-gossip": mode(.sealedByPeer, [DataChannel.gossip.rawValue] + Array("chat".utf8)),
+            "sealed-rtp": mode(.sealedByPeer, [DataChannel.rtp.rawValue, 0x80, 0x60, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1]),
+            "handshake-ik": mode(.handshake(.ikInitiation), [UInt8](repeating: 0x11, count: 36)),
+            "handshake-xx": mode(.handshake(.xxInitiation), [1, 0, 0, 0] + [UInt8](repeating: 0x22, count: 32)),
+            "handshake-xx-final": mode(.handshake(.xxFinal), [0, 0, 0, 0] + [UInt8](repeating: 0x33, count: 48)),
+        ]
+    }
+}
+
+/// The fuzz build (`-sanitize=fuzzer`) links libFuzzer into every executable
+/// of this package, and libFuzzer's `main` object needs this symbol even though
+/// SwiftPM points `main` at `MakeCorpus_main`. Never called.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func unusedFuzzTarget(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt { 0 }
