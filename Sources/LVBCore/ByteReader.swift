@@ -9,6 +9,13 @@ public struct ByteReader {
         self.offset = self.bytes.startIndex
     }
 
+    /// Reads a slice in place: no copy, and slices it returns keep the
+    /// indices of the original buffer (so they can be used against it).
+    public init(_ bytes: ArraySlice<UInt8>) {
+        self.bytes = bytes
+        self.offset = bytes.startIndex
+    }
+
     public var remaining: Int { bytes.endIndex - offset }
     public var isAtEnd: Bool { offset == bytes.endIndex }
 

@@ -118,3 +118,14 @@ import Testing
         try ByteReader([UInt8]()).expectEnd()
     }
 }
+
+@Suite struct ByteReaderSliceTests {
+    @Test func aSliceKeepsItsIndices() throws {
+        let buffer: [UInt8] = [9, 9, 1, 2, 3, 4]
+        var r = ByteReader(buffer[2...])
+        let run = try r.readBytes(2)
+        #expect(run.startIndex == 2)
+        #expect(Array(buffer[run.startIndex..<run.endIndex]) == [1, 2])
+        #expect(r.readRest().startIndex == 4)
+    }
+}
