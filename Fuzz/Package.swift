@@ -37,6 +37,10 @@ let package = Package(
             name: "FuzzTicket",
             dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBTransport")],
             swiftSettings: swift5),
+        .executableTarget(
+            name: "FuzzEvent",
+            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBGossip")],
+            swiftSettings: swift5),
         .target(
             name: "FuzzWorld",
             dependencies: [lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBTransport"), lvb("LVBTestSupport")],
@@ -48,7 +52,8 @@ let package = Package(
         // Writes the seed corpora in Corpus/ (`swift run --package-path Fuzz MakeCorpus`).
         .executableTarget(
             name: "MakeCorpus",
-            dependencies: ["FuzzWorld", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBTransport"), lvb("LVBTestSupport")],
+            dependencies: ["FuzzWorld", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBTransport"), lvb("LVBGossip"),
+                           lvb("LVBTestSupport")],
             swiftSettings: swift5),
     ]
 )

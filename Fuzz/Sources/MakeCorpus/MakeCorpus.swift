@@ -6,6 +6,7 @@ import Darwin
 import FuzzWorld
 import LVBCore
 import LVBCrypto
+import LVBGossip
 import LVBTestSupport
 import LVBTransport
 
@@ -25,6 +26,7 @@ import LVBTransport
             "FuzzPacket": try packetSeeds(),
             "FuzzTicket": try ticketSeeds(),
             "FuzzReceive": try receiveSeeds(),
+            "FuzzEvent": try eventSeeds(),
         ]
         for (target, seeds) in corpora {
             let targetDir = dir + "/" + target
@@ -147,6 +149,35 @@ import LVBTransport
             "base32": Array("mzxw6ytboi".utf8),
             "hex": Array("00017f80abff".utf8),
         ]
+    }
+
+    /// One signed event of every kind (whole-event inputs), and kind ‖ body
+    /// inputs that FuzzEvent frames and signs itself.
+    static func eventSeeds() throws -> [String: [UInt8]] {
+        let random = SeededRandom(seed: 110)
+        let author = try Identity(seed: random.bytes(32))
+        let target = try Identity(seed: random.bytes(32)).nodeID
+        let room = RoomID.random(random)
+        let bodies: [String: EventBody] = [
+            "chat": .chat(text: "hello, room 你好"),
+            "danmaku": .danmaku(text: "666", color: 0xFF_8800, lane: 3),
+            "like": .like(total: 12),
+            "join": .join(instance: 0x0102_0304_0506_0708, role: 1),
+            "leave": .leave(reason: 2),
+            "profile": .profile(Profile(nickname: "小明", avatar: "https://example.com/a.png", gender: 2, location: "Berlin")),
+            "room-info": .roomInfo(RoomInfo(title: "Evening set", cover: "ipfs:bafy", location: "東京", startedAt: 1_699_999_000_000)),
+            "kick": .kick(target: target),
+            "mute": .mute(target: target, muted: true),
+            "room-closed": .roomClosed,
+        ]
+        var seeds: [String: [UInt8]] = [:]
+        for (name, body) in bodies {
+            let event = try RoomEvent.make(room: room, author: author, seq: 3, timestamp: 1_700_000_000_000, body: body)
+            seeds["event-" + name] = event.encoded
+            // The body alone: everything between the header (68 bytes) and the signature (64).
+            seeds["body-" + name] = [body.kind.rawValue] + event.encoded.dropFirst(68).dropLast(64)
+        }
+        return seeds
     }
 
     /// Inputs for each delivery mode, and genuine datagrams sealed under the

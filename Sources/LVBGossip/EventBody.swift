@@ -1,0 +1,80 @@
+import LVBCrypto
+
+/// The kind byte of a room event, naming the layout of its body.
+public enum EventKind: UInt8, Sendable {
+    case chat = 1, danmaku = 2, like = 3, join = 4, leave = 5, profile = 6, roomInfo = 7, kick = 8, mute = 9, roomClosed = 10
+}
+
+/// What a member shows about themselves; a field left nil is not set.
+public struct Profile: Equatable, Sendable {
+    /// 1...32 UTF-8 bytes of text.
+    public var nickname: String?
+    /// 1...200 bytes of printable ASCII: a URL or a reference to an image.
+    public var avatar: String?
+    /// 0 unspecified, 1 female, 2 male, 3 other.
+    public var gender: UInt8?
+    /// 1...64 UTF-8 bytes of text.
+    public var location: String?
+
+    public init(nickname: String? = nil, avatar: String? = nil, gender: UInt8? = nil, location: String? = nil) {
+        self.nickname = nickname
+        self.avatar = avatar
+        self.gender = gender
+        self.location = location
+    }
+}
+
+/// What the host shows about the room; a field left nil is not set.
+public struct RoomInfo: Equatable, Sendable {
+    /// 1...100 UTF-8 bytes of text.
+    public var title: String?
+    /// 1...200 bytes of printable ASCII: a URL or a reference to an image.
+    public var cover: String?
+    /// 1...64 UTF-8 bytes of text.
+    public var location: String?
+    /// When the broadcast started, in milliseconds since the Unix epoch.
+    public var startedAt: UInt64?
+
+    public init(title: String? = nil, cover: String? = nil, location: String? = nil, startedAt: UInt64? = nil) {
+        self.title = title
+        self.cover = cover
+        self.location = location
+        self.startedAt = startedAt
+    }
+}
+
+/// The content of a room event; the limits in the comments are enforced by
+/// both `RoomEvent.make` and `RoomEvent.parse`.
+public enum EventBody: Equatable, Sendable {
+    /// A chat line: 1...500 UTF-8 bytes.
+    case chat(text: String)
+    /// A bullet comment: text 1...100 bytes; color 0xRRGGBB (≤ 0xFFFFFF); lane 0...15 (0 = any).
+    case danmaku(text: String, color: UInt32, lane: UInt8)
+    /// The author's cumulative like count (grow-only; the room total is the sum over authors).
+    case like(total: UInt64)
+    /// Presence. `instance` is random per process, so a second process with the
+    /// same identity is seen as "signed in elsewhere"; role 0 viewer, 1 host.
+    case join(instance: UInt64, role: UInt8)
+    /// 0 left, 1 timeout (reserved: a leaver never sends it), 2 signed in elsewhere, 3 kicked.
+    case leave(reason: UInt8)
+    case profile(Profile)
+    case roomInfo(RoomInfo)
+    case kick(target: NodeID)
+    case mute(target: NodeID, muted: Bool)
+    case roomClosed
+
+    public var kind: EventKind {
+        switch self {
+        case .chat: .chat
+        case .danmaku: .danmaku
+        case .like: .like
+        case .join: .join
+        case .leave: .leave
+        case .profile: .profile
+        case .roomInfo: .roomInfo
+        case .kick: .kick
+        case .mute: .mute
+        case .roomClosed: .roomClosed
+        }
+    }
+}
