@@ -1,0 +1,55 @@
+import LVBCore
+
+/// Room-level values. "Specification" values are part of the protocol
+/// (man/lvbnode-protocol.7): every node must agree on them or rooms diverge.
+/// "Tuning" values are local choices a second implementation may differ on.
+public enum RoomConstants {
+    // MARK: Specification
+
+    /// Chat and bullet-comment events kept for the log and for late joiners.
+    public static let chatHistory = 200
+    /// A member heard from neither by an event nor by gossip traffic for this
+    /// long is shown as left with reason 1 (timeout).
+    public static let presenceTimeout: Duration = .seconds(30)
+    /// Chat and danmaku events per author per second (one shared token bucket).
+    public static let chatRate = 5
+    /// Chat and danmaku events an author may send at once.
+    public static let chatBurst = 10
+    /// Profile events per author per second, and at once.
+    public static let profileRate = 1
+    public static let profileBurst = 3
+    /// Like events (not likes: each carries a cumulative total) per author per second, and at once.
+    public static let likeEventRate = 5
+    public static let likeEventBurst = 10
+
+    /// Domain separation of the room's signatures and MACs; each is followed by
+    /// one 0x00 byte where it prefixes signed bytes.
+    public static let inviteContext = Array("lvbnode invite v1".utf8)
+    public static let passContext = Array("lvbnode pass v1".utf8)
+    public static let joinProofContext = Array("lvbnode join proof v1".utf8)
+    /// Length of a password join proof (BLAKE2b-MAC-256).
+    public static let joinProofLength = 32
+    /// Length of the Noise handshake hash a join proof is bound to.
+    public static let sessionBindingLength = 64
+
+    // MARK: Tuning
+
+    /// Event ids remembered for deduplication; older duplicates are caught by
+    /// each author's floor (the highest evicted sequence number).
+    public static let rememberedEventIDs = 4096
+    /// A peer that forwards this many invalid events within `throttleWindow`
+    /// has its gossip ignored for `throttleDuration`.
+    public static let throttleAfterInvalid = 5
+    public static let throttleWindow: Duration = .seconds(10)
+    public static let throttleDuration: Duration = .seconds(30)
+    /// A peer that forwards this many invalid events within `disconnectWindow` is disconnected.
+    public static let disconnectAfterInvalid = 20
+    public static let disconnectWindow: Duration = .seconds(60)
+    /// Failed password proofs per peer within `passwordAttemptWindow`; past
+    /// that, the peer's proofs are refused unchecked (online guessing).
+    public static let passwordAttempts = 3
+    public static let passwordAttemptWindow: Duration = .seconds(60)
+    /// Per-peer bookkeeping (rate buckets, standing, password attempts) is
+    /// swept of idle entries once it holds this many peers.
+    public static let sweepThreshold = 1024
+}

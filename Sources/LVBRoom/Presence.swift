@@ -1,0 +1,99 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+
+/// Who is in the room: built from join and leave events (latest by sequence
+/// number wins) and kept fresh by anything heard from a member. A member not
+/// heard from for `RoomConstants.presenceTimeout` is shown as left (timeout)
+/// but remembered, so hearing from it again brings it back without a new join.
+struct Presence {
+    struct Entry {
+        var role: UInt8
+        var instance: UInt64
+        var joinedAt: Instant
+        var lastHeard: Instant
+        /// The member's latest join, handed to late joiners.
+        var join: RoomEvent
+        /// False once timed out.
+        var present: Bool
+    }
+
+    /// Where a join or leave stands against the author's latest one.
+    enum Order { case newer, same, older }
+
+    private(set) var entries: [NodeID: Entry] = [:]
+    /// Each author's latest join or leave sequence number.
+    private var latest: [NodeID: UInt64] = [:]
+
+    func order(of e: RoomEvent) -> Order {
+        guard let seq = latest[e.author] else { return .newer }
+        return e.seq > seq ? .newer : e.seq == seq ? .same : .older
+    }
+
+    /// Applies a join already known to be newer than the author's latest.
+    mutating func join(_ e: RoomEvent, instance: UInt64, role: UInt8, now: Instant) -> [RoomChange] {
+        latest[e.author] = e.seq
+        let id = e.author
+        guard var entry = entries[id], entry.present else {
+            entries[id] = Entry(role: role, instance: instance, joinedAt: now, lastHeard: now, join: e, present: true)
+            return [.joined(id, role: role)]
+        }
+        var changes = [RoomChange]()
+        if entry.instance != instance {
+            changes.append(.signedInElsewhere(id, oldInstance: entry.instance, newInstance: instance))
+        }
+        if entry.role != role { changes.append(.joined(id, role: role)) }
+        entry.instance = instance
+        entry.role = role
+        entry.lastHeard = now
+        entry.join = e
+        entries[id] = entry
+        return changes
+    }
+
+    /// Applies a leave already known to be newer than the author's latest.
+    mutating func leave(_ e: RoomEvent, reason: UInt8) -> [RoomChange] {
+        latest[e.author] = e.seq
+        guard let entry = entries.removeValue(forKey: e.author), entry.present else { return [] }
+        return [.left(e.author, reason: reason)]
+    }
+
+    /// Something authenticated came from `id`: refresh it, or bring it back
+    /// if it had timed out.
+    mutating func heard(_ id: NodeID, now: Instant) -> [RoomChange] {
+        guard var entry = entries[id] else { return [] }
+        entry.lastHeard = now
+        defer { entries[id] = entry }
+        guard !entry.present else { return [] }
+        entry.present = true
+        entry.joinedAt = now
+        return [.joined(id, role: entry.role)]
+    }
+
+    /// Forgets `id` entirely (kicked); true if it was present.
+    mutating func remove(_ id: NodeID) -> Bool {
+        entries.removeValue(forKey: id)?.present ?? false
+    }
+
+    /// Members silent for `timeout` are shown as left (reason 1, timeout).
+    mutating func expire(now: Instant, timeout: Duration = RoomConstants.presenceTimeout) -> [RoomChange] {
+        let silent = entries.filter { $0.value.present && now - $0.value.lastHeard >= timeout }.keys
+        var changes = [RoomChange]()
+        for id in silent.sorted(by: { $0.publicKey.lexicographicallyPrecedes($1.publicKey) }) {
+            entries[id]?.present = false
+            changes.append(.left(id, reason: 1))
+        }
+        return changes
+    }
+
+    /// Present members, in order of arrival (ties by key bytes).
+    var present: [(id: NodeID, entry: Entry)] {
+        entries.filter(\.value.present).map { (id: $0.key, entry: $0.value) }.sorted {
+            $0.entry.joinedAt != $1.entry.joinedAt
+                ? $0.entry.joinedAt < $1.entry.joinedAt
+                : $0.id.publicKey.lexicographicallyPrecedes($1.id.publicKey)
+        }
+    }
+
+    func isPresent(_ id: NodeID) -> Bool { entries[id]?.present ?? false }
+}

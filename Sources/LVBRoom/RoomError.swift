@@ -1,0 +1,36 @@
+/// Why a room admission message or an invite could not be parsed. Network
+/// cases are counted and dropped; the invite-text cases are shown to the user.
+public enum RoomError: Error, Equatable, CustomStringConvertible {
+    /// The message ended before a complete field.
+    case truncated
+    /// Bytes were left over after a complete message.
+    case trailingBytes
+    /// The first byte names no admission message.
+    case unknownMessage(UInt8)
+    /// A request's proof type is unknown.
+    case unknownProof(UInt8)
+    /// A response's result type is unknown.
+    case unknownResult(UInt8)
+    /// A denial carries a reason this node does not know.
+    case unknownDenial(UInt8)
+    /// 32 bytes that are not a usable node key.
+    case badNodeID
+    /// Text given as an invite does not start with "lvbi".
+    case notAnInvite
+    /// Invite text with characters missing, extra or changed.
+    case damagedInvite
+
+    public var description: String {
+        switch self {
+        case .truncated: "admission message is truncated"
+        case .trailingBytes: "admission message has unexpected trailing bytes"
+        case let .unknownMessage(t): "admission message type \(t) is unknown"
+        case let .unknownProof(t): "admission proof type \(t) is unknown"
+        case let .unknownResult(t): "admission result type \(t) is unknown"
+        case let .unknownDenial(r): "admission denial reason \(r) is unknown"
+        case .badNodeID: "a node id in the admission message is not a valid node key"
+        case .notAnInvite: "this is not an invite (invites start with 'lvbi'); ask the host for one"
+        case .damagedInvite: "the invite is damaged (a character is missing or changed); copy it again from the host"
+        }
+    }
+}

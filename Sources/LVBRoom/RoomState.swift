@@ -1,0 +1,211 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+
+/// The state of one room as one node sees it, built only from signed events:
+/// who is present, the chat log, like totals, profiles, room info and the
+/// host's moderation. Lives on the node's event loop (not thread-safe).
+///
+/// Every event passes the same gate in the same order — room, duplicate,
+/// closed, kicked, the author's rights, latest-wins staleness, rate — so two
+/// nodes that accept the same events reach the same state whatever the order,
+/// apart from rate limits, which depend on when events arrive.
+public final class RoomState {
+    public let room: RoomID
+    public let host: NodeID
+    public private(set) var isClosed = false
+
+    private let clock: Clock
+    private var recent = RecentEvents()
+    private var chat = ChatHistory()
+    private var presence = Presence()
+    private var likeTally = LikeTally()
+    private var profiles: [NodeID: RoomEvent] = [:]
+    private var infoEvent: RoomEvent?
+    private var kicks: [NodeID: RoomEvent] = [:]
+    /// The host's latest mute or unmute of each target.
+    private var mutes: [NodeID: RoomEvent] = [:]
+    private var closedEvent: RoomEvent?
+    private var chatBuckets = RateLimiter(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst)
+    private var profileBuckets = RateLimiter(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst)
+    private var likeBuckets = RateLimiter(count: RoomConstants.likeEventRate, burst: RoomConstants.likeEventBurst)
+
+    public init(room: RoomID, host: NodeID, clock: Clock) {
+        self.room = room
+        self.host = host
+        self.clock = clock
+    }
+
+    // MARK: Applying events
+
+    /// Checks rights, rate limits and state, then applies. Deduplicates by
+    /// event id in bounded memory (the last `RoomConstants.rememberedEventIDs`
+    /// ids plus each author's floor, and per-author latest sequence numbers of
+    /// latest-wins kinds). `fromHistory` skips the rate limits: history from
+    /// a neighbour (`retainedEvents()`) arrives in one burst by design.
+    public func apply(_ e: RoomEvent, fromHistory: Bool = false) -> Verdict {
+        guard e.room == room else { return .rejected(.wrongRoom) }
+        guard !recent.contains(e.id) else { return .duplicate }
+        guard !isClosed else { return .rejected(.roomClosed) }
+        guard kicks[e.author] == nil else { return .rejected(.authorKicked) }
+
+        let now = clock.now()
+        let verdict = decide(e, now: now, limited: !fromHistory)
+        guard case let .accepted(changes) = verdict else { return verdict }
+        recent.insert(e.id)
+        switch e.body {
+        case .join, .leave: return verdict
+        default: return .accepted(presence.heard(e.author, now: now) + changes)
+        }
+    }
+
+    private func decide(_ e: RoomEvent, now: Instant, limited: Bool) -> Verdict {
+        let author = e.author
+        switch e.body {
+        case .chat, .danmaku:
+            if isMuted(author) { return .rejected(.authorMuted) }
+            if limited, !chatBuckets.allow(author, now: now) { return .rejected(.rateLimited) }
+            chat.append(e)
+            return .accepted(e.body.kind == .chat ? [.chat(e)] : [.danmaku(e)])
+
+        case let .like(total):
+            // A grow-only counter: a total not above the author's adds nothing.
+            guard total > likeTally.total(of: author) else { return .duplicate }
+            if limited, !likeBuckets.allow(author, now: now) { return .rejected(.rateLimited) }
+            likeTally.raise(e, to: total)
+            return .accepted([.like(author: author, authorTotal: total, roomTotal: likeTally.roomTotal)])
+
+        case let .join(instance, role):
+            if role != 0, author != host { return .rejected(.notHost(.join)) }
+            switch presence.order(of: e) {
+            case .same: return .duplicate
+            case .older: return .rejected(.stale)
+            case .newer: return .accepted(presence.join(e, instance: instance, role: role, now: now))
+            }
+
+        case let .leave(reason):
+            switch presence.order(of: e) {
+            case .same: return .duplicate
+            case .older: return .rejected(.stale)
+            case .newer: return .accepted(presence.leave(e, reason: reason))
+            }
+
+        case let .profile(p):
+            if let order = Self.order(e, after: profiles[author]) { return order }
+            if limited, !profileBuckets.allow(author, now: now) { return .rejected(.rateLimited) }
+            profiles[author] = e
+            return .accepted([.profile(author, p)])
+
+        case let .roomInfo(info):
+            guard author == host else { return .rejected(.notHost(.roomInfo)) }
+            if let order = Self.order(e, after: infoEvent) { return order }
+            infoEvent = e
+            return .accepted([.roomInfo(info)])
+
+        case let .kick(target):
+            guard author == host else { return .rejected(.notHost(.kick)) }
+            // The host cannot be kicked from its own room; a second kick changes nothing.
+            guard target != host, kicks[target] == nil else { return .accepted([]) }
+            kicks[target] = e
+            _ = presence.remove(target)
+            return .accepted([.kicked(target)])
+
+        case let .mute(target, muted):
+            guard author == host else { return .rejected(.notHost(.mute)) }
+            if let order = Self.order(e, after: mutes[target]) { return order }
+            guard target != host else { return .accepted([]) }
+            let was = isMuted(target)
+            mutes[target] = e
+            return .accepted(was == muted ? [] : [.muted(target, muted)])
+
+        case .roomClosed:
+            guard author == host else { return .rejected(.notHost(.roomClosed)) }
+            isClosed = true
+            closedEvent = e
+            return .accepted([.roomClosed])
+        }
+    }
+
+    /// For a latest-wins kind: nil if `e` is newer than `previous` (same
+    /// author), else the verdict (`.duplicate` for the same sequence number).
+    private static func order(_ e: RoomEvent, after previous: RoomEvent?) -> Verdict? {
+        guard let previous else { return nil }
+        if e.seq > previous.seq { return nil }
+        return e.seq == previous.seq ? .duplicate : .rejected(.stale)
+    }
+
+    // MARK: Presence
+
+    /// Call about once a second: members silent for
+    /// `RoomConstants.presenceTimeout` are shown as left (reason 1, timeout).
+    public func expirePresence() -> [RoomChange] {
+        presence.expire(now: clock.now())
+    }
+
+    /// Call on any authenticated traffic from `id` (gossip, media, control):
+    /// it refreshes the member's presence, and brings back a member that had
+    /// timed out (the returned `.joined`).
+    @discardableResult
+    public func noteActivity(from id: NodeID) -> [RoomChange] {
+        guard !isClosed else { return [] }
+        return presence.heard(id, now: clock.now())
+    }
+
+    // MARK: Reading state
+
+    /// The last `RoomConstants.chatHistory` chat and bullet-comment events, in arrival order.
+    public var chatLog: [RoomEvent] { Array(chat.log) }
+
+    /// The sum over authors of each author's highest like total (saturating).
+    public var likeTotal: UInt64 { likeTally.roomTotal }
+
+    public func likes(of id: NodeID) -> UInt64 { likeTally.total(of: id) }
+
+    /// Members present now, in order of arrival.
+    public var members: [Member] {
+        presence.present.map { id, entry in
+            Member(id: id, profile: profile(of: id), role: entry.role, joinedAt: entry.joinedAt, instance: entry.instance)
+        }
+    }
+
+    public func isPresent(_ id: NodeID) -> Bool { presence.isPresent(id) }
+
+    public func profile(of id: NodeID) -> Profile? {
+        guard case let .profile(p)? = profiles[id]?.body else { return nil }
+        return p
+    }
+
+    /// The latest room info (all fields nil until the host sends one).
+    public var info: RoomInfo {
+        guard case let .roomInfo(i)? = infoEvent?.body else { return RoomInfo() }
+        return i
+    }
+
+    public func isMuted(_ id: NodeID) -> Bool {
+        guard case let .mute(_, muted)? = mutes[id]?.body else { return false }
+        return muted
+    }
+
+    public func isKicked(_ id: NodeID) -> Bool { kicks[id] != nil }
+
+    /// The events a late joiner needs to reach this state: the latest
+    /// `RoomConstants.chatHistory` chat and bullet comments, each author's
+    /// latest like, each present member's latest join and profile, the latest
+    /// room info; then every kick and each target's latest mute; then the
+    /// room's closing. Each group is ordered by timestamp, then author key,
+    /// then sequence number, so nodes with the same state give the same list;
+    /// moderation comes last so a chat this node accepted before a kick or
+    /// mute is accepted by the joiner too, whatever the authors' clock skew.
+    public func retainedEvents() -> [RoomEvent] {
+        var content = chat.latest + likeTally.events
+        for (id, entry) in presence.present {
+            content.append(entry.join)
+            if let p = profiles[id] { content.append(p) }
+        }
+        if let infoEvent { content.append(infoEvent) }
+        let moderation = Array(kicks.values) + Array(mutes.values)
+        return content.sorted(by: RoomEvent.historyOrder)
+            + moderation.sorted(by: RoomEvent.historyOrder)
+            + (closedEvent.map { [$0] } ?? [])
+    }
+}

@@ -1,0 +1,56 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBRoom
+import LVBTestSupport
+import Testing
+
+/// Expects `body` to throw exactly `expected` (typed throws keep the error type).
+func expectError<E: Error & Equatable, T>(_ expected: E, _ body: () throws(E) -> T,
+                                          sourceLocation: SourceLocation = #_sourceLocation) {
+    do {
+        _ = try body()
+        Issue.record("expected \(expected), got success", sourceLocation: sourceLocation)
+    } catch {
+        #expect(error == expected, sourceLocation: sourceLocation)
+    }
+}
+
+/// A deterministic identity: the seed is 32 copies of `n`.
+func identity(_ n: UInt8) -> Identity {
+    (try? Identity(seed: [UInt8](repeating: n, count: 32)))!  // invariant: 32-byte seeds always derive a key pair
+}
+
+let testRoom = (try? RoomID(bytes: Array(1...16)))!  // invariant: 16 bytes
+let otherRoom = (try? RoomID(bytes: Array(101...116)))!  // invariant: 16 bytes
+
+/// An author that numbers its events, signing them for one room.
+final class Author {
+    let identity: Identity
+    let room: RoomID
+    var seq: UInt64 = 0
+    var id: NodeID { identity.nodeID }
+
+    init(_ n: UInt8, room: RoomID = testRoom) {
+        identity = LVBRoomTests.identity(n)
+        self.room = room
+    }
+
+    /// The next event; `timestamp` defaults to 1,700,000,000,000 ms plus the sequence number.
+    func event(_ body: EventBody, timestamp: UInt64? = nil) -> RoomEvent {
+        seq += 1
+        return (try? RoomEvent.make(room: room, author: identity, seq: seq,
+                                    timestamp: timestamp ?? 1_700_000_000_000 + seq, body: body))!  // invariant: tests pass valid bodies
+    }
+
+    func chat(_ text: String = "hello", timestamp: UInt64? = nil) -> RoomEvent { event(.chat(text: text), timestamp: timestamp) }
+    func join(instance: UInt64 = 1, role: UInt8 = 0) -> RoomEvent { event(.join(instance: instance, role: role)) }
+    func like(_ total: UInt64) -> RoomEvent { event(.like(total: total)) }
+}
+
+extension RoomState.Verdict {
+    var changes: [RoomChange]? {
+        if case let .accepted(c) = self { return c }
+        return nil
+    }
+}
