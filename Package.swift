@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "LVBCore", targets: ["LVBCore"]),
         .library(name: "LVBCrypto", targets: ["LVBCrypto"]),
         .library(name: "LVBTransport", targets: ["LVBTransport"]),
+        .library(name: "LVBGossip", targets: ["LVBGossip"]),
+        .library(name: "LVBRoom", targets: ["LVBRoom"]),
         .library(name: "LVBTestSupport", targets: ["LVBTestSupport"]),
     ],
     dependencies: [
@@ -55,9 +57,25 @@ let package = Package(
             ],
             swiftSettings: swift5),
         .target(
-            name: "LVBTestSupport",
+            name: "LVBGossip",
             dependencies: [
                 "LVBCore", "LVBCrypto", "LVBTransport",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swift5),
+        .target(
+            name: "LVBRoom",
+            dependencies: [
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swift5),
+        .target(
+            name: "LVBTestSupport",
+            dependencies: [
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip",
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -66,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "lvbnode",
             dependencies: [
-                "LVBCore", "LVBCrypto", "LVBTransport",
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom",
                 "COpus", "CVPX", "CYUV",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -92,6 +110,14 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
+            swiftSettings: swift5),
+        .testTarget(
+            name: "LVBGossipTests",
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBTestSupport"],
+            swiftSettings: swift5),
+        .testTarget(
+            name: "LVBRoomTests",
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom", "LVBTestSupport"],
             swiftSettings: swift5),
         .testTarget(
             name: "EndToEndTests",

@@ -14,14 +14,21 @@ public final class SimulatedNode {
     /// Sees every inbound datagram first; return false to drop it (a test's
     /// on-path attacker or capture point).
     public var inboundFilter: ((_ datagram: [UInt8], _ from: PeerAddress) -> Bool)?
+    /// Layers above the transport (gossip, room) hook in here.
+    public var onTransportEvent: ((TransportEvent) -> Void)?
+    /// Keep every event and payload in `events`/`received` (off for big scenarios).
+    public var recordsEvents = true
 
     public init(network: VirtualNetwork, identity: Identity, random: RandomSource,
                 config: TransportConfig = TransportConfig(), address: PeerAddress? = nil) {
         endpoint = network.makeEndpoint(address: address)
         core = TransportCore(identity: identity, clock: network.clock, random: random, sink: endpoint, config: config)
         core.onEvent = { [unowned self] e in
-            events.append(e)
-            if case let .message(id, channel, payload) = e { received.append((id, channel, Array(payload))) }
+            if recordsEvents {
+                events.append(e)
+                if case let .message(id, channel, payload) = e { received.append((id, channel, Array(payload))) }
+            }
+            onTransportEvent?(e)
         }
         endpoint.onReceive = { [unowned self] datagram, from in
             if let filter = inboundFilter, !filter(datagram, from) { return }

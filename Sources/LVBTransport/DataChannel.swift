@@ -9,4 +9,6 @@ public enum DataChannel: UInt8, Sendable, CaseIterable {
     case rtp = 2
     /// Media RTCP (reserved for LVBMedia).
     case rtcp = 3
+    /// Room admission: join requests, password proofs, invites (LVBRoom).
+    case room = 4
 }

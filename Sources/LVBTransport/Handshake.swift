@@ -72,6 +72,7 @@ extension TransportCore {
         do { keys = try pending.handshake.split() } catch { throw .handshakeFailed("\(error)") }
         let kp = Keypair(send: keys.send, receive: keys.receive, created: clock.now(), isInitiator: true,
                          localIndex: pending.localIndex, remoteIndex: m.senderIndex)
+        kp.handshakeHash = pending.handshake.handshakeHash
         target.initiation = nil
         target.endpoint = source
         target.candidates = []

@@ -14,6 +14,9 @@ final class Keypair {
     private(set) var sendCounter: UInt64 = 0
     /// Set once a packet under these keys has authenticated: the peer has them.
     var receivedAny = false
+    /// The Noise handshake hash of the handshake that made these keys: both
+    /// sides share it, and nobody else can (channel binding for proofs).
+    var handshakeHash: [UInt8] = []
     private var replay = ReplayWindow()
 
     init(send: [UInt8], receive: [UInt8], created: Instant, isInitiator: Bool, localIndex: UInt32, remoteIndex: UInt32) {

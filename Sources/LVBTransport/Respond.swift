@@ -50,6 +50,7 @@ extension TransportCore {
         let index = newIndex()
         let kp = Keypair(send: keys.send, receive: keys.receive, created: clock.now(), isInitiator: false,
                          localIndex: index, remoteIndex: m.senderIndex)
+        kp.handshakeHash = hs.handshakeHash
         indices[index] = .keypair(peer, kp)
         retire(peer.install(kp))
         peer.endpoint = source
@@ -88,6 +89,7 @@ extension TransportCore {
             // Message 3 proves the initiator holds the keys: no confirmation wait.
             let kp = Keypair(send: keys.send, receive: keys.receive, created: clock.now(), isInitiator: false,
                              localIndex: pending.localIndex, remoteIndex: pending.remoteIndex)
+            kp.handshakeHash = pending.handshake.handshakeHash
             indices[kp.localIndex] = .keypair(peer, kp)
             retire(peer.install(kp))
             retire(peer.confirmNext())

@@ -72,6 +72,8 @@ public final class TransportCore {
     public func connect(to addresses: [PeerAddress], expecting id: NodeID?) {
         guard let address = addresses.first else { return }
         if let id, let existing = peersByID[id] {
+            // An established session keeps the address it authenticated from.
+            guard !existing.established else { return }
             existing.endpoint = address
             existing.candidates = Array(addresses.dropFirst())
             if existing.current == nil && existing.initiation == nil { startInitiation(existing, firstAttempt: clock.now()) }
@@ -107,6 +109,21 @@ public final class TransportCore {
     }
 
     public func isEstablished(with id: NodeID) -> Bool { peersByID[id]?.established ?? false }
+
+    /// Whether a session with `id` exists or is being set up.
+    public func knows(_ id: NodeID) -> Bool { peersByID[id] != nil }
+
+    /// The address `id`'s authenticated packets come from (or the one being dialled).
+    public func endpoint(of id: NodeID) -> PeerAddress? { peersByID[id]?.endpoint }
+
+    /// The handshake hash of the current session with `id` (64 bytes), the
+    /// same on both sides and unknowable to anyone else: proofs bound to it
+    /// (a room password proof) cannot be replayed on another session. It
+    /// changes on every rekey, so bind at admission time.
+    public func sessionBinding(with id: NodeID) -> [UInt8]? {
+        guard let p = peersByID[id], p.established, let k = p.current else { return nil }
+        return k.handshakeHash
+    }
 
     // MARK: Internals shared by the extensions
 

@@ -1,0 +1,156 @@
+import LVBCore
+import LVBCrypto
+
+// Plumtree (Leitão, Pereira, Rodrigues 2007, "Epidemic Broadcast Trees"):
+// events go eagerly along a spanning tree of the active view and lazily
+// (IHAVE ids) on the other links; a duplicate prunes a link to lazy, a
+// missing event grafts the announcing link back to eager.
+extension GossipNode {
+    /// Author and sequence of an encoded event, read without verifying it, so a
+    /// duplicate costs no signature check (offsets of the v1 event layout:
+    /// version 1, room 16, author 32, seq 8).
+    static func peekID(_ bytes: ArraySlice<UInt8>) -> EventID? {
+        let authorStart = bytes.startIndex + 1 + 16
+        guard bytes.count >= 1 + 16 + 32 + 8,
+              let author = try? NodeID(publicKey: Array(bytes[authorStart..<authorStart + 32])) else { return nil }
+        var seq: UInt64 = 0
+        for b in bytes[(authorStart + 32)..<(authorStart + 40)] { seq = seq << 8 | UInt64(b) }
+        return EventID(author: author, seq: seq)
+    }
+
+    func handleEvent(_ bytes: ArraySlice<UInt8>, from peer: NodeID) {
+        stats.eventCopiesReceived += 1
+        guard let peeked = Self.peekID(bytes) else { invalid(from: peer); return }
+        if store.contains(peeked) {
+            stats.duplicates += 1
+            // A second copy along an eager link: make that link lazy.
+            if eager.contains(peer), active.contains(peer) {
+                eager.remove(peer)
+                lazy.insert(peer)
+                send(.prune, to: peer)
+            }
+            return
+        }
+        let event: RoomEvent
+        do { event = try RoomEvent.parse(bytes) } catch {
+            invalid(from: peer)
+            return
+        }
+        guard event.id == peeked else { invalid(from: peer); return }
+        switch accept?(event, peer) ?? .accept {
+        case .reject:
+            invalid(from: peer)
+            return
+        case .duplicate:
+            store.insert(event)
+            stats.duplicates += 1
+            return
+        case .accept:
+            break
+        }
+        stats.delivered += 1
+        store.insert(event)
+        missing[event.id] = nil
+        if active.contains(peer) {
+            eager.insert(peer)
+            lazy.remove(peer)
+        }
+        push(event, except: peer)
+    }
+
+    /// Eager copies to the tree links, lazy announcements to the others.
+    func push(_ event: RoomEvent, except source: NodeID?) {
+        let message = GossipMessage.event(event.encoded[...]).bytes
+        for n in active where n != source && eager.contains(n) {
+            transport.sendGossip(message, to: n)
+        }
+        lazyQueue.append((event.id, source))
+    }
+
+    func handleIHave(_ ids: [EventID], from peer: NodeID) {
+        let now = clock.now()
+        for eventID in ids where !store.contains(eventID) {
+            if var m = missing[eventID] {
+                if !m.announcers.contains(peer) { m.announcers.append(peer) }
+                missing[eventID] = m
+            } else {
+                missing[eventID] = MissingEvent(announcers: [peer], deadline: now + GossipConstants.graftTimeout)
+            }
+        }
+    }
+
+    func handleGraft(_ ids: [EventID], from peer: NodeID) {
+        if active.contains(peer) {
+            eager.insert(peer)
+            lazy.remove(peer)
+        }
+        for eventID in ids {
+            if let e = store.event(eventID) {
+                transport.sendGossip(GossipMessage.event(e.encoded[...]).bytes, to: peer)
+                stats.repairsSent += 1
+            }
+        }
+    }
+
+    func handlePrune(from peer: NodeID) {
+        guard active.contains(peer) else { return }
+        eager.remove(peer)
+        lazy.insert(peer)
+    }
+
+    /// Sends queued IHAVEs, one message per lazy peer per batch.
+    func flushLazy() {
+        guard !lazyQueue.isEmpty else { return }
+        let queue = lazyQueue
+        lazyQueue.removeAll(keepingCapacity: true)
+        for n in active where !eager.contains(n) {
+            let ids = queue.filter { $0.except != n }.map(\.0)
+            var start = 0
+            while start < ids.count {
+                let chunk = Array(ids[start..<min(ids.count, start + GossipConstants.maxIdsPerMessage)])
+                send(.ihave(chunk), to: n)
+                stats.ihavesSent += 1
+                start += chunk.count
+            }
+        }
+    }
+
+    /// Grafts events whose eager copy did not come in time, from their announcers in turn.
+    func graftDue() {
+        let now = clock.now()
+        var byPeer: [NodeID: [EventID]] = [:]
+        for (eventID, var m) in missing where now >= m.deadline {
+            guard !m.announcers.isEmpty else { continue }
+            let announcer = m.announcers.removeFirst()
+            m.deadline = now + GossipConstants.graftTimeout
+            missing[eventID] = m
+            byPeer[announcer, default: []].append(eventID)
+        }
+        for (peer, ids) in byPeer {
+            if active.contains(peer) {
+                eager.insert(peer)
+                lazy.remove(peer)
+            }
+            var start = 0
+            while start < ids.count {
+                let chunk = Array(ids[start..<min(ids.count, start + GossipConstants.maxIdsPerMessage)])
+                send(.graft(chunk), to: peer)
+                stats.grafts += 1
+                start += chunk.count
+            }
+        }
+        // Entries nobody can serve any more are left to the digests.
+        if missing.count > 4096 { missing = missing.filter { !$0.value.announcers.isEmpty } }
+    }
+
+    func sendHistory(to peer: NodeID) {
+        for e in history?() ?? [] {
+            transport.sendGossip(GossipMessage.event(e.encoded[...]).bytes, to: peer)
+        }
+    }
+
+    func invalid(from peer: NodeID) {
+        stats.invalid += 1
+        onInvalid?(peer)
+    }
+}
