@@ -94,7 +94,11 @@ let package = Package(
             swiftSettings: swift5, linkerSettings: media),
         .executableTarget(
             name: "LVBBench",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport"],
+            dependencies: [
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swift5),
 
         .testTarget(
