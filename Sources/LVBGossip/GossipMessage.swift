@@ -19,6 +19,13 @@ public struct DigestEntry: Equatable, Sendable {
     public var minSeq: UInt64
     public var maxSeq: UInt64
     public var missing: [UInt64]
+
+    public init(author: NodeID, minSeq: UInt64, maxSeq: UInt64, missing: [UInt64]) {
+        self.author = author
+        self.minSeq = minSeq
+        self.maxSeq = maxSeq
+        self.missing = missing
+    }
 }
 
 /// Messages on the gossip channel (man/lvbnode-protocol.7 §GOSSIP): HyParView

@@ -1,0 +1,74 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBTransport
+
+// Admission (viewer → host) and pass presentation (member ↔ member) on the
+// `.room` channel: nobody gets gossip from us, or gives us any, without a
+// pass signed by the host for exactly that member.
+extension RoomNode {
+    func requestAdmission() {
+        let request: AdmissionRequest
+        switch proof {
+        case .none:
+            request = AdmissionRequest(room: room, proof: .none)
+        case .password(let key):
+            guard let binding = core.sessionBinding(with: host) else { return }
+            request = .password(roomKey: key, sessionBinding: binding, joiner: core.nodeID, room: room)
+        case .invite(let invite):
+            request = AdmissionRequest(room: room, proof: .invite(invite))
+        }
+        try? core.send(AdmissionMessage.request(request).encoded, channel: .room, to: host)
+    }
+
+    /// Shows our pass to `peer` (at most once a second unless `force`).
+    func presentPass(to peer: NodeID, force: Bool) {
+        guard let pass, peer != core.nodeID else { return }
+        let now = clock.now()
+        if !force, let last = passSentAt[peer], now - last < .seconds(1) { return }
+        passSentAt[peer] = now
+        let message = AdmissionMessage.response(AdmissionResponse(room: room, result: .admitted(pass: pass)))
+        try? core.send(message.encoded, channel: .room, to: peer)
+    }
+
+    func handleRoomMessage(_ payload: ArraySlice<UInt8>, from peer: NodeID) {
+        let message: AdmissionMessage
+        do { message = try AdmissionMessage.parse(payload) } catch {
+            penalize(peer)
+            return
+        }
+        switch message {
+        case .request(let request):
+            guard let policy, let state else { return }
+            let response = policy.evaluate(request, from: peer, sessionBinding: core.sessionBinding(with: peer) ?? [],
+                                           kicked: state.isKicked(peer), closed: state.isClosed)
+            if case .admitted = response.result { verified.insert(peer) }
+            try? core.send(AdmissionMessage.response(response).encoded, channel: .room, to: peer)
+        case .response(let response):
+            guard response.room == room else { return }
+            switch response.result {
+            case .admitted(let theirPass):
+                if !isHost, peer == host, pass == nil {
+                    guard AdmissionPolicy.verifyPass(theirPass, room: room, host: host, member: core.nodeID) else { return }
+                    admitted(with: theirPass)
+                } else if AdmissionPolicy.verifyPass(theirPass, room: room, host: host, member: peer) {
+                    let isNew = verified.insert(peer).inserted
+                    if isNew { presentPass(to: peer, force: false) }
+                }
+            case .denied(let reason):
+                if !isHost, peer == host, pass == nil { onOutput?(.denied(reason)) }
+            }
+        }
+    }
+
+    private func admitted(with pass: MembershipPass) {
+        self.pass = pass
+        verified.insert(host)
+        admittedAtMs = wallMs()
+        state = RoomState(room: room, host: host, clock: clock)
+        onOutput?(.admitted(room))
+        if let address = core.endpoint(of: host) { gossip.join(via: PeerRecord(id: host, address: address)) }
+        publish(.join(instance: instance, role: 0))
+        if profile != Profile() { publish(.profile(profile)) }
+    }
+}

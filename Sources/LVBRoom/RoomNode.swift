@@ -1,0 +1,203 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBTransport
+import Logging
+
+/// What a room node reports to its user interfaces.
+public enum RoomOutput: Sendable {
+    /// This node is in the room (host: the room is open; viewer: admitted).
+    case admitted(RoomID)
+    /// The host refused us.
+    case denied(AdmissionDenial)
+    /// Something changed in the room.
+    case change(RoomChange)
+    /// This node must leave: kicked, signed in elsewhere, or the room closed.
+    case removed(RemovalReason)
+}
+
+/// Why a node was removed from its room.
+public enum RemovalReason: String, Sendable {
+    case kicked
+    case signedInElsewhere = "signed_in_elsewhere"
+    case roomClosed = "room_closed"
+}
+
+/// How a viewer proves it may enter a private room.
+public enum JoinProof: Sendable {
+    case none
+    case password(roomKey: [UInt8])
+    case invite(Invite)
+}
+
+/// One node's part in one live room, sans-IO on the node's event loop: admits
+/// (host) or gets admitted (viewer), exchanges membership passes, runs gossip,
+/// applies events to the room state, and publishes this node's own events.
+public final class RoomNode {
+    public let core: TransportCore
+    public let gossip: GossipNode
+    public let room: RoomID
+    public let host: NodeID
+    public internal(set) var state: RoomState?
+    public var onOutput: ((RoomOutput) -> Void)?
+    /// This process's random instance id (signed-in-elsewhere detection).
+    public let instance: UInt64
+    public var profile = Profile()
+
+    let identity: Identity
+    let clock: Clock
+    let policy: AdmissionPolicy?
+    let proof: JoinProof
+    let standing: Standing
+    let log = Log.logger("room")
+    var seq: UInt64
+    var ownLikes: UInt64 = 0
+    var pass: MembershipPass?
+    var admittedAtMs: UInt64 = 0
+    var verified: Set<NodeID> = []
+    var passSentAt: [NodeID: Instant] = [:]
+    var lastHeartbeat: Instant
+    var lastSweep: Instant
+    public internal(set) var rejectedEvents = 0
+    var pendingDisconnects: [NodeID: Instant] = [:]
+
+    /// A host's room: open, password or invite-only per `policy`.
+    public convenience init(hosting policy: AdmissionPolicy, core: TransportCore, clock: Clock, random: RandomSource, info: RoomInfo) {
+        self.init(core: core, room: policy.room, host: core.nodeID, policy: policy, proof: .none, clock: clock, random: random)
+        let state = RoomState(room: room, host: host, clock: clock)
+        self.state = state
+        pass = MembershipPass(host: identity, room: room, member: host, issuedAt: wallMs())
+        admittedAtMs = wallMs()
+        publish(.join(instance: instance, role: 1))
+        publish(.roomInfo(info))
+    }
+
+    /// A viewer's view of the room `room` hosted by `host` (from the ticket).
+    public convenience init(joining room: RoomID, host: NodeID, proof: JoinProof, core: TransportCore, clock: Clock, random: RandomSource) {
+        self.init(core: core, room: room, host: host, policy: nil, proof: proof, clock: clock, random: random)
+    }
+
+    private init(core: TransportCore, room: RoomID, host: NodeID, policy: AdmissionPolicy?, proof: JoinProof,
+                 clock: Clock, random: RandomSource) {
+        self.core = core
+        self.room = room
+        self.host = host
+        self.policy = policy
+        self.proof = proof
+        self.clock = clock
+        identity = core.identity
+        instance = random.uint64()
+        standing = Standing(clock: clock)
+        gossip = GossipNode(id: core.nodeID, transport: TransportGossipAdapter(core: core), clock: clock, random: random)
+        // Sequence numbers keep growing across restarts of the same identity
+        // (latest-wins events and signed-in-elsewhere rely on it): start from
+        // the wall clock in microseconds.
+        let wall = clock.wallTime()
+        seq = wall.seconds * 1_000_000 + UInt64(wall.nanoseconds / 1000)
+        lastHeartbeat = clock.now()
+        lastSweep = clock.now()
+        wireGossip()
+    }
+
+    public var isHost: Bool { policy != nil }
+    public var isAdmitted: Bool { state != nil }
+
+    private func wireGossip() {
+        gossip.mayNeighbor = { [unowned self] peer in verified.contains(peer) || peer == host }
+        gossip.history = { [unowned self] in state?.retainedEvents() ?? [] }
+        gossip.onInvalid = { [unowned self] peer in penalize(peer) }
+        gossip.accept = { [unowned self] event, _ in
+            guard let state else { return .duplicate }
+            // Events from before we joined come as history: they were rate
+            // limited when they were live.
+            let historical = event.timestamp + 5_000 < admittedAtMs
+            switch state.apply(event, fromHistory: historical) {
+            case .accepted(let changes):
+                changes.forEach(report)
+                return .accept
+            case .duplicate:
+                return .duplicate
+            case .rejected(let why):
+                rejectedEvents += 1
+                log.debug("event \(event.id.author.short)#\(event.id.seq) rejected: \(why)")
+                return why.isMisbehaviour ? .reject : .duplicate
+            }
+        }
+    }
+
+    func wallMs() -> UInt64 {
+        let w = clock.wallTime()
+        return w.seconds * 1000 + UInt64(w.nanoseconds / 1_000_000)
+    }
+
+    func report(_ change: RoomChange) {
+        onOutput?(.change(change))
+        switch change {
+        case .kicked(let id):
+            // Disconnect after a grace period, so the kick still reaches the
+            // kicked node (and its other neighbours) before the links go.
+            if id == core.nodeID { onOutput?(.removed(.kicked)) } else { pendingDisconnects[id] = clock.now() + .seconds(1) }
+        case .roomClosed:
+            onOutput?(.removed(.roomClosed))
+        case let .signedInElsewhere(id, old, _):
+            if id == core.nodeID, old == instance { onOutput?(.removed(.signedInElsewhere)) }
+        default:
+            break
+        }
+    }
+
+    func penalize(_ peer: NodeID) {
+        switch standing.recordInvalid(from: peer) {
+        case .none, .throttle: break
+        case .disconnect:
+            log.info("disconnecting \(peer.short): repeated invalid events")
+            core.disconnect(peer)
+            gossip.peerDown(peer)
+        }
+    }
+
+    /// Feeds a transport event (call from the transport's `onEvent`).
+    public func handle(_ event: TransportEvent) {
+        switch event {
+        case .established(let info):
+            if state?.isKicked(info.id) == true { core.disconnect(info.id); return }
+            if !isHost, info.id == host, pass == nil { requestAdmission() }
+            presentPass(to: info.id, force: true)
+        case let .message(id, .room, payload):
+            handleRoomMessage(payload, from: id)
+        case let .message(id, .gossip, payload):
+            guard id == host || verified.contains(id) else {
+                presentPass(to: id, force: false)
+                return
+            }
+            guard !standing.isThrottled(id) else { return }
+            gossip.receive(payload, from: id)
+            if let changes = state?.noteActivity(from: id) { changes.forEach(report) }
+        case let .gone(id, _):
+            gossip.peerDown(id)
+        case .message, .hello, .rtt, .rekeyed, .connectFailed:
+            break
+        }
+    }
+
+    /// Runs timers; call every `GossipConstants.tickInterval`.
+    public func tick() {
+        gossip.tick()
+        let now = clock.now()
+        for (id, due) in pendingDisconnects where now >= due {
+            pendingDisconnects[id] = nil
+            core.disconnect(id)
+            gossip.peerDown(id)
+        }
+        guard let state else { return }
+        if now - lastHeartbeat >= RoomConstants.presenceTimeout / 3 {
+            lastHeartbeat = now
+            publish(.join(instance: instance, role: isHost ? 1 : 0))
+        }
+        if now - lastSweep >= .seconds(1) {
+            lastSweep = now
+            _ = state.noteActivity(from: core.nodeID)
+            state.expirePresence().forEach(report)
+        }
+    }
+}
