@@ -6,12 +6,17 @@ import LVBTransport
 import Glibc
 #endif
 
-// Benchmarks for the session layer (Scripts/bench). Each figure comes with a
+// Benchmarks for the session and gossip layers (Scripts/bench; a second
+// argument "handshakes" or "gossip" runs that figure alone). Each figure comes with a
 // reference measured in the same run, so ratios hold on a noisy machine.
 
 let seconds = Double(CommandLine.arguments.dropFirst().first ?? "") ?? 3.0
 if CommandLine.arguments.dropFirst(2).first == "handshakes" {
     print("IK handshakes (both sides, in memory) \(Int(HandshakeLoop.run(seconds: seconds))) handshakes/s")
+    exit(0)
+}
+if CommandLine.arguments.dropFirst(2).first == "gossip" {
+    printGossip(try await GossipLoop.run(seconds: seconds))
     exit(0)
 }
 let payloadSize = CoreConstants.maxDatagram - MessageSize.transportOverhead - 1  // fills a 1200-byte datagram
@@ -29,8 +34,32 @@ print("plain UDP send+receive, 1200 B       \(fmt(plain)) packets/s  (reference)
 print("session seal+send+receive+open, 1200 B \(fmt(sealed)) packets/s  ratio \(format2(sealed / plain)) of plain UDP")
 print("seal+open only (no sockets), 1200 B  \(fmt(cryptoOnly)) packets/s  (\(fmt(cryptoOnly * 1200 * 8 / 1e6)) Mbit/s)")
 print("IK handshakes (both sides, in memory) \(fmt(handshakes)) handshakes/s")
+printGossip(try await GossipLoop.run(seconds: seconds))
 
 func format2(_ v: Double) -> String {
     let r = (v * 100).rounded() / 100
     return String(r)
+}
+
+func format1(_ v: Double) -> String { String((v * 10).rounded() / 10) }
+
+/// The gossip figures against the issue's goals: all delivered, p99 < 50 ms, < 1.5 copies.
+func printGossip(_ r: GossipResult) {
+    func mark(_ ok: Bool) -> String { ok ? "✓" : "✗" }
+    let expected = r.events * (r.nodes - 1)
+    let p50 = percentile(r.latenciesMS, 0.50), p99 = percentile(r.latenciesMS, 0.99)
+    let starP50 = percentile(r.starLatenciesMS, 0.50), starP99 = percentile(r.starLatenciesMS, 0.99)
+    print("")
+    print("gossip, \(r.nodes) nodes on loopback UDP (2 threads), \(r.events) events from random authors at \(Int(GossipLoop.eventsPerSecond))/s")
+    print(r.ready ? "  overlay ready (every node >= 2 established neighbours) after \(format2(r.setupSeconds)) s"
+                  : "  overlay NOT ready after \(format2(r.setupSeconds)) s (some node has < 2 neighbours); measured anyway")
+    print("  delivery ratio             \(format2(r.deliveryRatio * 100)) %  (\(r.deliveries)/\(expected))    goal 100 %        \(mark(expected > 0 && r.deliveries == expected))")
+    print("  delivery latency p50 / p99 \(format1(p50)) / \(format1(p99)) ms               goal p99 < 50 ms  \(mark(!r.latenciesMS.isEmpty && p99 < 50))")
+    print("  payload copies / delivery  \(format2(r.copiesPerDelivery))  (\(r.copies)/\(r.delivered))         goal < 1.5        \(mark(r.delivered > 0 && r.copiesPerDelivery < 1.5))")
+    print("  (grafts \(r.grafts), IHAVE messages \(r.ihaves), events resent on graft or digest \(r.repairs))")
+    if r.starEvents > 0 {
+        print("  star: \(r.nodes - 1) direct unicasts from the author, p50 / p99 \(format1(starP50)) / \(format1(starP99)) ms  (\(r.starDeliveries)/\(r.starEvents * (r.nodes - 1)) delivered)  (reference)")
+    } else {
+        print("  star reference: no full mesh of sessions within 15 s; not measured")
+    }
 }

@@ -22,7 +22,7 @@ private typealias F = RoomEventFormat
 
 extension EventBody {
     /// Enforces every limit; `make` calls it before encoding, `parse` after decoding.
-    func validate() throws(EventError) {
+    public func validate() throws(EventError) {
         switch self {
         case let .chat(text):
             try EventText.check(text, field: "chat", max: F.chatMax)

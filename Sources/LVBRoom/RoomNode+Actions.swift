@@ -106,6 +106,12 @@ extension RoomNode {
         gossip.tick()
     }
 
+    /// An invite for `id` to this invite-only (or password) room, valid a day.
+    public func makeInvite(for id: NodeID) throws(RoomActionError) -> Invite {
+        guard let policy else { throw .hostOnly }
+        return policy.makeInvite(for: id, validFor: .seconds(86_400))
+    }
+
     /// Finds a member by node id (or its start) or nickname.
     public func member(named text: String) throws(RoomActionError) -> NodeID {
         guard let state else { throw .notInRoom }

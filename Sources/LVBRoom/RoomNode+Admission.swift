@@ -38,13 +38,15 @@ extension RoomNode {
             return
         }
         switch message {
-        case .request(let request):
+        case .request(var request):
             guard let policy, let state else { return }
+            if request.room == RoomNode.anyRoom { request.room = room }
             let response = policy.evaluate(request, from: peer, sessionBinding: core.sessionBinding(with: peer) ?? [],
                                            kicked: state.isKicked(peer), closed: state.isClosed)
             if case .admitted = response.result { verified.insert(peer) }
             try? core.send(AdmissionMessage.response(response).encoded, channel: .room, to: peer)
         case .response(let response):
+            if !isHost, peer == host, pass == nil, room == RoomNode.anyRoom { room = response.room }
             guard response.room == room else { return }
             switch response.result {
             case .admitted(let theirPass):

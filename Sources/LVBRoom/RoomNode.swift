@@ -36,8 +36,11 @@ public enum JoinProof: Sendable {
 public final class RoomNode {
     public let core: TransportCore
     public let gossip: GossipNode
-    public let room: RoomID
-    public let host: NodeID
+    /// The room; all zeros until an address-only joiner learns it from the host.
+    public internal(set) var room: RoomID
+    /// The host; for an address-only join, whoever answers our dial.
+    public internal(set) var host: NodeID
+    var hostKnown: Bool
     public internal(set) var state: RoomState?
     public var onOutput: ((RoomOutput) -> Void)?
     /// This process's random instance id (signed-in-elsewhere detection).
@@ -72,9 +75,17 @@ public final class RoomNode {
         publish(.roomInfo(info))
     }
 
-    /// A viewer's view of the room `room` hosted by `host` (from the ticket).
-    public convenience init(joining room: RoomID, host: NodeID, proof: JoinProof, core: TransportCore, clock: Clock, random: RandomSource) {
-        self.init(core: core, room: room, host: host, policy: nil, proof: proof, clock: clock, random: random)
+    /// The room id a joiner sends when it only knows the host's address: the
+    /// host answers with its own room id in the pass.
+    public static let anyRoom: RoomID = {
+        try! RoomID(bytes: [UInt8](repeating: 0, count: 16))  // invariant: fixed length 16
+    }()
+
+    /// A viewer's view of the room `room` hosted by `host` (from the ticket;
+    /// `anyRoom` when joining by address).
+    public convenience init(joining room: RoomID, host: NodeID?, proof: JoinProof, core: TransportCore, clock: Clock, random: RandomSource) {
+        self.init(core: core, room: room, host: host ?? core.nodeID, policy: nil, proof: proof, clock: clock, random: random)
+        hostKnown = host != nil
     }
 
     private init(core: TransportCore, room: RoomID, host: NodeID, policy: AdmissionPolicy?, proof: JoinProof,
@@ -82,6 +93,7 @@ public final class RoomNode {
         self.core = core
         self.room = room
         self.host = host
+        hostKnown = true
         self.policy = policy
         self.proof = proof
         self.clock = clock
@@ -161,6 +173,8 @@ public final class RoomNode {
         switch event {
         case .established(let info):
             if state?.isKicked(info.id) == true { core.disconnect(info.id); return }
+            // Joined by bare address (Noise XX): the node we reached hosts the room.
+            if !isHost, !hostKnown { host = info.id; hostKnown = true }
             if !isHost, info.id == host, pass == nil { requestAdmission() }
             presentPass(to: info.id, force: true)
         case let .message(id, .room, payload):

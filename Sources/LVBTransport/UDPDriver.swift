@@ -66,6 +66,13 @@ public final class UDPNode: @unchecked Sendable {
         return try await eventLoop.submit { try body(core) }.get()
     }
 
+    /// Closes the socket without a word to anyone (a node replaced by another
+    /// process of the same identity must not end that process's sessions).
+    public func abandon() async {
+        ticker?.cancel()
+        try? await channel.close()
+    }
+
     /// Says bye to every peer, then closes the socket.
     public func close() async {
         let core = self.core

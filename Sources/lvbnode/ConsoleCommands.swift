@@ -1,58 +1,171 @@
 import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBRoom
 import LVBTransport
 
-/// The console commands a running node understands on stdin.
+/// The console: plain text is chat, `/commands` do the rest. Every command
+/// runs on the node's event loop; mistakes get one `error` line with a hint.
 struct ConsoleCommands: Sendable {
     let out: Output
     let node: UDPNode
     let termination: Termination
+    let reporter: RoomReporter
+    let roomBox: RoomBox
 
     static let help = """
-        /peers   list sessions (id, address, round-trip time, key age)
-        /stats   transport counters
-        /help    this list
-        /quit    leave cleanly
+        TEXT               send a chat message to the room
+        /danmaku [#RRGGBB] TEXT   a bullet comment (optional colour)
+        /like [N]          like the stream (N times)
+        /viewers           who is in the room
+        /nick NAME         set your nickname
+        /profile key=value…   nick, avatar, gender (female|male|other|unspecified), location
+        /title TEXT        set the room title (host)
+        /kick NAME|ID      remove a member from the room (host)
+        /mute NAME|ID, /unmute NAME|ID   silence a member's chat (host)
+        /invite ID         print an invite for a node id (host of an --invite-only room)
+        /close             end the room for everyone (host)
+        /peers             encrypted sessions (id, address, round-trip time)
+        /stats             transport and room counters
+        /help              this list
+        /quit              leave the room cleanly
         """
 
     func handle(_ line: String) {
-        let word = line.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
+        if !line.hasPrefix("/") {
+            room { try $0.chat(line) }
+            return
+        }
+        let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+        let word = parts[0]
+        let rest = parts.count > 1 ? parts[1].trimmingCharacters() : ""
         switch word {
-        case "/quit", "/exit":
-            termination.finish(.quit)
+        case "/quit", "/exit": termination.finish(.quit)
         case "/help":
             var l = JSONLine(event: "help")
             l.add("text", Self.help)
             out.emit(l, human: "\n" + Self.help, kind: "help")
-        case "/peers":
-            node.execute { core in
-                let peers = core.peers
-                let json = "[" + peers.map { p in
-                    var o = JSONLine(event: "peer")
-                    o.add("id", p.id.text)
-                    o.add("address", p.endpoint.description)
-                    o.add("established", p.established)
-                    if let rtt = p.rtt { o.add("rtt_ms", rtt.milliseconds) }
-                    if let age = p.keyAge { o.add("key_age_s", age.seconds) }
-                    return o.text
-                }.joined(separator: ",") + "]"
-                var l = JSONLine(event: "peers")
-                l.addRaw("peers", json)
-                let human = peers.isEmpty ? "no sessions" : peers.map { p in
-                    "\(p.id.text) \(p.endpoint) rtt \(p.rtt.map { $0.millisecondsText + " ms" } ?? "?")"
-                }.joined(separator: "\n    ")
-                out.emit(l, human: human, kind: "peers")
+        case "/danmaku":
+            guard !rest.isEmpty else { return fail("usage: /danmaku [#RRGGBB] TEXT") }
+            var text = rest
+            var color: UInt32 = 0xFFFFFF
+            if rest.hasPrefix("#"), let space = rest.firstIndex(of: " "),
+               let c = UInt32(rest[rest.index(after: rest.startIndex)..<space], radix: 16), c <= 0xFFFFFF {
+                color = c
+                text = String(rest[rest.index(after: space)...])
             }
-        case "/stats":
-            node.execute { core in
-                var l = JSONLine(event: "stats")
-                l.addRaw("transport", StatsJSON.encode(core.stats))
-                out.emit(l, human: StatsJSON.encode(core.stats), kind: "stats")
-            }
-        default:
-            var l = JSONLine(event: "error")
-            let message = "unknown input '\(line.prefix(40))'; type /help for the commands"
-            l.add("message", message)
-            out.emit(l, human: message, kind: "error")
+            room { try $0.danmaku(text, color: color) }
+        case "/like":
+            guard let n = rest.isEmpty ? 1 : UInt64(rest), n >= 1, n <= 1000 else { return fail("usage: /like [N], N from 1 to 1000") }
+            room { try $0.like(n) }
+        case "/viewers": node.execute { _ in reporter.viewers() }
+        case "/nick":
+            guard !rest.isEmpty else { return fail("usage: /nick NAME") }
+            room { r in var p = r.profile; p.nickname = rest; try r.setProfile(p) }
+        case "/profile": profile(rest)
+        case "/title":
+            guard !rest.isEmpty else { return fail("usage: /title TEXT") }
+            room { r in var info = r.state?.info ?? RoomInfo(); info.title = rest; try r.setRoomInfo(info) }
+        case "/kick": member(rest, usage: "/kick NAME|ID") { r, id in try r.kick(id) }
+        case "/mute": member(rest, usage: "/mute NAME|ID") { r, id in try r.mute(id, true) }
+        case "/unmute": member(rest, usage: "/unmute NAME|ID") { r, id in try r.mute(id, false) }
+        case "/invite": invite(rest)
+        case "/close": room { try $0.closeRoom() }
+        case "/peers": peers()
+        case "/stats": stats()
+        default: fail("unknown command '\(word.prefix(20))'; type /help for the commands")
         }
     }
+
+    private func fail(_ message: String) {
+        var l = JSONLine(event: "error")
+        l.add("message", message)
+        out.emit(l, human: message, kind: "error")
+    }
+
+    /// Runs `action` on the loop with the room node; reports a refusal.
+    private func room(_ action: @escaping (RoomNode) throws -> Void) {
+        node.execute { _ in
+            guard let r = roomBox.room else { return fail("not in a room") }
+            do { try action(r) } catch { fail("\(error)") }
+        }
+    }
+
+    private func member(_ who: String, usage: String, _ action: @escaping (RoomNode, NodeID) throws -> Void) {
+        guard !who.isEmpty else { return fail("usage: \(usage)") }
+        room { r in try action(r, try r.member(named: who)) }
+    }
+
+    private func profile(_ text: String) {
+        var pairs: [(String, String)] = []
+        for item in text.split(separator: " ") {
+            let kv = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard kv.count == 2, ["nick", "avatar", "gender", "location"].contains(kv[0]) else {
+                return fail("usage: /profile nick=NAME avatar=URL gender=female|male|other|unspecified location=PLACE")
+            }
+            pairs.append((kv[0], kv[1]))
+        }
+        room { r in
+            var p = r.profile
+            for (k, v) in pairs {
+                switch k {
+                case "nick": p.nickname = v
+                case "avatar": p.avatar = v
+                case "location": p.location = v
+                default:
+                    guard let g = RoomReporter.genders.firstIndex(of: v.lowercased()) else {
+                        throw RoomActionError.invalid("gender must be female, male, other or unspecified")
+                    }
+                    p.gender = UInt8(g)
+                }
+            }
+            try r.setProfile(p)
+        }
+    }
+
+    private func invite(_ text: String) {
+        guard let id = try? NodeID(text: text) else { return fail("usage: /invite NODE-ID (the 52-character id `lvbnode id` prints)") }
+        room { r in
+            let invite = try r.makeInvite(for: id)
+            var l = JSONLine(event: "invite")
+            l.add("for", id.text)
+            l.add("invite", invite.text)
+            out.emit(l, human: "invite for \(id.short): \(invite.text)", kind: "invite")
+        }
+    }
+
+    private func peers() {
+        node.execute { core in
+            let peers = core.peers
+            let json = "[" + peers.map { p in
+                var o = JSONLine()
+                o.add("id", p.id.text)
+                o.add("address", p.endpoint.description)
+                o.add("established", p.established)
+                if let rtt = p.rtt { o.add("rtt_ms", rtt.milliseconds) }
+                if let age = p.keyAge { o.add("key_age_s", age.seconds) }
+                return o.text
+            }.joined(separator: ",") + "]"
+            var l = JSONLine(event: "peers")
+            l.addRaw("peers", json)
+            let human = peers.isEmpty ? "no sessions" : peers.map { p in
+                "\(p.id.text) \(p.endpoint) rtt \(p.rtt.map { $0.millisecondsText + " ms" } ?? "?")"
+            }.joined(separator: "\n    ")
+            out.emit(l, human: human, kind: "peers")
+        }
+    }
+
+    private func stats() {
+        node.execute { core in
+            var l = JSONLine(event: "stats")
+            l.addRaw("transport", StatsJSON.encode(core.stats))
+            if let r = roomBox.room { l.addRaw("room", StatsJSON.encode(room: r)) }
+            out.emit(l, human: StatsJSON.encode(core.stats) + (roomBox.room.map { " " + StatsJSON.encode(room: $0) } ?? ""), kind: "stats")
+        }
+    }
+}
+
+/// The room node, set once on the loop after start; read only on the loop.
+final class RoomBox: @unchecked Sendable {
+    var room: RoomNode?
 }

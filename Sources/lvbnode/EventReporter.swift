@@ -1,5 +1,6 @@
 import LVBCore
 import LVBCrypto
+import LVBRoom
 import LVBTransport
 
 /// Turns transport events into output lines (runs on the node's event loop).
@@ -76,8 +77,19 @@ extension GoneReason {
     }
 }
 
-/// Transport counters as a JSON object.
+/// Transport and room counters as JSON objects.
 enum StatsJSON {
+    static func encode(room r: RoomNode) -> String {
+        let g = r.gossip.stats
+        let fields: [(String, Int)] = [
+            ("members", r.state?.members.count ?? 0), ("likes", Int(r.state?.likeTotal ?? 0)),
+            ("events_delivered", g.delivered), ("event_copies", g.eventCopiesReceived), ("duplicates", g.duplicates),
+            ("invalid", g.invalid), ("rejected", r.rejectedEvents), ("grafts", g.grafts), ("repairs_sent", g.repairsSent),
+            ("neighbours", r.gossip.active.count),
+        ]
+        return "{" + fields.map { "\(JSONLine.quote($0.0)):\($0.1)" }.joined(separator: ",") + "}"
+    }
+
     static func encode(_ s: TransportStats) -> String {
         let fields: [(String, Int)] = [
             ("datagrams_in", s.datagramsIn), ("bytes_in", s.bytesIn), ("datagrams_out", s.datagramsOut), ("bytes_out", s.bytesOut),

@@ -1,4 +1,8 @@
 import ArgumentParser
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBRoom
 import LVBTransport
 
 /// `lvbnode host`: start a room and print its join ticket.
@@ -6,12 +10,57 @@ struct HostCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "host",
         abstract: "Start a live room and print its join ticket.",
-        discussion: "Listens on 0.0.0.0:7400 unless --listen says otherwise, accepts encrypted sessions from joiners, and runs until /quit, SIGINT/SIGTERM or --duration.")
+        discussion: "Listens on 0.0.0.0:7400 unless --listen says otherwise, admits joiners, and runs the room until /close, /quit, SIGINT/SIGTERM or --duration.")
 
     @OptionGroup var node: NodeOptions
+    @OptionGroup var profile: ProfileOptions
+
+    @Option(name: .long, help: ArgumentHelp("Room title shown to viewers (1–100 bytes).", valueName: "text"))
+    var title: String?
+
+    @Option(name: .long, help: ArgumentHelp("Make the room private: joiners need this password (never sent in the clear).", valueName: "password"))
+    var password: String?
+
+    @Flag(name: .long, help: "Make the room private: joiners need an invite from /invite.")
+    var inviteOnly = false
+
+    func validate() throws {
+        if password != nil && inviteOnly { throw ValidationError("choose one of --password and --invite-only") }
+        if let password, password.isEmpty { throw ValidationError("--password must not be empty") }
+        if let title {
+            do { try EventBody.roomInfo(RoomInfo(title: title)).validate() } catch { throw ValidationError("--title: \(error)") }
+        }
+    }
 
     func run() async throws {
-        let status = await NodeRunner(options: node, role: .host, defaultPort: 7400).run()
+        let room = RoomID.random(SodiumRandom.shared)
+        let mode: AdmissionPolicy.Mode
+        var access: UInt8 = 0
+        if let password {
+            do { mode = .password(roomKey: try PasswordKey.derive(password: password, roomID: room.bytes)) } catch {
+                Output.fail("--password: \(error)")
+                throw ExitCode(64)
+            }
+            access = 1
+        } else if inviteOnly {
+            mode = .inviteOnly
+            access = 2
+        } else {
+            mode = .open
+        }
+        let started = SystemClockMs.now()
+        var runner = NodeRunner(options: node, setup: .host(room: room, mode: mode, access: access,
+                                                            info: RoomInfo(title: title, startedAt: started)))
+        runner.profile = profile.profile
+        let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// Wall-clock milliseconds for room metadata.
+enum SystemClockMs {
+    static func now() -> UInt64 {
+        let w = SystemClock.shared.wallTime()
+        return w.seconds * 1000 + UInt64(w.nanoseconds / 1_000_000)
     }
 }

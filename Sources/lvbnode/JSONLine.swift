@@ -4,6 +4,9 @@ struct JSONLine {
 
     init(event: String) { add("event", event) }
 
+    /// A plain object (an element of a list inside an event).
+    init() {}
+
     mutating func add(_ key: String, _ value: String?) {
         guard let value else { return }
         parts.append("\(Self.quote(key)):\(Self.quote(value))")

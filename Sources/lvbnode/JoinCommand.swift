@@ -1,43 +1,83 @@
 import ArgumentParser
 import LVBCore
 import LVBCrypto
+import LVBGossip
+import LVBRoom
 import LVBTransport
 
-/// `lvbnode join`: connect to a room's host by ticket or address.
+/// `lvbnode join`: join a room by its ticket, or by the host's address.
 struct JoinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "join",
         abstract: "Join a live room by its ticket, or by the host's IP:PORT.",
         discussion: """
-            With a ticket the session uses Noise IK (the ticket carries the host's key). With IP:PORT \
-            (or localhost:PORT) it uses Noise XX and prints the host's id so you can check it. \
-            Listens on an ephemeral port unless --listen says otherwise.
+            With a ticket the session uses Noise IK (the ticket carries the host's key) and the room id. \
+            With IP:PORT (or localhost:PORT) it uses Noise XX and prints the host's id so you can check it; \
+            private rooms need the ticket. Listens on an ephemeral port unless --listen says otherwise.
             """)
 
     @Argument(help: ArgumentHelp("A join ticket (lvb1…), IP:PORT, [IPv6]:PORT or localhost:PORT.", valueName: "peer"))
     var peer: String
 
     @OptionGroup var node: NodeOptions
+    @OptionGroup var profile: ProfileOptions
 
-    func validate() throws { _ = try target() }
+    @Option(name: .long, help: ArgumentHelp("The password of a private room.", valueName: "password"))
+    var password: String?
 
-    /// The addresses to dial and the identity expected there.
-    func target() throws -> (addresses: [PeerAddress], expecting: NodeID?) {
+    @Option(name: .long, help: ArgumentHelp("An invite (lvbi…) from the host of an invite-only room.", valueName: "invite"))
+    var invite: String?
+
+    struct Target {
+        var addresses: [PeerAddress]
+        var host: NodeID?
+        var room: RoomID
+        var access: UInt8
+    }
+
+    func validate() throws {
+        let t = try target()
+        if password != nil && invite != nil { throw ValidationError("give one of --password and --invite") }
+        if (password != nil || invite != nil) && t.host == nil {
+            throw ValidationError("private rooms are joined by ticket: pass the host's ticket instead of an address")
+        }
+        if let invite { do { _ = try Invite(text: invite) } catch { throw ValidationError("--invite: \(error)") } }
+    }
+
+    /// The addresses to dial, the identity expected there, and the room.
+    func target() throws -> Target {
         let peer = self.peer.trimmingCharacters()
         if peer.lowercased().hasPrefix(JoinTicket.prefix) {
             do {
                 let ticket = try JoinTicket(text: peer)
-                return (ticket.addresses, ticket.host)
+                return Target(addresses: ticket.addresses, host: ticket.host, room: .from(ticket),
+                              access: ticket.fields[TicketField.access]?.first ?? 0)
             } catch { throw ValidationError("\(error)") }
         }
-        do { return ([try PeerAddress(parsing: peer)], nil) } catch {
+        do { return Target(addresses: [try PeerAddress(parsing: peer)], host: nil, room: RoomNode.anyRoom, access: 0) } catch {
             throw ValidationError("'\(peer)' is neither a join ticket (lvb1…) nor an address: use IP:PORT, [IPv6]:PORT or localhost:PORT")
         }
     }
 
     func run() async throws {
-        var runner = NodeRunner(options: node, role: .viewer, defaultPort: 0)
-        runner.dial = try target()
+        let t = try target()
+        var proof = JoinProof.none
+        if let password {
+            do { proof = .password(roomKey: try PasswordKey.derive(password: password, roomID: t.room.bytes)) } catch {
+                Output.fail("--password: \(error)")
+                throw ExitCode(64)
+            }
+        } else if let invite {
+            proof = .invite(try Invite(text: invite))
+        } else if t.access == 1 {
+            Output.fail("this room is private: pass its password with --password")
+            throw ExitCode(64)
+        } else if t.access == 2 {
+            Output.fail("this room is invite-only: ask the host for an invite (/invite YOUR-ID) and pass it with --invite")
+            throw ExitCode(64)
+        }
+        var runner = NodeRunner(options: node, setup: .join(room: t.room, host: t.host, proof: proof, addresses: t.addresses))
+        runner.profile = profile.profile
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
     }

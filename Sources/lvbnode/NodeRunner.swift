@@ -1,19 +1,23 @@
 import Logging
 import LVBCore
 import LVBCrypto
+import LVBGossip
+import LVBRoom
 import LVBTransport
 import NIOCore
 import NIOPosix
 
 /// Runs one node (host or joiner) until it is told to stop: binds the socket,
-/// prints `ready` with the join ticket, dials if asked, reports every session
-/// event, serves console commands, and leaves cleanly (bye to every peer).
+/// prints `ready` with the join ticket, hosts or joins the room, reports
+/// every event, serves console commands, and leaves cleanly (a leave event,
+/// then bye to every peer).
 struct NodeRunner {
     let options: NodeOptions
-    let role: Hello.Role
-    let defaultPort: UInt16
-    /// Whom to dial after start, if anyone: candidate addresses and the expected identity.
-    var dial: (addresses: [PeerAddress], expecting: NodeID?)?
+    let setup: RoomSetup
+    var profile = Profile()
+
+    var role: Hello.Role { if case .host = setup { .host } else { .viewer } }
+    var defaultPort: UInt16 { if case .host = setup { 7400 } else { 0 } }
 
     func run() async -> Int32 {
         let level = Logger.Level(rawValue: LogLevelName.parse(options.logLevel) ?? "warning") ?? .warning
@@ -38,49 +42,89 @@ struct NodeRunner {
             return 64
         }
 
-        let group = MultiThreadedEventLoopGroup.singleton
         let termination = Termination(duration: options.duration)
         var config = TransportConfig()
         config.hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: role)
-        let reporter = EventReporter(out: out, termination: termination, dialling: dial != nil)
+        let dialling: Bool = if case .join = setup { true } else { false }
+        let sessions = EventReporter(out: out, termination: termination, dialling: dialling)
+        let reporter = RoomReporter(out: out, termination: termination)
+        let box = RoomBox()
 
         let node: UDPNode
         do {
-            node = try await UDPNode.start(identity: identity, listen: listen, config: config, group: group) { event in
-                reporter.report(event)
+            node = try await UDPNode.start(identity: identity, listen: listen, config: config, group: MultiThreadedEventLoopGroup.singleton) { event in
+                sessions.report(event)
+                box.room?.handle(event)
             }
         } catch {
             Output.fail("cannot listen on \(listen): \(describeSocketError(error)); choose another address or port with --listen")
             return 1
         }
-        let ticket = JoinTicket(host: identity.nodeID, addresses: LocalAddresses.advertised(for: node.localAddress))
+        let ticket = setup.ticket(host: identity.nodeID, addresses: LocalAddresses.advertised(for: node.localAddress))
+        let setup = self.setup, profile = self.profile
+        _ = try? await node.submit { core -> Void in
+            let clock = SystemClock.shared, random = SodiumRandom.shared
+            let room: RoomNode
+            switch setup {
+            case let .host(roomID, mode, _, info):
+                let policy = AdmissionPolicy(room: roomID, host: core.identity, mode: mode, clock: clock)
+                room = RoomNode(hosting: policy, core: core, clock: clock, random: random, info: info)
+            case let .join(roomID, host, proof, addresses):
+                room = RoomNode(joining: roomID, host: host, proof: proof, core: core, clock: clock, random: random)
+                core.connect(to: addresses, expecting: host)
+            }
+            if profile != Profile() { try? room.setProfile(profile) }
+            room.onOutput = { reporter.report($0) }
+            reporter.room = room
+            box.room = room
+        }
+        let tick = TimeAmount.nanoseconds(GossipConstants.tickInterval.nanosecondsClamped)
+        let ticker = node.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in box.room?.tick() }
+
         var ready = JSONLine(event: "ready")
         ready.add("id", identity.nodeID.text)
         ready.add("listen", node.localAddress.description)
         ready.add("ticket", ticket.text)
         ready.add("role", role == .host ? "host" : "viewer")
+        if case let .host(roomID, _, _, _) = setup { ready.add("room", roomID.text) }
         out.emit(ready, human: "node \(identity.nodeID.text) listening on \(node.localAddress)\n    ticket: \(ticket.text)", kind: "ready")
-
-        if let dial {
+        if case let .join(roomID, host, _, addresses) = setup {
             var line = JSONLine(event: "connecting")
-            line.add("to", dial.addresses.map(\.description).joined(separator: ","))
-            line.add("pattern", dial.expecting == nil ? "XX" : "IK")
-            out.emit(line, human: "connecting to \(dial.addresses.map(\.description).joined(separator: ", "))"
-                         + (dial.expecting == nil ? " (no ticket: the host's id will be shown for you to check)" : ""), kind: "connect")
-            node.execute { core in core.connect(to: dial.addresses, expecting: dial.expecting) }
+            line.add("to", addresses.map(\.description).joined(separator: ","))
+            line.add("pattern", host == nil ? "XX" : "IK")
+            if roomID != RoomNode.anyRoom { line.add("room", roomID.text) }
+            out.emit(line, human: "connecting to \(addresses.map(\.description).joined(separator: ", "))"
+                         + (host == nil ? " (no ticket: the host's id will be shown for you to check)" : ""), kind: "connect")
         }
 
-        let commands = ConsoleCommands(out: out, node: node, termination: termination)
+        let commands = ConsoleCommands(out: out, node: node, termination: termination, reporter: reporter, roomBox: box)
         Console { line in commands.handle(line) }.start()
 
         let reason = await termination.wait()
-        await node.close()
-        let stats = (try? await node.submit { $0.stats }) ?? node.core.stats
+        // Leave cleanly: announce it, give it a moment to spread, then say bye.
+        switch reason {
+        case .removed, .roomClosed: break
+        default:
+            try? await node.submit { _ in box.room?.leave() }
+            try? await Task.sleep(for: .milliseconds(300))
+        }
+        ticker.cancel()
+        let (stats, roomStats) = (try? await node.submit { core in (core.stats, box.room.map { StatsJSON.encode(room: $0) }) })
+            ?? (node.core.stats, nil)
+        if case .removed = reason {
+            // Replaced or kicked: no bye, so the session now held by our
+            // successor (same identity) is not torn down.
+            await node.abandon()
+        } else {
+            await node.close()
+        }
         var bye = JSONLine(event: "exit")
         bye.add("reason", reason.text)
         bye.addRaw("stats", StatsJSON.encode(stats))
+        if let roomStats { bye.addRaw("room", roomStats) }
         out.emit(bye, human: "leaving (\(reason.text))", kind: "exit")
         if case .failed(let why) = reason { Output.fail(why) }
+        if case .removed(let why) = reason { Output.fail(why) }
         return reason.status
     }
 
@@ -97,6 +141,8 @@ extension ExitReason {
         case .signal(let s): s == 2 ? "interrupted" : "terminated"
         case .duration: "duration elapsed"
         case .quit: "quit"
+        case .roomClosed: "room closed"
+        case .removed(let why): why
         case .failed(let why): why
         }
     }

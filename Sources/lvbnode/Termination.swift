@@ -8,11 +8,17 @@ enum ExitReason: Sendable {
     case signal(Int32)
     case duration
     case quit
+    case roomClosed
+    /// Kicked, or signed in elsewhere: status 3.
+    case removed(String)
     case failed(String)
 
     var status: Int32 {
-        if case .failed = self { return 1 }
-        return 0
+        switch self {
+        case .failed: 1
+        case .removed: 3
+        default: 0
+        }
     }
 }
 

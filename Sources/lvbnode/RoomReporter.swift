@@ -1,0 +1,131 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBRoom
+
+/// Turns room outputs into output lines, and removals into the node's exit.
+final class RoomReporter: @unchecked Sendable {
+    private let out: Output
+    private let termination: Termination
+    weak var room: RoomNode?
+
+    init(out: Output, termination: Termination) {
+        self.out = out
+        self.termination = termination
+    }
+
+    func nick(_ id: NodeID) -> String {
+        room?.state?.profile(of: id)?.nickname ?? id.short
+    }
+
+    private func line(_ event: String, _ id: NodeID) -> JSONLine {
+        var l = JSONLine(event: event)
+        l.add("id", id.text)
+        l.add("nick", nick(id))
+        return l
+    }
+
+    func report(_ output: RoomOutput) {
+        switch output {
+        case .admitted(let room):
+            var l = JSONLine(event: "admitted")
+            l.add("room", room.text)
+            out.emit(l, human: "in room \(room.text)", kind: "room")
+        case .denied(let reason):
+            termination.finish(.failed("the host refused to admit us: \(reason)"))
+        case .removed(let reason):
+            switch reason {
+            case .roomClosed: termination.finish(.roomClosed)
+            case .kicked: termination.finish(.removed("you were kicked from the room"))
+            case .signedInElsewhere: termination.finish(.removed("signed in elsewhere: this identity joined the room from another node"))
+            }
+        case .change(let change):
+            report(change)
+        }
+    }
+
+    private func report(_ change: RoomChange) {
+        switch change {
+        case let .joined(id, role):
+            var l = line("joined", id)
+            l.add("role", role == 1 ? "host" : "viewer")
+            out.emit(l, human: "\(nick(id)) joined\(role == 1 ? " (host)" : "")", kind: "join")
+        case let .left(id, reason):
+            var l = line("left", id)
+            let why = ["left", "timeout", "signed_in_elsewhere", "kicked"][Int(min(reason, 3))]
+            l.add("reason", why)
+            out.emit(l, human: "\(nick(id)) left (\(why.replacingUnderscores()))", kind: "leave")
+        case .chat(let e):
+            guard case .chat(let text) = e.body else { return }
+            var l = line("chat", e.author)
+            l.add("text", text)
+            l.add("time", Int(e.timestamp))
+            out.emit(l, human: "\(nick(e.author)): \(text)", kind: "chat")
+        case .danmaku(let e):
+            guard case let .danmaku(text, color, lane) = e.body else { return }
+            var l = line("danmaku", e.author)
+            l.add("text", text)
+            l.add("color", "#" + String.hex6(color))
+            l.add("lane", Int(lane))
+            out.emit(l, human: "\(nick(e.author)) ≫ \(text)", kind: "danmaku")
+        case let .like(author, authorTotal, roomTotal):
+            var l = line("like", author)
+            l.add("count", Int(authorTotal))
+            l.add("total", Int(roomTotal))
+            out.emit(l, human: "\(nick(author)) likes this (room total \(roomTotal))", kind: "like")
+        case let .profile(id, p):
+            var l = line("profile", id)
+            l.add("avatar", p.avatar)
+            l.add("gender", p.gender.map { Self.genders[Int(min($0, 3))] })
+            l.add("location", p.location)
+            out.emit(l, human: "\(id.short) is now \(p.nickname ?? id.short)", kind: "profile")
+        case .roomInfo(let info):
+            var l = JSONLine(event: "room_info")
+            l.add("title", info.title)
+            l.add("cover", info.cover)
+            l.add("location", info.location)
+            if let s = info.startedAt { l.add("started_at", Int(s)) }
+            out.emit(l, human: "room: \(info.title ?? "(untitled)")", kind: "room")
+        case .kicked(let id):
+            out.emit(line("kicked", id), human: "\(nick(id)) was kicked by the host", kind: "kick")
+        case let .muted(id, muted):
+            var l = line("muted", id)
+            l.add("muted", muted)
+            out.emit(l, human: "\(nick(id)) was \(muted ? "muted" : "unmuted") by the host", kind: "mute")
+        case .roomClosed:
+            out.emit(JSONLine(event: "room_closed"), human: "the host closed the room", kind: "closed")
+        case let .signedInElsewhere(id, _, _):
+            out.emit(line("signed_in_elsewhere", id), human: "\(nick(id)) signed in from another node", kind: "session")
+        }
+    }
+
+    static let genders = ["unspecified", "female", "male", "other"]
+
+    /// The `viewers` event: everyone present now.
+    func viewers() {
+        guard let state = room?.state else { return }
+        let members = state.members.sorted { $0.joinedAt < $1.joinedAt }
+        let list = "[" + members.map { m in
+            var o = JSONLine()
+            o.add("id", m.id.text)
+            o.add("nick", nick(m.id))
+            o.add("role", m.role == 1 ? "host" : "viewer")
+            return o.text
+        }.joined(separator: ",") + "]"
+        var l = JSONLine(event: "viewers")
+        l.add("count", members.count)
+        l.add("likes", Int(state.likeTotal))
+        l.addRaw("viewers", list)
+        let human = "\(members.count) in the room: " + members.map { nick($0.id) + ($0.role == 1 ? " (host)" : "") }.joined(separator: ", ")
+        out.emit(l, human: human, kind: "viewers")
+    }
+}
+
+extension String {
+    static func hex6(_ v: UInt32) -> String {
+        let hex = String(v, radix: 16)
+        return String(repeating: "0", count: Swift.max(0, 6 - hex.count)) + hex
+    }
+
+    func replacingUnderscores() -> String { String(map { $0 == "_" ? " " : $0 }) }
+}
