@@ -187,8 +187,10 @@ public final class RoomNode {
             guard !standing.isThrottled(id) else { return }
             gossip.receive(payload, from: id)
             if let changes = state?.noteActivity(from: id) { changes.forEach(report) }
-        case let .gone(id, _):
+        case let .gone(id, reason):
             gossip.peerDown(id)
+            // Another process with our identity took our place with this peer.
+            if reason == .replaced, isAdmitted { onOutput?(.removed(.signedInElsewhere)) }
         case .message, .hello, .rtt, .rekeyed, .connectFailed:
             break
         }

@@ -21,6 +21,14 @@ public struct Hello: Sendable, Equatable {
 ///     pong:  3 ‖ nonce(8)
 ///     bye:   4 ‖ reason(1)
 public enum ControlMessage: Equatable {
+    /// Reasons carried by `bye`.
+    public enum ByeReason {
+        public static let leaving: UInt8 = 0
+        /// Sent to the old address when the same identity opens a new session
+        /// from another one: "you have been replaced".
+        public static let replaced: UInt8 = 2
+    }
+
     case hello(Hello)
     case ping(UInt64)
     case pong(UInt64)

@@ -78,13 +78,13 @@ extension TransportCore {
         let payload = buffer[(range.lowerBound + 1)..<range.upperBound]
         stats.messagesIn += 1
         if channel == .control {
-            handleControl(payload, from: peer)
+            handleControl(payload, from: peer, under: kp)
         } else if let id = peer.id {
             emit(.message(id, channel, payload))
         }
     }
 
-    private func handleControl(_ payload: ArraySlice<UInt8>, from peer: Peer) {
+    private func handleControl(_ payload: ArraySlice<UInt8>, from peer: Peer, under keys: Keypair) {
         guard let id = peer.id else { return }
         let message: ControlMessage
         do { message = try ControlMessage.parse(payload) } catch {
@@ -102,8 +102,15 @@ extension TransportCore {
             peer.rtt = rtt
             peer.pingSentAt = nil
             emit(.rtt(id, rtt))
-        case .bye:
-            remove(peer, reason: .bye)
+        case .bye(let reason):
+            if reason == ControlMessage.ByeReason.replaced {
+                // Under keys we have since replaced ourselves: our own rekey
+                // or move, not another process. Ignore.
+                guard keys === peer.current else { return }
+                remove(peer, reason: .replaced)
+            } else {
+                remove(peer, reason: .bye)
+            }
         }
     }
 }

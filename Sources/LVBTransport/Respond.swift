@@ -47,6 +47,7 @@ extension TransportCore {
         let noise = try hs.writeMessage(payload: [])
         let keys = try hs.split()
         rememberTimestamp(timestamp, for: id)
+        noticeReplacement(of: peer, newEndpoint: source)
         let index = newIndex()
         let kp = Keypair(send: keys.send, receive: keys.receive, created: clock.now(), isInitiator: false,
                          localIndex: index, remoteIndex: m.senderIndex)
@@ -86,6 +87,7 @@ extension TransportCore {
             let keys = try pending.handshake.split()
             guard let peer = peerForIncoming(id, source: source) else { return }
             rememberTimestamp(max(timestamp, latestTimestamps[id] ?? timestamp), for: id)
+            noticeReplacement(of: peer, newEndpoint: source)
             // Message 3 proves the initiator holds the keys: no confirmation wait.
             let kp = Keypair(send: keys.send, receive: keys.receive, created: clock.now(), isInitiator: false,
                              localIndex: pending.localIndex, remoteIndex: pending.remoteIndex)
@@ -101,6 +103,18 @@ extension TransportCore {
         } catch {
             throw .handshakeFailed("\(error)")
         }
+    }
+
+    /// A new session for an established peer from a different address: tell
+    /// the old address, under the old keys, that it has been replaced (two
+    /// processes share an identity; the newer one wins). A node that has
+    /// merely moved never hears it; one that rekeyed gets it under keys it
+    /// has already superseded and ignores it.
+    private func noticeReplacement(of peer: Peer, newEndpoint: PeerAddress) {
+        guard peer.established, peer.endpoint != newEndpoint, let old = peer.current,
+              let datagram = old.seal(channel: .control, payload: ControlMessage.bye(ControlMessage.ByeReason.replaced).bytes[...])
+        else { return }
+        transmit(datagram, to: peer.endpoint)
     }
 
     /// The peer record an authenticated incoming handshake attaches to.

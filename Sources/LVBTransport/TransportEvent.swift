@@ -29,6 +29,9 @@ public enum GoneReason: String, Sendable {
     case local
     /// Its keys expired and no new handshake succeeded.
     case expired
+    /// The peer took a new session from another address with our identity:
+    /// another process signed in with this node's identity.
+    case replaced
 }
 
 /// A snapshot of one peer for UIs and tests.

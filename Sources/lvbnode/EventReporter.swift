@@ -73,6 +73,7 @@ extension GoneReason {
         case .bye: "left"
         case .local: "disconnected"
         case .expired: "session expired"
+        case .replaced: "it took a session with another node of this identity"
         }
     }
 }

@@ -37,7 +37,9 @@ final class RoomReporter: @unchecked Sendable {
             switch reason {
             case .roomClosed: termination.finish(.roomClosed)
             case .kicked: termination.finish(.removed("you were kicked from the room"))
-            case .signedInElsewhere: termination.finish(.removed("signed in elsewhere: this identity joined the room from another node"))
+            case .signedInElsewhere:
+                if let me = room?.core.nodeID { out.emit(line("signed_in_elsewhere", me), human: "this identity joined the room from another node", kind: "session") }
+                termination.finish(.removed("signed in elsewhere: this identity joined the room from another node"))
             }
         case .change(let change):
             report(change)

@@ -62,4 +62,27 @@ import Testing
         #expect(node.events.contains { if case .connectFailed = $0 { true } else { false } })
         #expect(node.core.peers.isEmpty)
     }
+
+    @Test func aSecondProcessWithTheSameIdentityReplacesTheFirst() {
+        let net = VirtualNetwork(seed: 6, defaultImpairment: Impairment(delay: .milliseconds(5)))
+        let host = net.makeNodes(1, seed: 12)[0]
+        let shared = Identity.generate()
+        let first = SimulatedNode(network: net, identity: shared, random: SeededRandom(seed: 1))
+        let second = SimulatedNode(network: net, identity: shared, random: SeededRandom(seed: 2))
+        first.core.connect(to: host.address, expecting: host.id)
+        #expect(net.run(until: { host.established(with: first) }, timeout: .seconds(1)))
+        second.core.connect(to: host.address, expecting: host.id)
+        net.run(for: .seconds(1))
+        #expect(first.goneEvents.contains { $0.1 == .replaced })
+        #expect(second.goneEvents.isEmpty)
+        #expect(host.core.peers.first?.endpoint == second.address)
+    }
+
+    @Test func aRekeyFromTheSameNodeIsNotAReplacement() {
+        let net = VirtualNetwork(seed: 7, defaultImpairment: Impairment(delay: .milliseconds(5)))
+        let nodes = net.makeNodes(2, seed: 13)
+        nodes[1].core.connect(to: nodes[0].address, expecting: nodes[0].id)
+        net.run(for: .seconds(300))  // two rekeys each way
+        #expect(nodes[1].goneEvents.isEmpty && nodes[0].goneEvents.isEmpty)
+    }
 }
