@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+
+/// A live room of real processes over loopback: one host and three joiners
+/// driven through stdin, checked through their `--json` output.
+@Suite(.serialized) struct RoomProcessTests {
+    private func host(_ extra: [String] = []) throws -> (NodeProcess, ticket: String) {
+        let host = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--nick", "hana"] + extra)
+        let ticket = try #require(host.waitFor("ready")?["ticket"] as? String, "host never became ready: \(host.stderr)")
+        return (host, ticket)
+    }
+
+    private func join(_ ticket: String, nick: String, _ extra: [String] = []) throws -> NodeProcess {
+        try NodeProcess(["join", ticket, "--ephemeral", "--json", "--nick", nick] + extra)
+    }
+
+    private func id(_ p: NodeProcess) -> String? { p.waitFor("ready")?["id"] as? String }
+
+    @Test func chatDanmakuLikesPresenceKickAndCloseReachEveryNode() throws {
+        let (hana, ticket) = try host()
+        let ana = try join(ticket, nick: "ana")
+        let ben = try join(ticket, nick: "ben")
+        let cy = try join(ticket, nick: "cy")
+        let everyone = [hana, ana, ben, cy]
+        for v in [ana, ben, cy] { #expect(v.waitFor("admitted") != nil, "not admitted: \(v.stderr)") }
+        let benID = try #require(id(ben)), cyID = try #require(id(cy))
+        // Everyone sees everyone (presence spreads by gossip, not via the host alone).
+        for p in everyone {
+            for other in [ana, ben, cy] where other !== p {
+                let otherID = try #require(id(other))
+                #expect(p.waitFor("joined", where: { $0["id"] as? String == otherID }) != nil)
+            }
+        }
+
+        ana.send("hello from ana")
+        ben.send("/danmaku #00ff00 wow")
+        ana.send("/like 3")
+        ben.send("/like 2")
+        hana.send("/like")
+        for p in everyone {
+            #expect(p.waitFor("chat", where: { $0["text"] as? String == "hello from ana" && $0["nick"] as? String == "ana" }) != nil)
+            #expect(p.waitFor("danmaku", where: { $0["text"] as? String == "wow" && $0["color"] as? String == "#00ff00" }) != nil)
+            // Grow-only likes converge to the same total everywhere.
+            #expect(p.waitFor("like", where: { $0["total"] as? Int == 6 }) != nil)
+        }
+
+        cy.send("/quit")
+        #expect(cy.waitExit() == 0)
+        for p in [hana, ana, ben] {
+            #expect(p.waitFor("left", where: { $0["id"] as? String == cyID && $0["reason"] as? String == "left" }) != nil)
+        }
+
+        hana.send("/kick ben")
+        #expect(ben.waitFor("kicked", where: { $0["id"] as? String == benID }) != nil)
+        #expect(ben.waitExit() == 3)
+        #expect(ana.waitFor("kicked", where: { $0["id"] as? String == benID }) != nil)
+
+        ana.send("/kick hana")
+        #expect(ana.waitFor("error", where: { ($0["message"] as? String)?.contains("only the host") == true }) != nil)
+        ana.send("/nonsense")
+        #expect(ana.waitFor("error", where: { ($0["message"] as? String)?.contains("/help") == true }) != nil)
+
+        hana.send("/close")
+        for p in [hana, ana] {
+            #expect(p.waitFor("room_closed") != nil)
+            #expect(p.waitExit() == 0)
+        }
+    }
+
+    @Test func theSameIdentityJoiningAgainReplacesTheOlderNode() throws {
+        let (hana, ticket) = try host()
+        let home = temporaryDirectory()
+        let first = try NodeProcess(["join", ticket, "--home", home, "--json", "--nick", "first"])
+        #expect(first.waitFor("admitted") != nil)
+        let second = try NodeProcess(["join", ticket, "--home", home, "--json", "--nick", "second"])
+        #expect(second.waitFor("admitted") != nil)
+        #expect(first.waitFor("signed_in_elsewhere") != nil)
+        #expect(first.waitExit() == 3)
+        #expect(first.stderr.contains("signed in elsewhere"))
+        second.send("still here")
+        #expect(hana.waitFor("chat", where: { $0["text"] as? String == "still here" }) != nil)
+        second.send("/quit")
+        #expect(second.waitExit() == 0)
+        hana.signal(SIGTERM)
+        #expect(hana.waitExit() == 0)
+    }
+
+    @Test func aPasswordRoomAdmitsTheRightPasswordAndTellsTheWrongOneNothing() throws {
+        let (hana, ticket) = try host(["--password", "open sesame"])
+        let good = try join(ticket, nick: "good", ["--password", "open sesame"])
+        #expect(good.waitFor("admitted") != nil, "\(good.stderr)")
+        let bad = try join(ticket, nick: "bad", ["--password", "guess"])
+        #expect(bad.waitExit(timeout: 30) == 1)
+        #expect(bad.stderr.contains("wrong room password"))
+        #expect(bad.events.allSatisfy { !["admitted", "joined", "chat", "viewers"].contains($0["event"] as? String ?? "") })
+        let (status, _, err) = try runToEnd(["join", ticket, "--ephemeral"])
+        #expect(status == 64)
+        #expect(err.contains("--password"))
+        good.send("/quit")
+        _ = good.waitExit()
+        hana.signal(SIGINT)
+        #expect(hana.waitExit() == 0)
+    }
+
+    @Test func anInviteOnlyRoomAdmitsTheInvitee() throws {
+        let (hana, ticket) = try host(["--invite-only"])
+        let home = temporaryDirectory()
+        let (_, guestID, _) = try runToEnd(["id", "--home", home])
+        hana.send("/invite \(guestID.trimmingCharacters(in: .whitespacesAndNewlines))")
+        let invite = try #require(hana.waitFor("invite")?["invite"] as? String)
+        let guest = try NodeProcess(["join", ticket, "--home", home, "--json", "--invite", invite])
+        #expect(guest.waitFor("admitted") != nil, "\(guest.stderr)")
+        let stranger = try join(ticket, nick: "x", ["--invite", invite])
+        #expect(stranger.waitExit(timeout: 30) == 1)
+        guest.send("/quit")
+        _ = guest.waitExit()
+        hana.signal(SIGTERM)
+        #expect(hana.waitExit() == 0)
+    }
+}
