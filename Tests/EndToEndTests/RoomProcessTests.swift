@@ -44,6 +44,15 @@ import Testing
             #expect(p.waitFor("like", where: { $0["total"] as? Int == 6 }) != nil)
         }
 
+        // A late joiner gets the history: recent chat, like totals, who is here, room info.
+        let dee = try join(ticket, nick: "dee")
+        #expect(dee.waitFor("chat", where: { $0["text"] as? String == "hello from ana" }) != nil)
+        #expect(dee.waitFor("like", where: { $0["total"] as? Int == 6 }) != nil)
+        #expect(dee.waitFor("joined", where: { $0["id"] as? String == benID }) != nil)
+        #expect(dee.waitFor("room_info") != nil)
+        dee.send("/quit")
+        #expect(dee.waitExit() == 0)
+
         cy.send("/quit")
         #expect(cy.waitExit() == 0)
         for p in [hana, ana, ben] {
