@@ -117,7 +117,7 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "LVBGossipTests",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBTestSupport"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom", "LVBTestSupport"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRoomTests",

@@ -41,6 +41,10 @@ let package = Package(
             name: "FuzzEvent",
             dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBGossip")],
             swiftSettings: swift5),
+        .executableTarget(
+            name: "FuzzGossip",
+            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBGossip"), lvb("LVBTestSupport")],
+            swiftSettings: swift5),
         .target(
             name: "FuzzWorld",
             dependencies: [lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBTransport"), lvb("LVBTestSupport")],

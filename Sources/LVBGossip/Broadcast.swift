@@ -43,6 +43,7 @@ extension GossipNode {
             return
         case .duplicate:
             store.insert(event)
+            missing[event.id] = nil
             stats.duplicates += 1
             return
         case .accept:

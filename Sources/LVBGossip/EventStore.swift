@@ -66,45 +66,73 @@ struct EventStore {
     }
 }
 
-/// One author's sequence numbers as seen here: the lowest and highest, and
-/// the gaps between them (bounded). A jump wider than `maxTrackedGap` starts a
-/// new epoch (a restarted node) rather than a flood of "missing" numbers.
+/// One author's sequence numbers held here, as a bounded list of disjoint
+/// ranges: exact membership (nothing is assumed held because it lies between
+/// held numbers), holes of up to `maxTrackedGap` reported as missing in
+/// digests, wider holes taken as epochs (a restarted node numbers from its
+/// clock). Beyond `maxRanges` the oldest range is forgotten: an old event
+/// arriving again then costs one signature check, never a wrong "duplicate".
 struct AuthorProgress {
-    private(set) var minSeq: UInt64 = 0
-    private(set) var maxSeq: UInt64 = 0
-    private(set) var gaps: Set<UInt64> = []
-    private var started = false
+    static let maxRanges = 64
+    private(set) var ranges: [ClosedRange<UInt64>] = []
+
+    var minSeq: UInt64 { ranges.first?.lowerBound ?? 0 }
+    var maxSeq: UInt64 { ranges.last?.upperBound ?? 0 }
 
     func has(_ seq: UInt64) -> Bool {
-        started && seq >= minSeq && seq <= maxSeq && !gaps.contains(seq)
+        guard let i = index(of: seq) else { return false }
+        return ranges[i].contains(seq)
+    }
+
+    /// The last range starting at or below `seq`.
+    private func index(of seq: UInt64) -> Int? {
+        var lo = 0, hi = ranges.count - 1, found: Int?
+        while lo <= hi {
+            let mid = (lo + hi) / 2
+            if ranges[mid].lowerBound <= seq { found = mid; lo = mid + 1 } else { hi = mid - 1 }
+        }
+        return found
     }
 
     mutating func record(_ seq: UInt64) {
-        guard started else {
-            started = true
-            minSeq = seq
-            maxSeq = seq
-            return
-        }
-        if seq > maxSeq {
-            if seq - maxSeq <= GossipConstants.maxTrackedGap { addGaps(maxSeq + 1, seq) }
-            maxSeq = seq
-        } else if seq < minSeq {
-            // Older history arriving (backfill): what lies between is missing.
-            if minSeq - seq <= GossipConstants.maxTrackedGap { addGaps(seq + 1, minSeq) }
-            minSeq = seq
-        }
-        gaps.remove(seq)
-    }
-
-    private mutating func addGaps(_ from: UInt64, _ to: UInt64) {
-        var s = from
-        while s < to { gaps.insert(s); s += 1 }
-        if gaps.count > Int(GossipConstants.maxTrackedGap) {
-            // Keep the newest holes: very old ones are beyond repair anyway.
-            gaps = Set(gaps.sorted().suffix(Int(GossipConstants.maxTrackedGap)))
+        guard !has(seq) else { return }
+        let i = index(of: seq)
+        let joinsLeft = i.map { ranges[$0].upperBound &+ 1 == seq } ?? false
+        let right = (i ?? -1) + 1
+        let joinsRight = right < ranges.count && seq &+ 1 == ranges[right].lowerBound
+        switch (joinsLeft, joinsRight) {
+        case (true, true):
+            let l = i!  // invariant: joinsLeft implies i != nil
+            ranges[l] = ranges[l].lowerBound...ranges[right].upperBound
+            ranges.remove(at: right)
+        case (true, false):
+            let l = i!  // invariant: joinsLeft implies i != nil
+            ranges[l] = ranges[l].lowerBound...seq
+        case (false, true):
+            ranges[right] = seq...ranges[right].upperBound
+        case (false, false):
+            ranges.insert(seq...seq, at: right)
+            if ranges.count > Self.maxRanges { ranges.removeFirst() }
         }
     }
 
-    var digestMissing: [UInt64] { Array(gaps.sorted().prefix(GossipConstants.maxMissingPerEntry)) }
+    /// Up to `maxMissingPerEntry` missing numbers, newest holes first; holes
+    /// wider than `maxTrackedGap` are epochs, not loss.
+    var digestMissing: [UInt64] {
+        var out: [UInt64] = []
+        var k = ranges.count - 1
+        while k > 0, out.count < GossipConstants.maxMissingPerEntry {
+            let low = ranges[k - 1].upperBound + 1, high = ranges[k].lowerBound - 1
+            if high - low < GossipConstants.maxTrackedGap {
+                var s = high
+                while s >= low, out.count < GossipConstants.maxMissingPerEntry {
+                    out.append(s)
+                    if s == 0 { break }
+                    s -= 1
+                }
+            }
+            k -= 1
+        }
+        return out
+    }
 }

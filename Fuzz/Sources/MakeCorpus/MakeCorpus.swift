@@ -27,6 +27,7 @@ import LVBTransport
             "FuzzTicket": try ticketSeeds(),
             "FuzzReceive": try receiveSeeds(),
             "FuzzEvent": try eventSeeds(),
+            "FuzzGossip": try gossipSeeds(),
         ]
         for (target, seeds) in corpora {
             let targetDir = dir + "/" + target
@@ -177,6 +178,57 @@ import LVBTransport
             // The body alone: everything between the header (68 bytes) and the signature (64).
             seeds["body-" + name] = [body.kind.rawValue] + event.encoded.dropFirst(68).dropLast(64)
         }
+        return seeds
+    }
+
+    /// One gossip message of every type, naming the fixed identities FuzzGossip
+    /// sets up (node seed 0x40, peers 0x41…0x44, re-signer 0x45, room 0x47 × 16)
+    /// so GRAFTs and digests ask for events its node holds; events are by 0x46.
+    static func gossipSeeds() throws -> [String: [UInt8]] {
+        func identity(_ n: UInt8) throws -> Identity { try Identity(seed: [UInt8](repeating: n, count: 32)) }
+        let node = try identity(0x40).nodeID
+        let peer = try identity(0x42).nodeID
+        let author = try identity(0x46)
+        let room = try RoomID(bytes: [UInt8](repeating: 0x47, count: 16))
+        let v4 = PeerRecord(id: peer, address: .ipv4(10, 0, 0, 9, port: 7400))
+        let v6 = PeerRecord(id: try identity(0x48).nodeID, address: try PeerAddress(parsing: "[2001:db8::7]:443"))
+        func event(_ seq: UInt64, _ body: EventBody, in room: RoomID = room) throws -> [UInt8] {
+            try RoomEvent.make(room: room, author: author, seq: seq, timestamp: 1_700_000_000_000 + seq, body: body).encoded
+        }
+        // DIGEST: after ‖ through ‖ n ‖ n × (author ‖ minSeq ‖ maxSeq ‖ m ‖ m × seq); DigestEntry has no public init.
+        var digest = ByteWriter()
+        digest.write(UInt8(1))
+        digest.write(UInt8(12))
+        digest.write(bytes: [UInt8](repeating: 0, count: 32))
+        digest.write(bytes: [UInt8](repeating: 0xFF, count: 32))
+        digest.write(UInt8(1))
+        digest.write(bytes: node.publicKey)
+        digest.write(UInt64(1))
+        digest.write(UInt64(3))
+        digest.write(UInt8(1))
+        digest.write(UInt64(2))
+        let messages: [String: GossipMessage] = [
+            "join": .join,
+            "forward-join-v4": .forwardJoin(ttl: 2, peer: v4),
+            "forward-join-v6": .forwardJoin(ttl: 0, peer: v6),
+            "neighbor-high": .neighbor(high: true),
+            "neighbor-low": .neighbor(high: false),
+            "neighbor-reply-yes": .neighborReply(accepted: true),
+            "neighbor-reply-no": .neighborReply(accepted: false),
+            "disconnect": .disconnect,
+            "shuffle": .shuffle([v4, v6]),
+            "shuffle-reply": .shuffleReply([v6]),
+            "event-chat": .event(try event(1, .chat(text: "hello gossip"))[...]),
+            "event-chat-later": .event(try event(40, .chat(text: "after a gap"))[...]),
+            "event-like": .event(try event(2, .like(total: 5))[...]),
+            "event-other-room": .event(try event(3, .chat(text: "wrong room"), in: RoomID(bytes: [UInt8](repeating: 1, count: 16)))[...]),
+            "ihave": .ihave([EventID(author: author.nodeID, seq: 7), EventID(author: node, seq: 9)]),
+            "graft": .graft([EventID(author: node, seq: 1), EventID(author: node, seq: 3)]),
+            "prune": .prune,
+            "digest-empty": .digest(after: [UInt8](repeating: 0, count: 32), through: [UInt8](repeating: 0xFF, count: 32), entries: []),
+        ]
+        var seeds = messages.mapValues(\.bytes)
+        seeds["digest"] = digest.bytes
         return seeds
     }
 
