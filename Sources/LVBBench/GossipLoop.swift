@@ -34,6 +34,18 @@ final class GossipMember: @unchecked Sendable {
         }
     }
 
+    /// Creates this node's gossip and its tick (on its loop), as a node does when it joins.
+    func startGossip(clock: Clock) {
+        let g = GossipNode(id: id, transport: TransportGossipAdapter(core: udp.core), clock: clock, random: SodiumRandom.shared)
+        g.accept = { [unowned self] event, _ in
+            if arrivals[event.id] == nil { arrivals[event.id] = clock.now() }
+            return .accept
+        }
+        gossip = g
+        let tick = TimeAmount.nanoseconds(GossipConstants.tickInterval.nanosecondsClamped)
+        ticker = loop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { [unowned self] _ in gossip.tick() }
+    }
+
     /// Signs the next event of this author (on its loop).
     func makeEvent(room: RoomID) -> RoomEvent? {
         let wall = SystemClock.shared.wallTime()
@@ -62,6 +74,8 @@ struct GossipResult {
     var setupSeconds = 0.0
     var ready = false
     var starEvents = 0
+    /// Directions (node → peer) without an established session when the star round began.
+    var starSessionsMissing = 0
     var starDeliveries = 0
     var starLatenciesMS: [Double] = []
 
@@ -88,25 +102,22 @@ enum GossipLoop {
             let m = GossipMember()
             m.udp = try await UDPNode.start(identity: .generate(), listen: .ipv4(127, 0, 0, 1, port: 0),
                                             group: group, clock: clock) { [m] e in m.handle(e) }
-            try await m.onLoop {
-                let g = GossipNode(id: m.id, transport: TraceTransport(inner: TransportGossipAdapter(core: m.udp.core), me: m.id), clock: clock, random: SodiumRandom.shared)
-                g.accept = { [m] event, _ in
-                    if m.arrivals[event.id] == nil { m.arrivals[event.id] = clock.now() }
-                    return .accept
-                }
-                m.gossip = g
-                let tick = TimeAmount.nanoseconds(GossipConstants.tickInterval.nanosecondsClamped)
-                m.ticker = m.loop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { [m] _ in m.gossip.tick() }
-            }
             members.append(m)
         }
+        try await members[0].onLoop { members[0].startGossip(clock: clock) }
 
-        // Everyone joins through node 0, a little apart, as viewers enter a room.
+        // Everyone joins through node 0, one at a time as viewers enter a room.
+        // Spread over one digest interval, the nodes' periodic timers are out of
+        // phase as in a real room rather than all firing in the same instant.
         let setupStart = ContinuousClock.now
         let contact = PeerRecord(id: members[0].id, address: members[0].udp.localAddress)
+        let spacing = GossipConstants.digestInterval / (count - 1)
         for m in members.dropFirst() {
-            m.loop.execute { m.gossip.join(via: contact) }
-            try await Task.sleep(for: .milliseconds(10))
+            m.loop.execute {
+                m.startGossip(clock: clock)
+                m.gossip.join(via: contact)
+            }
+            try await Task.sleep(for: spacing)
         }
         result.ready = await eventually(seconds: 15) {
             for m in members {
@@ -117,7 +128,6 @@ enum GossipLoop {
         }
         result.setupSeconds = (ContinuousClock.now - setupStart).seconds
 
-        if let settle = Double(ProcessInfoShim.env("LVB_SETTLE") ?? "") { try await Task.sleep(for: .milliseconds(Int(settle * 1000))) }
         // Gossip phase: one event every 1/rate s from a random author.
         let rng = SeededRandom(seed: 32)
         let authors = (0..<max(1, Int(seconds * eventsPerSecond))).map { _ in Int(rng.next() % UInt64(count)) }
@@ -137,24 +147,6 @@ enum GossipLoop {
         let arrivals = try await collect(members) { $0.arrivals }
         result.events = sent.reduce(0) { $0 + $1.count }
         (result.deliveries, result.latenciesMS) = latencies(sent: sent, arrivals: arrivals)
-        do {
-            var s: [EventID: Instant] = [:]
-            for d in sent { s.merge(d) { a, _ in a } }
-            let t0 = s.values.min()!
-            var slowEvents: [EventID: Int] = [:]
-            for node in arrivals { for (id, at) in node { let l = (at - s[id]!).milliseconds; if l > 50 { slowEvents[id, default: 0] += 1 } } }
-            let log = traceLog.withLockedValue { $0 }
-            print("trace entries", log.count)
-            for (at, who, what) in log.prefix(5) { print(format1((at - t0).milliseconds), format1((t0 - at).milliseconds), who.text.prefix(4), what) }
-            for (id, n) in slowEvents {
-                let t = s[id]!
-                print("SLOW event author \(id.author.text.prefix(4)) seq \(id.seq) at \(format1((t - t0).milliseconds)) ms: \(n) slow")
-                for (at, who, what) in log where (who == id.author || what.contains(String(id.author.text.prefix(4)))) && at.nanoseconds + 1_500_000_000 > t.nanoseconds && at.nanoseconds < t.nanoseconds + 200_000_000 {
-                    let rel = at > t ? format1((at - t).milliseconds) : "-" + format1((t - at).milliseconds)
-                    print("   \(rel) \(who.text.prefix(4)) \(what)")
-                }
-            }
-        }
         for m in members {
             let s = try await m.onLoop { m.gossip.stats }
             result.copies += s.eventCopiesReceived
@@ -170,28 +162,30 @@ enum GossipLoop {
             let others = members[(i + 1)...].map { ($0.id, $0.udp.localAddress) }
             m.loop.execute { for (id, address) in others { m.udp.core.connect(to: address, expecting: id) } }
         }
-        let meshed = await eventually(seconds: 15) {
+        func sessionsMissing() async -> Int {
+            var missing = 0
             for m in members {
-                let ok = try? await m.onLoop { ids.allSatisfy { $0 == m.id || m.udp.core.isEstablished(with: $0) } }
-                if ok != true { return false }
+                missing += (try? await m.onLoop { ids.filter { $0 != m.id && !m.udp.core.isEstablished(with: $0) }.count }) ?? ids.count
             }
-            return true
+            return missing
         }
-        if meshed {
-            try await paced(authors) { a in
-                let m = members[a]
-                m.loop.execute {
-                    guard let e = m.makeEvent(room: room) else { return }
-                    m.sent[e.id] = clock.now()
-                    for id in ids where id != m.id { try? m.udp.core.send(e.encoded, channel: starChannel, to: id) }
-                }
+        _ = await eventually(seconds: 10) { await sessionsMissing() == 0 }
+        // Measured even if some sessions are still down: sends to them queue
+        // in the transport, and the delivery count shows what never arrived.
+        result.starSessionsMissing = await sessionsMissing()
+        try await paced(authors) { a in
+            let m = members[a]
+            m.loop.execute {
+                guard let e = m.makeEvent(room: room) else { return }
+                m.sent[e.id] = clock.now()
+                for id in ids where id != m.id { try? m.udp.core.send(e.encoded, channel: starChannel, to: id) }
             }
-            _ = await eventually(seconds: 3) { await totalArrivals(members, \.starArrivals) >= expected }
-            let allSent = try await collect(members) { $0.sent }
-            let starArrivals = try await collect(members) { $0.starArrivals }
-            result.starEvents = allSent.reduce(0) { $0 + $1.count } - result.events
-            (result.starDeliveries, result.starLatenciesMS) = latencies(sent: allSent, arrivals: starArrivals)
         }
+        _ = await eventually(seconds: 3) { await totalArrivals(members, \.starArrivals) >= expected }
+        let allSent = try await collect(members) { $0.sent }
+        let starArrivals = try await collect(members) { $0.starArrivals }
+        result.starEvents = allSent.reduce(0) { $0 + $1.count } - result.events
+        (result.starDeliveries, result.starLatenciesMS) = latencies(sent: allSent, arrivals: starArrivals)
 
         for m in members {
             try? await m.onLoop {
@@ -253,35 +247,4 @@ func percentile(_ sorted: [Double], _ p: Double) -> Double {
     guard !sorted.isEmpty else { return 0 }
     let rank = Int((p * Double(sorted.count)).rounded(.up)) - 1
     return sorted[min(max(rank, 0), sorted.count - 1)]
-}
-
-import Glibc
-enum ProcessInfoShim { static func env(_ k: String) -> String? { getenv(k).map { String(cString: $0) } } }
-
-import NIOConcurrencyHelpers
-let traceLog = NIOLockedValueBox<[(Instant, NodeID, String)]>([])
-final class TraceTransport: GossipTransport {
-    let inner: TransportGossipAdapter
-    let me: NodeID
-    init(inner: TransportGossipAdapter, me: NodeID) { self.inner = inner; self.me = me }
-    func sendGossip(_ payload: [UInt8], to id: NodeID) {
-        if let m = try? GossipMessage.parse(payload[...]) {
-            var d: String
-            switch m {
-            case .event: d = "EVENT"
-            case .ihave: d = "IHAVE"
-            case .digest: d = "DIGEST"
-            case .shuffle: d = "SHUFFLE"
-            case .shuffleReply: d = "SHUFFLE_REPLY"
-            default: d = "\(m)"
-            }
-            if d != "IHAVE" && d != "DIGEST" && !d.hasPrefix("SHUFFLE") {
-                traceLog.withLockedValue { $0.append((SystemClock.shared.now(), me, "-> \(id.text.prefix(4)) \(d)")) }
-            }
-        }
-        inner.sendGossip(payload, to: id)
-    }
-    func connect(to peer: PeerRecord) { traceLog.withLockedValue { $0.append((SystemClock.shared.now(), me, "connect \(peer.id.text.prefix(4))")) }; inner.connect(to: peer) }
-    func address(of id: NodeID) -> PeerAddress? { inner.address(of: id) }
-    func isConnected(_ id: NodeID) -> Bool { inner.isConnected(id) }
 }

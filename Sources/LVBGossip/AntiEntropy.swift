@@ -50,7 +50,7 @@ extension GossipNode {
             answer += store.events(by: unknown, limit: budget)
         }
         for e in answer {
-            transport.sendGossip(GossipMessage.event(e.encoded[...]).bytes, to: peer)
+            transport.sendGossip(GossipMessage.repair(e.encoded[...]).bytes, to: peer)
             stats.repairsSent += 1
         }
     }

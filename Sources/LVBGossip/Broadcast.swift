@@ -18,13 +18,16 @@ extension GossipNode {
         return EventID(author: author, seq: seq)
     }
 
-    func handleEvent(_ bytes: ArraySlice<UInt8>, from peer: NodeID) {
+    /// `repair` copies (graft and digest answers, history) do not shape the
+    /// tree: a late repair arriving after the tree's copy must not prune a
+    /// tree link, nor a repair arriving first make its sender a parent.
+    func handleEvent(_ bytes: ArraySlice<UInt8>, from peer: NodeID, repair: Bool) {
         stats.eventCopiesReceived += 1
         guard let peeked = Self.peekID(bytes) else { invalid(from: peer); return }
         if store.contains(peeked) {
             stats.duplicates += 1
             // A second copy along an eager link: make that link lazy.
-            if eager.contains(peer), active.contains(peer) {
+            if !repair, eager.contains(peer), active.contains(peer) {
                 eager.remove(peer)
                 lazy.insert(peer)
                 send(.prune, to: peer)
@@ -52,7 +55,7 @@ extension GossipNode {
         stats.delivered += 1
         store.insert(event)
         missing[event.id] = nil
-        if active.contains(peer) {
+        if !repair, active.contains(peer) {
             eager.insert(peer)
             lazy.remove(peer)
         }
@@ -87,7 +90,7 @@ extension GossipNode {
         }
         for eventID in ids {
             if let e = store.event(eventID) {
-                transport.sendGossip(GossipMessage.event(e.encoded[...]).bytes, to: peer)
+                transport.sendGossip(GossipMessage.repair(e.encoded[...]).bytes, to: peer)
                 stats.repairsSent += 1
             }
         }
@@ -146,7 +149,7 @@ extension GossipNode {
 
     func sendHistory(to peer: NodeID) {
         for e in history?() ?? [] {
-            transport.sendGossip(GossipMessage.event(e.encoded[...]).bytes, to: peer)
+            transport.sendGossip(GossipMessage.repair(e.encoded[...]).bytes, to: peer)
         }
     }
 

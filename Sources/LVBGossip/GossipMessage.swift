@@ -43,6 +43,7 @@ public struct DigestEntry: Equatable, Sendable {
 ///     IHAVE 9:           n(1) ‖ n × id        lazy push
 ///     GRAFT 10:          n(1) ‖ n × id        "send me these; be my eager link"
 ///     PRUNE 11:          (empty)              "you are my lazy link"
+///     REPAIR 13:         event bytes          graft/digest answer, history (never prunes or grafts a link)
 ///     DIGEST 12:         after(32) ‖ through(32) ‖ n(1) ‖ n × (author(32) ‖ minSeq(8) ‖ maxSeq(8) ‖ m(1) ‖ m × seq(8))
 ///                        (covers author keys k with after < k ≤ through, compared as bytes)
 ///     peer = id(32) ‖ family(1: 4|6) ‖ address(4|16) ‖ port(2);  id = author(32) ‖ seq(8)
@@ -55,6 +56,9 @@ public enum GossipMessage: Equatable {
     case shuffle([PeerRecord])
     case shuffleReply([PeerRecord])
     case event(ArraySlice<UInt8>)
+    /// An event sent to repair loss (answer to GRAFT or DIGEST, or history):
+    /// delivered like EVENT, but says nothing about the tree's links.
+    case repair(ArraySlice<UInt8>)
     case ihave([EventID])
     case graft([EventID])
     case prune
@@ -80,10 +84,10 @@ public enum GossipMessage: Equatable {
                 var peers = [PeerRecord]()
                 for _ in 0..<n { peers.append(try readPeer(&r)) }
                 m = type == 6 ? .shuffle(peers) : .shuffleReply(peers)
-            case 8:
+            case 8, 13:
                 let rest = r.readRest()
                 guard !rest.isEmpty else { throw GossipError.malformed("empty event") }
-                m = .event(rest)
+                m = type == 8 ? .event(rest) : .repair(rest)
             case 9, 10:
                 let n = Int(try r.readUInt8())
                 guard n >= 1, n <= GossipConstants.maxIdsPerMessage else { throw GossipError.tooMany }
@@ -135,6 +139,7 @@ public enum GossipMessage: Equatable {
             w.write(UInt8(list.count))
             for p in list { Self.write(p, &w) }
         case let .event(e): w.write(UInt8(8)); w.write(bytes: e)
+        case let .repair(e): w.write(UInt8(13)); w.write(bytes: e)
         case let .ihave(ids), let .graft(ids):
             if case .ihave = self { w.write(UInt8(9)) } else { w.write(UInt8(10)) }
             let list = ids.prefix(GossipConstants.maxIdsPerMessage)

@@ -51,7 +51,7 @@ extension RoomNode {
     static func explain(_ why: RoomState.RoomRejection) -> String {
         switch why {
         case .authorMuted: "you are muted by the host"
-        case .rateLimited: "slow down: at most \(RoomConstants.chatRate) messages per second"
+        case .rateLimited: "slow down: too many messages, likes or profile changes per second"
         case .roomClosed: "the room is closed"
         case .authorKicked: "you were kicked from this room"
         default: "refused: \(why)"
@@ -66,6 +66,7 @@ extension RoomNode {
 
     /// Adds `count` likes (the event carries this node's running total).
     public func like(_ count: UInt64 = 1) throws(RoomActionError) {
+        guard state != nil else { throw .notInRoom }
         let base = max(ownLikes, state?.likes(of: core.nodeID) ?? 0)
         ownLikes = base + max(1, count)
         try publish(.like(total: ownLikes)).get()
@@ -73,7 +74,7 @@ extension RoomNode {
 
     public func setProfile(_ p: Profile) throws(RoomActionError) {
         profile = p
-        guard state != nil else { return }
+        guard state != nil, startInfo == nil else { return }
         try publish(.profile(p)).get()
     }
 
@@ -86,7 +87,7 @@ extension RoomNode {
         guard isHost else { throw .hostOnly }
         let event = try publish(.kick(target: target)).get()
         // Tell the target directly too: it may not be our gossip neighbour.
-        try? core.send(GossipMessage.event(event.encoded[...]).bytes, channel: .gossip, to: target)
+        try? core.send(GossipMessage.repair(event.encoded[...]).bytes, channel: .gossip, to: target)
     }
 
     public func mute(_ target: NodeID, _ muted: Bool = true) throws(RoomActionError) {
@@ -96,14 +97,18 @@ extension RoomNode {
 
     public func closeRoom() throws(RoomActionError) {
         guard isHost else { throw .hostOnly }
-        try publish(.roomClosed).get()
+        let event = try publish(.roomClosed).get()
+        // Everyone must hear this one: tell every session directly as well.
+        let repair = GossipMessage.repair(event.encoded[...]).bytes
+        for p in core.peers where p.established { try? core.send(repair, channel: .gossip, to: p.id) }
     }
 
     /// Announces that we leave (then the owner closes the transport).
     public func leave() {
-        guard state != nil else { return }
+        guard state != nil, !leaving else { return }
         _ = publish(.leave(reason: 0))
         gossip.tick()
+        leaving = true
     }
 
     /// An invite for `id` to this invite-only (or password) room, valid a day.

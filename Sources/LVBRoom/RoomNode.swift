@@ -63,6 +63,9 @@ public final class RoomNode {
     var lastSweep: Instant
     public internal(set) var rejectedEvents = 0
     var pendingDisconnects: [NodeID: Instant] = [:]
+    var startInfo: RoomInfo?
+    /// Set by `leave()`/`shutdown()`: the node is on its way out.
+    var leaving = false
 
     /// A host's room: open, password or invite-only per `policy`.
     public convenience init(hosting policy: AdmissionPolicy, core: TransportCore, clock: Clock, random: RandomSource, info: RoomInfo) {
@@ -71,8 +74,23 @@ public final class RoomNode {
         self.state = state
         pass = MembershipPass(host: identity, room: room, member: host, issuedAt: wallMs())
         admittedAtMs = wallMs()
+        startInfo = info
+    }
+
+    /// Opens the room (host: announces itself and the room info). Call once
+    /// `onOutput` is set, so the node's own start is reported too.
+    public func start() {
+        guard isHost, let info = startInfo else { return }
+        startInfo = nil
         publish(.join(instance: instance, role: 1))
+        if profile != Profile() { publish(.profile(profile)) }
         publish(.roomInfo(info))
+    }
+
+    /// Stops all activity before the transport closes: no heartbeats, no
+    /// re-dialling of neighbours as the sessions go.
+    public func shutdown() {
+        leaving = true
     }
 
     /// The room id a joiner sends when it only knows the host's address: the
@@ -142,17 +160,25 @@ public final class RoomNode {
         return w.seconds * 1000 + UInt64(w.nanoseconds / 1_000_000)
     }
 
+    /// This node is out of the room: stop everything, then tell the owner.
+    func remove(_ reason: RemovalReason) {
+        guard !leaving else { return }
+        leaving = true
+        onOutput?(.removed(reason))
+    }
+
     func report(_ change: RoomChange) {
         onOutput?(.change(change))
         switch change {
         case .kicked(let id):
             // Disconnect after a grace period, so the kick still reaches the
             // kicked node (and its other neighbours) before the links go.
-            if id == core.nodeID { onOutput?(.removed(.kicked)) } else { pendingDisconnects[id] = clock.now() + .seconds(1) }
+            if id == core.nodeID { remove(.kicked) } else { pendingDisconnects[id] = clock.now() + .seconds(1) }
         case .roomClosed:
+            // Gossip the close on for a moment before going quiet (the owner exits).
             onOutput?(.removed(.roomClosed))
         case let .signedInElsewhere(id, old, _):
-            if id == core.nodeID, old == instance { onOutput?(.removed(.signedInElsewhere)) }
+            if id == core.nodeID, old == instance { remove(.signedInElsewhere) }
         default:
             break
         }
@@ -170,6 +196,7 @@ public final class RoomNode {
 
     /// Feeds a transport event (call from the transport's `onEvent`).
     public func handle(_ event: TransportEvent) {
+        guard !leaving else { return }
         switch event {
         case .established(let info):
             if state?.isKicked(info.id) == true { core.disconnect(info.id); return }
@@ -188,9 +215,13 @@ public final class RoomNode {
             gossip.receive(payload, from: id)
             if let changes = state?.noteActivity(from: id) { changes.forEach(report) }
         case let .gone(id, reason):
+            // Another process with our identity took our place with this peer:
+            // go quiet at once (a re-dial would in turn displace it).
+            if reason == .replaced, isAdmitted {
+                remove(.signedInElsewhere)
+                return
+            }
             gossip.peerDown(id)
-            // Another process with our identity took our place with this peer.
-            if reason == .replaced, isAdmitted { onOutput?(.removed(.signedInElsewhere)) }
         case .message, .hello, .rtt, .rekeyed, .connectFailed:
             break
         }
@@ -198,6 +229,7 @@ public final class RoomNode {
 
     /// Runs timers; call every `GossipConstants.tickInterval`.
     public func tick() {
+        guard !leaving else { return }
         gossip.tick()
         let now = clock.now()
         for (id, due) in pendingDisconnects where now >= due {

@@ -58,7 +58,7 @@ struct ConsoleCommands: Sendable {
         case "/like":
             guard let n = rest.isEmpty ? 1 : UInt64(rest), n >= 1, n <= 1000 else { return fail("usage: /like [N], N from 1 to 1000") }
             room { try $0.like(n) }
-        case "/viewers": node.execute { _ in reporter.viewers() }
+        case "/viewers": room { _ in reporter.viewers() }
         case "/nick":
             guard !rest.isEmpty else { return fail("usage: /nick NAME") }
             room { r in var p = r.profile; p.nickname = rest; try r.setProfile(p) }

@@ -7,12 +7,14 @@ import LVBTransport
 final class EventReporter: @unchecked Sendable {
     private let out: Output
     private let termination: Termination
-    private let dialling: Bool
+    /// The node this process dialled to join (nil: hosting). Only failing to
+    /// reach it ends the process; other peers (gossip neighbours) come and go.
+    private let dialled: (addresses: [PeerAddress], id: NodeID?)?
 
-    init(out: Output, termination: Termination, dialling: Bool) {
+    init(out: Output, termination: Termination, dialled: (addresses: [PeerAddress], id: NodeID?)?) {
         self.out = out
         self.termination = termination
-        self.dialling = dialling
+        self.dialled = dialled
     }
 
     func report(_ event: TransportEvent) {
@@ -44,12 +46,19 @@ final class EventReporter: @unchecked Sendable {
             l.add("peer", id.text)
             l.add("reason", reason.rawValue)
             out.emit(l, human: "\(id.short) is gone (\(reason.humanText))", kind: "gone")
-        case .connectFailed(let address, _):
+        case .connectFailed(let address, let id):
+            guard let dialled, (id != nil && id == dialled.id) || dialled.addresses.contains(address) else {
+                var l = JSONLine(event: "peer_unreachable")
+                l.add("address", address.description)
+                l.add("peer", id?.text)
+                out.emit(l, human: "\(id?.short ?? address.description) could not be reached", kind: "gone")
+                return
+            }
             var l = JSONLine(event: "error")
             let message = "no answer from \(address) after \(Int(TransportConstants.rekeyAttemptTime.seconds)) s; check the address or ticket and that the host is running"
             l.add("message", message)
             out.emit(l, human: message, kind: "error")
-            if dialling { termination.finish(.failed("could not reach \(address)")) }
+            termination.finish(.failed("could not reach \(address)"))
         case .message:
             break  // data channels have no consumer until the room layer lands
         }

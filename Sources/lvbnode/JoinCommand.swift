@@ -76,7 +76,7 @@ struct JoinCommand: AsyncParsableCommand {
             Output.fail("this room is invite-only: ask the host for an invite (/invite YOUR-ID) and pass it with --invite")
             throw ExitCode(64)
         }
-        var runner = NodeRunner(options: node, setup: .join(room: t.room, host: t.host, proof: proof, addresses: t.addresses))
+        var runner = NodeRunner(options: node, setup: .join(room: t.room, host: t.host, proof: proof, addresses: t.addresses, access: t.access))
         runner.profile = profile.profile
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }

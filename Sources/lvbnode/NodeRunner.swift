@@ -45,8 +45,9 @@ struct NodeRunner {
         let termination = Termination(duration: options.duration)
         var config = TransportConfig()
         config.hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: role)
-        let dialling: Bool = if case .join = setup { true } else { false }
-        let sessions = EventReporter(out: out, termination: termination, dialling: dialling)
+        var dialled: (addresses: [PeerAddress], id: NodeID?)?
+        if case let .join(_, host, _, addresses, _) = setup { dialled = (addresses, host) }
+        let sessions = EventReporter(out: out, termination: termination, dialled: dialled)
         let reporter = RoomReporter(out: out, termination: termination)
         let box = RoomBox()
 
@@ -69,7 +70,7 @@ struct NodeRunner {
             case let .host(roomID, mode, _, info):
                 let policy = AdmissionPolicy(room: roomID, host: core.identity, mode: mode, clock: clock)
                 room = RoomNode(hosting: policy, core: core, clock: clock, random: random, info: info)
-            case let .join(roomID, host, proof, addresses):
+            case let .join(roomID, host, proof, addresses, _):
                 room = RoomNode(joining: roomID, host: host, proof: proof, core: core, clock: clock, random: random)
                 core.connect(to: addresses, expecting: host)
             }
@@ -77,6 +78,7 @@ struct NodeRunner {
             room.onOutput = { reporter.report($0) }
             reporter.room = room
             box.room = room
+            room.start()
         }
         let tick = TimeAmount.nanoseconds(GossipConstants.tickInterval.nanosecondsClamped)
         let ticker = node.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in box.room?.tick() }
@@ -88,7 +90,7 @@ struct NodeRunner {
         ready.add("role", role == .host ? "host" : "viewer")
         if case let .host(roomID, _, _, _) = setup { ready.add("room", roomID.text) }
         out.emit(ready, human: "node \(identity.nodeID.text) listening on \(node.localAddress)\n    ticket: \(ticket.text)", kind: "ready")
-        if case let .join(roomID, host, _, addresses) = setup {
+        if case let .join(roomID, host, _, addresses, _) = setup {
             var line = JSONLine(event: "connecting")
             line.add("to", addresses.map(\.description).joined(separator: ","))
             line.add("pattern", host == nil ? "XX" : "IK")
@@ -103,12 +105,16 @@ struct NodeRunner {
         let reason = await termination.wait()
         // Leave cleanly: announce it, give it a moment to spread, then say bye.
         switch reason {
-        case .removed, .roomClosed: break
+        case .removed: break
+        case .roomClosed:
+            // Keep gossiping a moment so the close reaches everyone through us.
+            try? await Task.sleep(for: .milliseconds(300))
         default:
             try? await node.submit { _ in box.room?.leave() }
             try? await Task.sleep(for: .milliseconds(300))
         }
         ticker.cancel()
+        try? await node.submit { _ in box.room?.shutdown() }
         let (stats, roomStats) = (try? await node.submit { core in (core.stats, box.room.map { StatsJSON.encode(room: $0) }) })
             ?? (node.core.stats, nil)
         if case .removed = reason {

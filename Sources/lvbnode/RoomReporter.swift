@@ -2,6 +2,7 @@ import LVBCore
 import LVBCrypto
 import LVBGossip
 import LVBRoom
+import LVBTransport
 
 /// Turns room outputs into output lines, and removals into the node's exit.
 final class RoomReporter: @unchecked Sendable {
@@ -30,6 +31,10 @@ final class RoomReporter: @unchecked Sendable {
         case .admitted(let room):
             var l = JSONLine(event: "admitted")
             l.add("room", room.text)
+            if let node = self.room, let address = node.core.endpoint(of: node.host) {
+                l.add("host", node.host.text)
+                l.add("ticket", JoinTicket(host: node.host, addresses: [address], fields: [TicketField.room: room.bytes]).text)
+            }
             out.emit(l, human: "in room \(room.text)", kind: "room")
         case .denied(let reason):
             termination.finish(.failed("the host refused to admit us: \(reason)"))

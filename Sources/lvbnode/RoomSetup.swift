@@ -16,15 +16,18 @@ enum TicketField {
 /// What the runner needs to host or join a room.
 enum RoomSetup {
     case host(room: RoomID, mode: AdmissionPolicy.Mode, access: UInt8, info: RoomInfo)
-    case join(room: RoomID, host: NodeID?, proof: JoinProof, addresses: [PeerAddress])
+    case join(room: RoomID, host: NodeID?, proof: JoinProof, addresses: [PeerAddress], access: UInt8)
 
     /// The ticket others use to join this room.
     func ticket(host id: NodeID, addresses: [PeerAddress]) -> JoinTicket {
         switch self {
         case let .host(room, _, access, _):
             return JoinTicket(host: id, addresses: addresses, fields: [TicketField.room: room.bytes, TicketField.access: [access]])
-        case let .join(room, host, _, hostAddresses):
-            return JoinTicket(host: host ?? id, addresses: hostAddresses, fields: [TicketField.room: room.bytes])
+        case let .join(room, host, _, hostAddresses, access):
+            // A member hands out the room's ticket; joined by bare address it
+            // knows neither yet, so it offers its own node ticket until then.
+            guard let host, room != RoomNode.anyRoom else { return JoinTicket(host: id, addresses: hostAddresses) }
+            return JoinTicket(host: host, addresses: hostAddresses, fields: [TicketField.room: room.bytes, TicketField.access: [access]])
         }
     }
 }

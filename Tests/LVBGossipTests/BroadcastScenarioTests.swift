@@ -85,7 +85,7 @@ import Testing
     @Test func fiftyNodesThroughTwentyPercentLossAndReorderingGetEveryOneOfAThousandChats() throws {
         let (net, nodes) = room(50, seed: 2026, impairment: Self.lossy)
         var dead = Set<Int>()
-        let sent = try broadcast(1000, nodes: nodes, net: net, seed: 7, dead: &dead)
+        let sent = try broadcast(1000, nodes: nodes, net: net, seed: 7, settle: .seconds(30), dead: &dead)
         let lacking = missing(sent, nodes: nodes, dead: dead) { _ in true }
         #expect(lacking.count == 0, "e.g. \(lacking.prefix(5))")
         let copies = copiesPerDelivery(nodes, dead: dead)

@@ -20,6 +20,7 @@ final class RoomSim {
         room.onOutput = { [unowned self] in outputs.append($0) }
         sim.onTransportEvent = { [unowned self] in self.room.handle($0) }
         ticker = network.every(GossipConstants.tickInterval) { [unowned self] in self.room.tick() }
+        room.start()
     }
 
     var id: NodeID { sim.id }
