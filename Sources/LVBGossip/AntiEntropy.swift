@@ -3,7 +3,8 @@ import LVBCrypto
 
 // Digests: a periodic backstop for what eager push and lazy repair both lost
 // (e.g. every copy of an event and all its announcements on a lossy link).
-// Each digest names, per author, the highest sequence seen and some gaps; the
+// Each digest names, per author, the lowest and highest sequence held and the
+// newest holes; the
 // neighbour answers with the events it holds that the digest lacks.
 extension GossipNode {
     /// Sends the next slice of our per-author progress, sized to one datagram;

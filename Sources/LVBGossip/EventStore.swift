@@ -3,7 +3,7 @@ import LVBCore
 import LVBCrypto
 
 /// The events a node keeps for repair (GRAFT answers, digest answers), and
-/// per-author progress (highest sequence, gaps) for anti-entropy digests.
+/// per-author progress (held sequence ranges) for anti-entropy digests.
 struct EventStore {
     private var events: [EventID: RoomEvent] = [:]
     private var order = Deque<EventID>()
@@ -14,8 +14,8 @@ struct EventStore {
 
     init(capacity: Int) { self.capacity = capacity }
 
-    /// Every id ever recorded is remembered in `authors` (for dedup of old
-    /// events) even after the event itself is evicted.
+    /// Ids are remembered in `authors` (for dedup) after the event itself is
+    /// evicted, within each author's bounded range list.
     func contains(_ id: EventID) -> Bool {
         authors[id.author]?.has(id.seq) ?? false
     }
@@ -40,7 +40,8 @@ struct EventStore {
         }
     }
 
-    /// Events by `author` the holder of `entry` lacks (above its max, or in its gaps).
+    /// Events by `author` the holder of `entry` lacks: its listed gaps, above
+    /// its max, and below its min (backfill).
     func missing(for entry: DigestEntry, limit: Int) -> [RoomEvent] {
         guard authors[entry.author] != nil else { return [] }
         var out = [RoomEvent]()

@@ -12,8 +12,8 @@ public struct EventID: Hashable, Sendable {
     }
 }
 
-// A signed room event; integers big-endian. Until man/lvbnode-protocol.7 has a
-// section on room events, this diagram and EventBodyCodec.swift are the spec.
+// A signed room event; integers big-endian (man/lvbnode-protocol.7 §ROOM EVENTS;
+// this diagram and EventBodyCodec.swift are the reference).
 //
 //      0       1                17                49        57          65     66           68
 //     +-------+----------------+-----------------+---------+-----------+------+------------+------...------+-----------+

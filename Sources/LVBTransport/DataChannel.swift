@@ -3,7 +3,7 @@
 public enum DataChannel: UInt8, Sendable, CaseIterable {
     /// Session control: hello, ping/pong, bye (`ControlMessage`).
     case control = 0
-    /// Room events and membership (reserved for LVBGossip).
+    /// Room events and membership (LVBGossip).
     case gossip = 1
     /// Media RTP (reserved for LVBMedia).
     case rtp = 2

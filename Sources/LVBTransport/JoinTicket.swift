@@ -8,7 +8,8 @@ import LVBCrypto
 /// body: version(1)=1 ‖ ed25519 key(32) ‖ count(1) ‖ count × address ‖ fields
 /// address: family(1: 4 or 6) ‖ 4 or 16 bytes ‖ port(2, big-endian)
 /// fields: type(1) ‖ length(1) ‖ value — unknown types are skipped, so later
-/// versions can add the room id and more without breaking older joiners.
+/// versions can add fields without breaking older joiners (the room layer
+/// uses type 1, the room id, and 2, its access mode).
 public struct JoinTicket: Equatable, Sendable {
     public static let prefix = "lvb1"
     public static let maxAddresses = 8

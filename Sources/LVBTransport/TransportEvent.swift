@@ -7,7 +7,7 @@ public enum TransportEvent: Sendable {
     case established(PeerInfo)
     /// The peer introduced itself on the control channel.
     case hello(NodeID, Hello)
-    /// A payload arrived on a data channel (gossip, rtp, rtcp).
+    /// A payload arrived on a data channel (gossip, room; rtp and rtcp later).
     case message(NodeID, DataChannel, ArraySlice<UInt8>)
     /// A new round-trip time measurement for `peer`.
     case rtt(NodeID, Duration)

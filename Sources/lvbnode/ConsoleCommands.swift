@@ -23,7 +23,7 @@ struct ConsoleCommands: Sendable {
         /title TEXT        set the room title (host)
         /kick NAME|ID      remove a member from the room (host)
         /mute NAME|ID, /unmute NAME|ID   silence a member's chat (host)
-        /invite ID         print an invite for a node id (host of an --invite-only room)
+        /invite ID         print an invite for a node id (host of a private room)
         /close             end the room for everyone (host)
         /peers             encrypted sessions (id, address, round-trip time)
         /stats             transport and room counters

@@ -60,7 +60,7 @@ final class EventReporter: @unchecked Sendable {
             out.emit(l, human: message, kind: "error")
             termination.finish(.failed("could not reach \(address)"))
         case .message:
-            break  // data channels have no consumer until the room layer lands
+            break  // the room layer consumes data channels (RoomNode.handle)
         }
     }
 }

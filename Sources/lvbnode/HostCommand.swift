@@ -18,7 +18,7 @@ struct HostCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Room title shown to viewers (1–100 bytes).", valueName: "text"))
     var title: String?
 
-    @Option(name: .long, help: ArgumentHelp("Make the room private: joiners need this password (never sent in the clear).", valueName: "password"))
+    @Option(name: .long, help: ArgumentHelp("Make the room private: joiners need this password (never sent: joiners prove it).", valueName: "password"))
     var password: String?
 
     @Flag(name: .long, help: "Make the room private: joiners need an invite from /invite.")
