@@ -44,6 +44,9 @@ public struct WallTime: Comparable, Sendable {
     public static func < (a: WallTime, b: WallTime) -> Bool {
         (a.seconds, a.nanoseconds) < (b.seconds, b.nanoseconds)
     }
+
+    /// Milliseconds since the Unix epoch (event timestamps).
+    public var milliseconds: UInt64 { seconds * 1000 + UInt64(nanoseconds / 1_000_000) }
 }
 
 /// The only source of time in the project: injected so protocol code runs on a

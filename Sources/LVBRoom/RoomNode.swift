@@ -155,10 +155,7 @@ public final class RoomNode {
         }
     }
 
-    func wallMs() -> UInt64 {
-        let w = clock.wallTime()
-        return w.seconds * 1000 + UInt64(w.nanoseconds / 1_000_000)
-    }
+    func wallMs() -> UInt64 { clock.wallTime().milliseconds }
 
     /// This node is out of the room: stop everything, then tell the owner.
     func remove(_ reason: RemovalReason) {

@@ -48,19 +48,11 @@ struct HostCommand: AsyncParsableCommand {
         } else {
             mode = .open
         }
-        let started = SystemClockMs.now()
+        let started = SystemClock.shared.wallTime().milliseconds
         var runner = NodeRunner(options: node, setup: .host(room: room, mode: mode, access: access,
                                                             info: RoomInfo(title: title, startedAt: started)))
         runner.profile = profile.profile
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
-    }
-}
-
-/// Wall-clock milliseconds for room metadata.
-enum SystemClockMs {
-    static func now() -> UInt64 {
-        let w = SystemClock.shared.wallTime()
-        return w.seconds * 1000 + UInt64(w.nanoseconds / 1_000_000)
     }
 }
