@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "LVBCrypto", targets: ["LVBCrypto"]),
         .library(name: "LVBTransport", targets: ["LVBTransport"]),
         .library(name: "LVBGossip", targets: ["LVBGossip"]),
+        .library(name: "LVBMedia", targets: ["LVBMedia"]),
         .library(name: "LVBRoom", targets: ["LVBRoom"]),
         .library(name: "LVBTestSupport", targets: ["LVBTestSupport"]),
     ],
@@ -56,6 +57,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swift5),
+        .target(
+            name: "LVBMedia",
+            dependencies: [
+                "LVBCore", "COpus", "CVPX", "CYUV",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swift5, linkerSettings: media),
         .target(
             name: "LVBGossip",
             dependencies: [
@@ -118,6 +127,10 @@ let package = Package(
         .testTarget(
             name: "LVBGossipTests",
             dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom", "LVBTestSupport"],
+            swiftSettings: swift5),
+        .testTarget(
+            name: "LVBMediaTests",
+            dependencies: ["LVBCore", "LVBMedia"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRoomTests",
