@@ -46,13 +46,21 @@ final class Peer {
     var keypairs: [Keypair] { [current, next, previous].compactMap { $0 } }
 
     /// Installs a keypair from a completed handshake. An initiator's keys are
-    /// confirmed already; a responder's wait in `next`.
+    /// confirmed already; a responder's wait in `next`. As wireguard-go's
+    /// BeginSymmetricSession: when both sides dialled at once, the pending
+    /// responder keys become `previous` (the other side is about to use
+    /// them), so neither side's packets land on a deleted index.
     func install(_ k: Keypair) -> [Keypair] {
         var retired = [Keypair]()
         if k.isInitiator {
-            if let n = next { retired.append(n); next = nil }
             if let p = previous { retired.append(p) }
-            previous = current
+            if let n = next {
+                if let c = current { retired.append(c) }
+                previous = n
+                next = nil
+            } else {
+                previous = current
+            }
             current = k
         } else {
             if let n = next { retired.append(n) }

@@ -85,4 +85,20 @@ import Testing
         net.run(for: .seconds(300))  // two rekeys each way
         #expect(nodes[1].goneEvents.isEmpty && nodes[0].goneEvents.isEmpty)
     }
+
+    @Test func twoNodesDiallingEachOtherAtOnceStillGetOneWorkingSession() throws {
+        for seed in UInt64(20)..<UInt64(30) {
+            let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(delay: .milliseconds(10), jitter: .milliseconds(3)))
+            let nodes = net.makeNodes(2, seed: seed)
+            nodes[0].core.connect(to: nodes[1].address, expecting: nodes[1].id)
+            nodes[1].core.connect(to: nodes[0].address, expecting: nodes[0].id)
+            #expect(net.run(until: { nodes[0].established(with: nodes[1]) && nodes[1].established(with: nodes[0]) }, timeout: .seconds(1)))
+            try nodes[0].core.send([1], channel: .gossip, to: nodes[1].id)
+            try nodes[1].core.send([2], channel: .gossip, to: nodes[0].id)
+            net.run(for: .milliseconds(100))
+            #expect(nodes[1].received.map(\.2) == [[1]], "seed \(seed)")
+            #expect(nodes[0].received.map(\.2) == [[2]], "seed \(seed)")
+            #expect(nodes[0].core.stats.droppedUnknownIndex + nodes[1].core.stats.droppedUnknownIndex == 0, "seed \(seed)")
+        }
+    }
 }
