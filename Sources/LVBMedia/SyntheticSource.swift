@@ -1,0 +1,143 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A moving test pattern whose frame number survives compression: colour bars,
+/// a box that moves with the frame number, and a barcode strip at the top.
+public struct SyntheticVideo: Sendable {
+    public let width: Int
+    public let height: Int
+
+    /// Barcode layout: start bits 1,0 then 16 data bits (MSB first), an even
+    /// parity bit and a stop bit 0, as cells of equal width in the top rows.
+    static let barcodeCells = 20
+    static let barcodeRows = 16
+    static let dataBits = 16
+    static let black: UInt8 = 16, white: UInt8 = 235
+
+    /// The 75 % BT.601 colour bars (white, yellow, cyan, green, magenta, red, blue, black) as Y, U, V.
+    static let bars: [(UInt8, UInt8, UInt8)] = [
+        (180, 128, 128), (162, 44, 142), (131, 156, 44), (112, 72, 58),
+        (84, 184, 198), (65, 100, 212), (35, 212, 114), (16, 128, 128),
+    ]
+
+    public init(width: Int, height: Int) throws(MediaError) {
+        _ = try I420Frame(width: width, height: height)  // same size rules as a frame
+        self.width = width
+        self.height = height
+    }
+
+    /// Frame `number` of the pattern; the barcode carries `number` modulo 65536.
+    public func frame(number: Int) -> I420Frame {
+        var f = I420Frame(uncheckedWidth: width, height: height)
+        let cw = f.chromaStride
+        // Colour bars.
+        for row in 0..<height {
+            for x in 0..<width { f.y[row * width + x] = Self.bars[x * 8 / width].0 }
+        }
+        for row in 0..<f.chromaHeight {
+            for x in 0..<cw {
+                let bar = Self.bars[min(7, x * 2 * 8 / width)]
+                f.u[row * cw + x] = bar.1
+                f.v[row * cw + x] = bar.2
+            }
+        }
+        // Moving box, on even coordinates so it maps exactly onto chroma.
+        let top = Self.barcodeRows
+        let box = max(2, min(width, height - top) / 8) & ~1
+        let spanX = max(1, width - box), spanY = max(1, height - top - box)
+        let bx = (number * 6 % spanX) & ~1
+        let by = (top + number * 4 % spanY) & ~1
+        fill(&f, x: bx, y: max(top, by), w: box, h: box, yuv: (235, 90, 240))
+        // Barcode.
+        let cell = width / Self.barcodeCells
+        if cell >= 2, height >= top {
+            fill(&f, x: 0, y: 0, w: width, h: top, yuv: (Self.black, 128, 128))
+            for (i, bit) in Self.barcodeBits(number).enumerated() where bit {
+                fill(&f, x: i * cell, y: 0, w: cell, h: top, yuv: (Self.white, 128, 128))
+            }
+        }
+        return f
+    }
+
+    /// Reads back the number `frame(number:)` drew, after a lossy round trip;
+    /// nil when the strip is missing, unclear, or fails its parity check.
+    public static func readFrameNumber(_ frame: I420Frame) -> Int? {
+        let cell = frame.width / barcodeCells
+        guard cell >= 2, frame.height >= barcodeRows else { return nil }
+        var bits: [Bool] = []
+        for i in 0..<barcodeCells {
+            // Sample the cell's middle, away from edges where ringing lives.
+            let x0 = i * cell + cell / 4, x1 = i * cell + cell - cell / 4
+            var sum = 0, count = 0
+            for row in (barcodeRows / 4)..<(barcodeRows * 3 / 4) {
+                for x in x0..<max(x0 + 1, x1) { sum += Int(frame.y[row * frame.width + x]); count += 1 }
+            }
+            let mean = sum / count
+            if mean > 170 { bits.append(true) } else if mean < 80 { bits.append(false) } else { return nil }
+        }
+        guard bits == barcodeBits(bits[2..<(2 + dataBits)].reduce(0) { $0 << 1 | ($1 ? 1 : 0) }) else {
+            return nil
+        }
+        return bits[2..<(2 + dataBits)].reduce(0) { $0 << 1 | ($1 ? 1 : 0) }
+    }
+
+    static func barcodeBits(_ number: Int) -> [Bool] {
+        let value = number & 0xFFFF
+        let data = (0..<dataBits).map { value >> (dataBits - 1 - $0) & 1 == 1 }
+        let parity = data.filter { $0 }.count % 2 == 1
+        return [true, false] + data + [parity, false]
+    }
+
+    private func fill(_ f: inout I420Frame, x: Int, y: Int, w: Int, h: Int,
+                      yuv: (UInt8, UInt8, UInt8)) {
+        let x1 = min(width, x + w), y1 = min(height, y + h)
+        guard x < x1, y < y1 else { return }
+        for row in y..<y1 { for col in x..<x1 { f.y[row * width + col] = yuv.0 } }
+        let cw = f.chromaStride
+        for row in (y / 2)..<((y1 + 1) / 2) {
+            for col in (x / 2)..<((x1 + 1) / 2) {
+                f.u[row * cw + col] = yuv.1
+                f.v[row * cw + col] = yuv.2
+            }
+        }
+    }
+}
+
+/// A test tone: 440 Hz with a 50 ms 1 kHz beep at the start of each second,
+/// delivered in 20 ms frames of interleaved Int16.
+public struct SyntheticAudio: Sendable {
+    public let sampleRate: Int
+    public let channels: Int
+    /// Samples per channel emitted so far.
+    public private(set) var position = 0
+
+    public init(sampleRate: Int = 48000, channels: Int = 1) throws(MediaError) {
+        guard sampleRate >= 8000, sampleRate % 50 == 0, sampleRate <= 192_000 else {
+            throw .invalidParameter("sample rate \(sampleRate) Hz: use 8000...192000, a multiple of 50")
+        }
+        guard (1...8).contains(channels) else {
+            throw .invalidParameter("channel count \(channels): use 1...8")
+        }
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+
+    public mutating func next20ms() -> [Int16] {
+        let n = sampleRate / 50
+        var out = [Int16](repeating: 0, count: n * channels)
+        let beepLength = sampleRate / 20
+        for i in 0..<n {
+            let s = position + i
+            let t = Double(s) / Double(sampleRate)
+            let inBeep = s % sampleRate < beepLength
+            let value = inBeep ? 0.3 * sin(2 * .pi * 1000 * t) : 0.3 * sin(2 * .pi * 440 * t)
+            let sample = Int16(value * 32767)
+            for c in 0..<channels { out[i * channels + c] = sample }
+        }
+        position += n
+        return out
+    }
+}

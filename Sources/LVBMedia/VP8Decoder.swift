@@ -1,0 +1,73 @@
+import CVPX
+
+/// A VP8 decoder (libvpx); owns one `vpx_codec_ctx_t`.
+public final class VP8Decoder {
+    private let ctx: UnsafeMutablePointer<vpx_codec_ctx_t>
+
+    public init() throws(MediaError) {
+        let ctx = UnsafeMutablePointer<vpx_codec_ctx_t>.allocate(capacity: 1)
+        ctx.initialize(to: vpx_codec_ctx_t())
+        var cfg = vpx_codec_dec_cfg_t(threads: 1, w: 0, h: 0)
+        let err = lvb_vpx_dec_init(ctx, &cfg, 0)
+        guard err == VPX_CODEC_OK else {
+            let message = VP8Encoder.message(ctx, err, "vpx_codec_dec_init")
+            ctx.deallocate()
+            throw .codec(message)
+        }
+        self.ctx = ctx
+    }
+
+    deinit {
+        vpx_codec_destroy(ctx)
+        ctx.deallocate()
+    }
+
+    /// Decodes one compressed frame. Returns nil when the frame produced no
+    /// picture; throws `.codec` for data libvpx rejects.
+    public func decode(_ data: [UInt8]) throws(MediaError) -> I420Frame? {
+        guard !data.isEmpty else { throw .truncated("VP8 frame (0 bytes)") }
+        guard data.count <= Int(UInt32.max) else { throw .malformed("VP8 frame over 4 GiB") }
+        let err = data.withUnsafeBufferPointer {
+            vpx_codec_decode(ctx, $0.baseAddress, UInt32($0.count), nil, 0)
+        }
+        guard err == VPX_CODEC_OK else { throw .codec(VP8Encoder.message(ctx, err, "vpx_codec_decode")) }
+
+        var result: I420Frame? = nil
+        var iter: vpx_codec_iter_t? = nil
+        while let img = vpx_codec_get_frame(ctx, &iter) {
+            result = try Self.copy(img.pointee)
+        }
+        return result
+    }
+
+    private static func copy(_ img: vpx_image_t) throws(MediaError) -> I420Frame {
+        guard img.fmt == VPX_IMG_FMT_I420 else {
+            throw .malformed("VP8 picture format \(img.fmt.rawValue), expected I420")
+        }
+        let w = Int(img.d_w), h = Int(img.d_h)
+        // A bitstream may declare up to 16383x16383; the node never handles more than this.
+        guard (1...I420Frame.sizeRange.upperBound).contains(w),
+              (1...I420Frame.sizeRange.upperBound).contains(h) else {
+            throw .malformed("VP8 picture size \(w)x\(h) outside 1...\(I420Frame.sizeRange.upperBound)")
+        }
+        guard let py = img.planes.0, let pu = img.planes.1, let pv = img.planes.2 else {
+            throw .codec("vpx_codec_get_frame returned a picture without planes")
+        }
+        var frame = I420Frame(uncheckedWidth: w, height: h)
+        copyPlane(from: py, stride: Int(img.stride.0), width: w, height: h, into: &frame.y)
+        let cw = frame.chromaStride, ch = frame.chromaHeight
+        copyPlane(from: pu, stride: Int(img.stride.1), width: cw, height: ch, into: &frame.u)
+        copyPlane(from: pv, stride: Int(img.stride.2), width: cw, height: ch, into: &frame.v)
+        return frame
+    }
+
+    private static func copyPlane(from src: UnsafeMutablePointer<UInt8>, stride: Int,
+                                  width: Int, height: Int, into dst: inout [UInt8]) {
+        dst.withUnsafeMutableBufferPointer { out in
+            guard let base = out.baseAddress else { return }
+            for row in 0..<height {
+                (base + row * width).update(from: src + row * stride, count: width)
+            }
+        }
+    }
+}

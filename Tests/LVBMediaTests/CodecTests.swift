@@ -1,0 +1,188 @@
+import Foundation
+import LVBMedia
+import Testing
+
+@Suite("Codecs")
+struct CodecTests {
+    /// Expects `body` to throw an error that `matches` accepts, never to succeed or crash.
+    private func expectMediaError<T>(_ what: String, _ matches: (MediaError) -> Bool,
+                                     _ body: () throws(MediaError) -> T,
+                                     sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            _ = try body()
+            Issue.record("\(what): expected a MediaError, got success", sourceLocation: sourceLocation)
+        } catch {
+            #expect(matches(error), "\(what): \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    private static func isInvalidParameter(_ e: MediaError) -> Bool {
+        if case .invalidParameter = e { return true } else { return false }
+    }
+    private static func isCodec(_ e: MediaError) -> Bool {
+        if case .codec = e { return true } else { return false }
+    }
+
+    @Test("VP8 640x360 at 1000 kbit/s round-trips 30 frames above 30 dB with readable frame numbers")
+    func vp8RoundTrip() throws {
+        let source = try SyntheticVideo(width: 640, height: 360)
+        let encoder = try VP8Encoder(width: 640, height: 360, fps: 30, bitrateKbps: 1000,
+                                     keyframeInterval: 3000)
+        let decoder = try VP8Decoder()
+        var keyframes: [Int64] = []
+        var decodedCount = 0
+        var psnrs: [Double] = []
+        for n in 0..<30 {
+            let input = source.frame(number: n)
+            #expect(SyntheticVideo.readFrameNumber(input) == n)
+            let packets = try encoder.encode(input, pts: Int64(n), forceKeyframe: n == 20)
+            for packet in packets {
+                if packet.isKeyframe { keyframes.append(packet.pts) }
+                guard let output = try decoder.decode(packet.data) else { continue }
+                decodedCount += 1
+                #expect(output.width == 640 && output.height == 360)
+                let source = source.frame(number: Int(packet.pts))
+                let psnr = output.psnr(to: source)
+                psnrs.append(psnr)
+                #expect(psnr > 30, "frame \(packet.pts): PSNR \(psnr) dB")
+                #expect(SyntheticVideo.readFrameNumber(output) == Int(packet.pts))
+            }
+        }
+        print("VP8 PSNR dB:", psnrs.map { String(format: "%.1f", $0) }.joined(separator: " "))
+        #expect(decodedCount == 30)
+        #expect(keyframes == [0, 20], "keyframes at \(keyframes)")
+    }
+
+    @Test("VP8 bitrate can be changed mid-stream")
+    func vp8SetBitrate() throws {
+        let source = try SyntheticVideo(width: 320, height: 240)
+        let encoder = try VP8Encoder(width: 320, height: 240, fps: 30, bitrateKbps: 500,
+                                     keyframeInterval: 60)
+        _ = try encoder.encode(source.frame(number: 0), pts: 0, forceKeyframe: false)
+        try encoder.setBitrate(kbps: 200)
+        let packets = try encoder.encode(source.frame(number: 1), pts: 1, forceKeyframe: false)
+        #expect(!packets.isEmpty)
+        expectMediaError("0 kbit/s", Self.isInvalidParameter) { () throws(MediaError) in
+            try encoder.setBitrate(kbps: 0)
+        }
+    }
+
+    @Test("VP8 rejects bad parameters with typed errors")
+    func vp8InvalidParameters() throws {
+        for (w, h, fps) in [(641, 360, 30), (0, 0, 30), (640, 0, 30), (640, 360, 0), (8, 8, 30), (640, 361, 30)] {
+            expectMediaError("\(w)x\(h)@\(fps)", Self.isInvalidParameter) { () throws(MediaError) in
+                try VP8Encoder(width: w, height: h, fps: fps, bitrateKbps: 1000, keyframeInterval: 30)
+            }
+        }
+        expectMediaError("odd frame", Self.isInvalidParameter) { () throws(MediaError) in
+            try I420Frame(width: 17, height: 16)
+        }
+        let encoder = try VP8Encoder(width: 320, height: 240, fps: 30, bitrateKbps: 300,
+                                     keyframeInterval: 30)
+        let wrongSize = try I420Frame(width: 160, height: 120)
+        expectMediaError("frame of the wrong size", Self.isInvalidParameter) { () throws(MediaError) in
+            try encoder.encode(wrongSize, pts: 0, forceKeyframe: false)
+        }
+    }
+
+    @Test("VP8 decoder rejects garbage without crashing")
+    func vp8Garbage() throws {
+        let decoder = try VP8Decoder()
+        // Fixed pseudo-random bytes (xorshift) so a failure reproduces.
+        var state: UInt32 = 0x2545_F491
+        for length in [1, 3, 10, 100, 1000] {
+            let garbage = (0..<length).map { _ -> UInt8 in
+                state ^= state << 13; state ^= state >> 17; state ^= state << 5
+                return UInt8(truncatingIfNeeded: state)
+            }
+            expectMediaError("\(length) random bytes", Self.isCodec) { () throws(MediaError) in
+                try decoder.decode(garbage)
+            }
+        }
+        // A keyframe start code with a truncated body.
+        expectMediaError("truncated keyframe", Self.isCodec) { () throws(MediaError) in
+            try decoder.decode([0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x80, 0x02])
+        }
+        // The decoder still works after garbage.
+        let source = try SyntheticVideo(width: 320, height: 240)
+        let encoder = try VP8Encoder(width: 320, height: 240, fps: 30, bitrateKbps: 500,
+                                     keyframeInterval: 30)
+        let packet = try #require(try encoder.encode(source.frame(number: 7), pts: 0, forceKeyframe: true).first)
+        let frame = try #require(try decoder.decode(packet.data))
+        #expect(SyntheticVideo.readFrameNumber(frame) == 7)
+    }
+
+    /// Power of `samples` at `frequency` (Goertzel), normalised by length.
+    private func goertzel(_ samples: [Int16], frequency: Double, sampleRate: Double) -> Double {
+        let coefficient = 2 * cos(2 * Double.pi * frequency / sampleRate)
+        var s1 = 0.0, s2 = 0.0
+        for x in samples {
+            let s0 = Double(x) / 32768 + coefficient * s1 - s2
+            s2 = s1
+            s1 = s0
+        }
+        let power = s1 * s1 + s2 * s2 - coefficient * s1 * s2
+        return power / Double(samples.count * samples.count)
+    }
+
+    @Test("Opus round-trips one second of a 440 Hz tone")
+    func opusRoundTrip() throws {
+        var audio = try SyntheticAudio(sampleRate: 48000, channels: 1)
+        let encoder = try OpusEncoder(sampleRate: 48000, channels: 1, bitrate: 32000)
+        let decoder = try OpusDecoder(sampleRate: 48000, channels: 1)
+        var decoded: [Int16] = []
+        for _ in 0..<50 {
+            let packet = try encoder.encode(audio.next20ms())
+            #expect(!packet.isEmpty && packet.count <= 1275)
+            decoded += try decoder.decode(packet)
+        }
+        #expect(decoded.count == 48000)
+        // Skip the 1 kHz beep and the codec's start-up.
+        let tail = Array(decoded[9600...])
+        let at440 = goertzel(tail, frequency: 440, sampleRate: 48000)
+        let at1000 = goertzel(tail, frequency: 1000, sampleRate: 48000)
+        let at3000 = goertzel(tail, frequency: 3000, sampleRate: 48000)
+        // A full-scale 0.3 sine gives (0.3/2)^2 = 0.0225.
+        #expect(at440 > 0.01, "power at 440 Hz \(at440)")
+        #expect(at440 > 100 * at1000 && at440 > 100 * at3000)
+
+        let concealed = try decoder.decode(nil)
+        #expect(concealed.count == 960)
+    }
+
+    @Test("Opus FEC recovers a lost frame from the next packet")
+    func opusFEC() throws {
+        var audio = try SyntheticAudio(sampleRate: 48000, channels: 2)
+        let encoder = try OpusEncoder(sampleRate: 48000, channels: 2, bitrate: 64000)
+        let decoder = try OpusDecoder(sampleRate: 48000, channels: 2)
+        var packets: [[UInt8]] = []
+        for _ in 0..<20 { packets.append(try encoder.encode(audio.next20ms())) }
+        for packet in packets[0..<10] { _ = try decoder.decode(packet) }
+        // Packet 10 is lost; packet 11 carries it.
+        let recovered = try decoder.decodeFEC(packets[11])
+        #expect(recovered.count == 960 * 2)
+        #expect(recovered.contains { abs(Int($0)) > 1000 }, "FEC frame is not silence")
+        #expect(try decoder.decode(packets[11]).count == 960 * 2)
+    }
+
+    @Test("Opus rejects bad parameters with typed errors")
+    func opusInvalidParameters() throws {
+        let encoder = try OpusEncoder(sampleRate: 48000, channels: 1, bitrate: 32000)
+        for count in [0, 959, 961, 1920] {
+            expectMediaError("\(count) samples", Self.isInvalidParameter) { () throws(MediaError) in
+                try encoder.encode([Int16](repeating: 0, count: count))
+            }
+        }
+        expectMediaError("3 channels", Self.isInvalidParameter) { () throws(MediaError) in
+            try OpusEncoder(sampleRate: 48000, channels: 3, bitrate: 32000)
+        }
+        expectMediaError("44.1 kHz", Self.isInvalidParameter) { () throws(MediaError) in
+            try OpusDecoder(sampleRate: 44100, channels: 1)
+        }
+        let decoder = try OpusDecoder(sampleRate: 48000, channels: 1)
+        // TOC code 3 with a frame count of 0 is invalid (RFC 6716 §3.2.5).
+        expectMediaError("bad packet", Self.isCodec) { () throws(MediaError) in
+            try decoder.decode([0x03, 0x00])
+        }
+    }
+}
