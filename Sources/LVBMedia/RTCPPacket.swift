@@ -1,0 +1,289 @@
+import LVBCore
+
+/// One reception report block (RFC 3550 §6.4.1), 24 bytes on the wire.
+public struct RTCPReportBlock: Equatable, Sendable {
+    public var ssrc: UInt32
+    /// Fraction of packets lost since the last report, in 1/256ths.
+    public var fractionLost: UInt8
+    /// Cumulative packets lost: 24-bit signed on the wire (duplicates can make it negative).
+    public var cumulativeLost: Int32
+    public var extendedHighestSequence: UInt32
+    public var jitter: UInt32
+    /// Middle 32 bits of the last SR's NTP timestamp (LSR).
+    public var lastSenderReport: UInt32
+    /// Delay since that SR, in 1/65536 s (DLSR).
+    public var delaySinceLastSenderReport: UInt32
+
+    public init(ssrc: UInt32, fractionLost: UInt8, cumulativeLost: Int32, extendedHighestSequence: UInt32,
+                jitter: UInt32, lastSenderReport: UInt32, delaySinceLastSenderReport: UInt32) {
+        self.ssrc = ssrc
+        self.fractionLost = fractionLost
+        self.cumulativeLost = cumulativeLost
+        self.extendedHighestSequence = extendedHighestSequence
+        self.jitter = jitter
+        self.lastSenderReport = lastSenderReport
+        self.delaySinceLastSenderReport = delaySinceLastSenderReport
+    }
+}
+
+/// Sender report (RFC 3550 §6.4.1, PT 200).
+public struct RTCPSenderReport: Equatable, Sendable {
+    public var ssrc: UInt32
+    /// NTP 64-bit wall-clock time of sending (RFC 3550 §4).
+    public var ntpTimestamp: UInt64
+    public var rtpTimestamp: UInt32
+    public var packetCount: UInt32
+    public var octetCount: UInt32
+    /// At most 31 blocks (the 5-bit RC field), checked by `init`.
+    public private(set) var reportBlocks: [RTCPReportBlock]
+
+    public init(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, packetCount: UInt32,
+                octetCount: UInt32, reportBlocks: [RTCPReportBlock] = []) throws(MediaError) {
+        guard reportBlocks.count <= RTCPPacket.maxCount else { throw .invalidParameter("\(reportBlocks.count) report blocks, at most 31") }
+        self.ssrc = ssrc
+        self.ntpTimestamp = ntpTimestamp
+        self.rtpTimestamp = rtpTimestamp
+        self.packetCount = packetCount
+        self.octetCount = octetCount
+        self.reportBlocks = reportBlocks
+    }
+}
+
+/// Receiver report (RFC 3550 §6.4.2, PT 201).
+public struct RTCPReceiverReport: Equatable, Sendable {
+    public var ssrc: UInt32
+    /// At most 31 blocks (the 5-bit RC field), checked by `init`.
+    public private(set) var reportBlocks: [RTCPReportBlock]
+
+    public init(ssrc: UInt32, reportBlocks: [RTCPReportBlock] = []) throws(MediaError) {
+        guard reportBlocks.count <= RTCPPacket.maxCount else { throw .invalidParameter("\(reportBlocks.count) report blocks, at most 31") }
+        self.ssrc = ssrc
+        self.reportBlocks = reportBlocks
+    }
+}
+
+/// Generic NACK (RFC 4585 §6.2.1, PT 205 FMT 1): lost RTP sequence numbers as PID + BLP entries.
+///
+/// ```
+///  0                   1                   2                   3
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |            PID                |             BLP               |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// ```
+/// BLP bit i (least significant first) reports PID + i + 1 lost.
+public struct RTCPGenericNACK: Equatable, Sendable {
+    public struct Entry: Equatable, Sendable {
+        public var packetID: UInt16
+        public var lostBitmask: UInt16
+        public init(packetID: UInt16, lostBitmask: UInt16) {
+            self.packetID = packetID
+            self.lostBitmask = lostBitmask
+        }
+    }
+
+    public var senderSSRC: UInt32
+    public var mediaSSRC: UInt32
+    /// Never empty: a NACK without entries is not valid on the wire.
+    public private(set) var entries: [Entry]
+
+    /// Builds the fewest entries in ascending order; fails for an empty set.
+    public init(senderSSRC: UInt32, mediaSSRC: UInt32, lost: Set<UInt16>) throws(MediaError) {
+        guard !lost.isEmpty else { throw .invalidParameter("NACK needs at least one lost sequence number") }
+        let sorted = lost.sorted()
+        var entries: [Entry] = []
+        var i = 0
+        while i < sorted.count {
+            let pid = sorted[i]
+            var mask: UInt16 = 0
+            i += 1
+            while i < sorted.count, sorted[i] - pid <= 16 {
+                mask |= 1 << (sorted[i] - pid - 1)
+                i += 1
+            }
+            entries.append(Entry(packetID: pid, lostBitmask: mask))
+        }
+        self.init(senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, checkedEntries: entries)
+    }
+
+    init(senderSSRC: UInt32, mediaSSRC: UInt32, checkedEntries: [Entry]) {
+        self.senderSSRC = senderSSRC
+        self.mediaSSRC = mediaSSRC
+        self.entries = checkedEntries
+    }
+
+    /// Every sequence number the entries report lost, in entry order.
+    public var lostSequenceNumbers: [UInt16] {
+        var out: [UInt16] = []
+        for entry in entries {
+            out.append(entry.packetID)
+            for bit in 0..<16 where entry.lostBitmask & (1 << bit) != 0 {
+                out.append(entry.packetID &+ UInt16(bit) &+ 1)
+            }
+        }
+        return out
+    }
+}
+
+/// Picture Loss Indication (RFC 4585 §6.3.1, PT 206 FMT 1): asks the sender for a keyframe.
+public struct RTCPPictureLossIndication: Equatable, Sendable {
+    public var senderSSRC: UInt32
+    public var mediaSSRC: UInt32
+    public init(senderSSRC: UInt32, mediaSSRC: UInt32) {
+        self.senderSSRC = senderSSRC
+        self.mediaSSRC = mediaSSRC
+    }
+}
+
+/// The RTCP packets this node speaks; compound packets (RFC 3550 §6.1) are
+/// lists of them. Other types and formats are skipped when parsing.
+///
+/// Common header (RFC 3550 §6.4.1, RFC 4585 §6.1):
+/// ```
+///  0                   1                   2                   3
+///  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |V=2|P| RC/FMT  |      PT       |             length            |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// ```
+/// length is the packet size in 32-bit words minus one.
+public enum RTCPPacket: Equatable, Sendable {
+    case senderReport(RTCPSenderReport)
+    case receiverReport(RTCPReceiverReport)
+    case nack(RTCPGenericNACK)
+    case pli(RTCPPictureLossIndication)
+
+    // Specification values (RFC 3550 §6.4, RFC 4585 §6.1). They belong in the
+    // module's Constants.swift once it exists (STYLE rule 2).
+    static let maxCount = 31
+    static let typeSR: UInt8 = 200
+    static let typeRR: UInt8 = 201
+    static let typeRTPFB: UInt8 = 205
+    static let typePSFB: UInt8 = 206
+    static let formatGenericNACK: UInt8 = 1
+    static let formatPLI: UInt8 = 1
+    static let reportBlockSize = 24
+
+    public static func parseCompound(_ bytes: [UInt8]) throws(MediaError) -> [RTCPPacket] {
+        try parseCompound(bytes[...])
+    }
+
+    /// Parses every packet of a compound packet; unknown types are skipped,
+    /// any packet whose length does not fit fails the whole datagram.
+    /// The SR/RR-first rule of RFC 3550 §6.1 is not enforced (RFC 5506 reduced size).
+    public static func parseCompound(_ bytes: ArraySlice<UInt8>) throws(MediaError) -> [RTCPPacket] {
+        guard !bytes.isEmpty else { throw .truncated("RTCP packet") }
+        var r = ByteReader(bytes)
+        var packets: [RTCPPacket] = []
+        while !r.isAtEnd {
+            guard r.remaining >= 4 else { throw .truncated("RTCP header") }
+            let b0 = try r.mediaRead8("RTCP header")
+            guard b0 >> 6 == 2 else { throw .malformed("RTCP version \(b0 >> 6)") }
+            let count = Int(b0 & 0x1F)
+            let type = try r.mediaRead8("RTCP header")
+            let words = Int(try r.mediaRead16("RTCP header"))
+            var body = try r.mediaBytes(4 * words, "RTCP packet")
+            if b0 & 0x20 != 0 {
+                guard let pad = body.last, pad > 0, Int(pad) <= body.count else {
+                    throw .malformed("RTCP padding longer than packet")
+                }
+                body = body.dropLast(Int(pad))
+            }
+            if let packet = try parseBody(type: type, count: count, body) { packets.append(packet) }
+        }
+        return packets
+    }
+
+    private static func parseBody(type: UInt8, count: Int, _ body: ArraySlice<UInt8>) throws(MediaError) -> RTCPPacket? {
+        var r = ByteReader(body)
+        switch (type, UInt8(count)) {
+        case (typeSR, _):
+            // SSRC, NTP (64), RTP ts, packet count, octet count; then RC blocks.
+            guard body.count >= 24 + reportBlockSize * count else { throw .malformed("SR length does not cover its report blocks") }
+            let ssrc = try r.mediaRead32("SR")
+            let ntp = try r.mediaRead64("SR")
+            let rtp = try r.mediaRead32("SR")
+            let packetCount = try r.mediaRead32("SR")
+            let octetCount = try r.mediaRead32("SR")
+            let blocks = try parseBlocks(&r, count)
+            return .senderReport(try RTCPSenderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp,
+                                                      packetCount: packetCount, octetCount: octetCount, reportBlocks: blocks))
+        case (typeRR, _):
+            guard body.count >= 4 + reportBlockSize * count else { throw .malformed("RR length does not cover its report blocks") }
+            let ssrc = try r.mediaRead32("RR")
+            return .receiverReport(try RTCPReceiverReport(ssrc: ssrc, reportBlocks: try parseBlocks(&r, count)))
+        case (typeRTPFB, formatGenericNACK):
+            guard body.count >= 12, body.count % 4 == 0 else { throw .malformed("generic NACK length must cover whole FCI entries") }
+            let sender = try r.mediaRead32("NACK")
+            let media = try r.mediaRead32("NACK")
+            var entries: [RTCPGenericNACK.Entry] = []
+            while !r.isAtEnd {
+                entries.append(.init(packetID: try r.mediaRead16("NACK"), lostBitmask: try r.mediaRead16("NACK")))
+            }
+            return .nack(RTCPGenericNACK(senderSSRC: sender, mediaSSRC: media, checkedEntries: entries))
+        case (typePSFB, formatPLI):
+            // RFC 4585 §6.3.1: "the length field MUST be 2".
+            guard body.count == 8 else { throw .malformed("PLI length must be 2") }
+            return .pli(RTCPPictureLossIndication(senderSSRC: try r.mediaRead32("PLI"), mediaSSRC: try r.mediaRead32("PLI")))
+        default:
+            return nil
+        }
+    }
+
+    /// RFC 3550 §6.4.1 report block: SSRC, fraction lost (8) + cumulative lost (24),
+    /// extended highest sequence, jitter, LSR, DLSR.
+    private static func parseBlocks(_ r: inout ByteReader, _ count: Int) throws(MediaError) -> [RTCPReportBlock] {
+        var blocks: [RTCPReportBlock] = []
+        for _ in 0..<count {
+            let ssrc = try r.mediaRead32("report block")
+            let lost = try r.mediaRead32("report block")
+            blocks.append(RTCPReportBlock(
+                ssrc: ssrc, fractionLost: UInt8(lost >> 24),
+                cumulativeLost: Int32(bitPattern: lost << 8) >> 8,
+                extendedHighestSequence: try r.mediaRead32("report block"), jitter: try r.mediaRead32("report block"),
+                lastSenderReport: try r.mediaRead32("report block"),
+                delaySinceLastSenderReport: try r.mediaRead32("report block")))
+        }
+        return blocks
+    }
+
+    /// A compound packet: the packets one after another.
+    public static func serializeCompound(_ packets: [RTCPPacket]) -> [UInt8] {
+        packets.flatMap { $0.serialized() }
+    }
+
+    public func serialized() -> [UInt8] {
+        var w = ByteWriter()
+        let count: Int, type: UInt8
+        switch self {
+        case let .senderReport(sr):
+            (count, type) = (sr.reportBlocks.count, Self.typeSR)
+            w.write(sr.ssrc); w.write(sr.ntpTimestamp); w.write(sr.rtpTimestamp)
+            w.write(sr.packetCount); w.write(sr.octetCount)
+            Self.write(sr.reportBlocks, to: &w)
+        case let .receiverReport(rr):
+            (count, type) = (rr.reportBlocks.count, Self.typeRR)
+            w.write(rr.ssrc)
+            Self.write(rr.reportBlocks, to: &w)
+        case let .nack(nack):
+            (count, type) = (Int(Self.formatGenericNACK), Self.typeRTPFB)
+            w.write(nack.senderSSRC); w.write(nack.mediaSSRC)
+            for entry in nack.entries { w.write(entry.packetID); w.write(entry.lostBitmask) }
+        case let .pli(pli):
+            (count, type) = (Int(Self.formatPLI), Self.typePSFB)
+            w.write(pli.senderSSRC); w.write(pli.mediaSSRC)
+        }
+        var out: [UInt8] = [2 << 6 | UInt8(count), type]
+        let words = UInt16(w.count / 4)
+        out += [UInt8(words >> 8), UInt8(words & 0xFF)]
+        return out + w.bytes
+    }
+
+    private static func write(_ blocks: [RTCPReportBlock], to w: inout ByteWriter) {
+        for b in blocks {
+            let lost = UInt32(bitPattern: min(max(b.cumulativeLost, -0x80_0000), 0x7F_FFFF)) & 0xFF_FFFF
+            w.write(b.ssrc); w.write(UInt32(b.fractionLost) << 24 | lost)
+            w.write(b.extendedHighestSequence); w.write(b.jitter)
+            w.write(b.lastSenderReport); w.write(b.delaySinceLastSenderReport)
+        }
+    }
+}

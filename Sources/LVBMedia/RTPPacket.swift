@@ -1,0 +1,237 @@
+import LVBCore
+
+/// One RTP packet (RFC 3550 §5.1) with RFC 8285 one-byte header extensions.
+///
+/// RFC 3550 §5.1:
+/// ```
+///  0                   1                   2                   3
+///  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |V=2|P|X|  CC   |M|     PT      |       sequence number         |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |                           timestamp                           |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |           synchronization source (SSRC) identifier            |
+/// +=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+=+
+/// |            contributing source (CSRC) identifiers             |
+/// |                             ....                              |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// ```
+/// The payload follows; with P set, its last octet counts the padding octets
+/// at the end (itself included), which are not part of the payload.
+public struct RTPPacket: Equatable, Sendable {
+    // Specification values (RFC 3550 §5.1, RFC 8285 §4.2). They belong in the
+    // module's Constants.swift once it exists (STYLE rule 2).
+    static let version: UInt8 = 2
+    static let fixedHeaderSize = 12
+    static let maxCSRCs = 15
+    static let oneByteProfile: UInt16 = 0xBEDE
+    static let extensionIDs: ClosedRange<UInt8> = 1...14
+    static let extensionLengths: ClosedRange<Int> = 1...16
+    static let extensionStopID: UInt8 = 15
+    /// Project-local extension: the sender's capture time of the media in this
+    /// packet, 8 bytes, NTP 64-bit format (RFC 5905 §6: seconds since 1900 in
+    /// the upper 32 bits, fraction of a second in the lower 32), big-endian —
+    /// the layout of WebRTC's abs-capture-time without its clock offset. The id
+    /// is fixed by this project rather than negotiated (there is no SDP).
+    public static let captureTimeExtensionID: UInt8 = 1
+    static let captureTimeLength = 8
+
+    public var marker: Bool
+    /// 7-bit payload type (0...127), checked by `init`.
+    public private(set) var payloadType: UInt8
+    public var sequenceNumber: UInt16
+    public var timestamp: UInt32
+    public var ssrc: UInt32
+    /// At most 15 contributing sources.
+    public private(set) var csrcs: [UInt32]
+    /// One-byte header extension elements by id (1...14), each 1...16 bytes.
+    public private(set) var extensions: [UInt8: [UInt8]]
+    public var payload: ArraySlice<UInt8>
+    /// Padding octets after the payload, the count octet included; 0 means none
+    /// (P bit clear).
+    public var paddingLength: UInt8
+
+    /// Fails with `.invalidParameter` for a payload type above 127, more than
+    /// 15 CSRCs, or an extension element that one-byte form cannot carry.
+    public init(marker: Bool = false, payloadType: UInt8, sequenceNumber: UInt16, timestamp: UInt32,
+                ssrc: UInt32, csrcs: [UInt32] = [], extensions: [UInt8: [UInt8]] = [:],
+                payload: ArraySlice<UInt8>, paddingLength: UInt8 = 0) throws(MediaError) {
+        guard payloadType <= 0x7F else { throw .invalidParameter("RTP payload type \(payloadType) above 127") }
+        guard csrcs.count <= Self.maxCSRCs else { throw .invalidParameter("\(csrcs.count) CSRCs, at most 15") }
+        self.marker = marker
+        self.payloadType = payloadType
+        self.sequenceNumber = sequenceNumber
+        self.timestamp = timestamp
+        self.ssrc = ssrc
+        self.csrcs = csrcs
+        self.extensions = [:]
+        self.payload = payload
+        self.paddingLength = paddingLength
+        for (id, value) in extensions { try setExtension(id: id, value) }
+    }
+
+    /// Sets a one-byte header extension element (RFC 8285 §4.2: id 1...14, 1...16 bytes).
+    public mutating func setExtension(id: UInt8, _ value: [UInt8]) throws(MediaError) {
+        guard Self.extensionIDs.contains(id) else { throw .invalidParameter("extension id \(id) outside 1...14") }
+        guard Self.extensionLengths.contains(value.count) else {
+            throw .invalidParameter("extension element of \(value.count) bytes, one-byte form carries 1...16")
+        }
+        extensions[id] = value
+    }
+
+    public mutating func removeExtension(id: UInt8) { extensions[id] = nil }
+
+    /// The capture-time extension (see `captureTimeExtensionID`), or nil when
+    /// absent or not 8 bytes long.
+    public var captureTime: UInt64? {
+        guard let value = extensions[Self.captureTimeExtensionID], value.count == Self.captureTimeLength else { return nil }
+        return value.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    public mutating func setCaptureTime(_ ntp: UInt64) {
+        extensions[Self.captureTimeExtensionID] = (0..<8).map { UInt8(truncatingIfNeeded: ntp >> (56 - 8 * $0)) }
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws(MediaError) -> RTPPacket {
+        try parse(bytes[...])
+    }
+
+    /// Parses one RTP packet; the payload keeps the input's indices.
+    public static func parse(_ bytes: ArraySlice<UInt8>) throws(MediaError) -> RTPPacket {
+        var r = ByteReader(bytes)
+        guard r.remaining >= fixedHeaderSize else { throw .truncated("RTP header") }
+        let b0 = try r.mediaRead8("RTP header")
+        guard b0 >> 6 == version else { throw .malformed("RTP version \(b0 >> 6)") }
+        let hasPadding = b0 & 0x20 != 0
+        let hasExtension = b0 & 0x10 != 0
+        let csrcCount = Int(b0 & 0x0F)
+        let b1 = try r.mediaRead8("RTP header")
+        let sequenceNumber = try r.mediaRead16("RTP header")
+        let timestamp = try r.mediaRead32("RTP header")
+        let ssrc = try r.mediaRead32("RTP header")
+
+        guard r.remaining >= 4 * csrcCount else { throw .truncated("RTP CSRC list") }
+        var csrcs: [UInt32] = []
+        for _ in 0..<csrcCount { csrcs.append(try r.mediaRead32("RTP CSRC list")) }
+
+        var extensions: [UInt8: [UInt8]] = [:]
+        if hasExtension {
+            let profile = try r.mediaRead16("RTP header extension")
+            let words = Int(try r.mediaRead16("RTP header extension"))
+            let block = try r.mediaBytes(4 * words, "RTP header extension")
+            // Other profiles (two-byte form, RFC 8285 §4.3) are skipped, as RFC 3550 §5.3.1 allows.
+            if profile == oneByteProfile { extensions = try parseOneByteElements(block) }
+        }
+
+        var payload = r.readRest()
+        var paddingLength: UInt8 = 0
+        if hasPadding {
+            guard let count = payload.last else { throw .malformed("RTP padding longer than payload") }
+            guard count > 0 else { throw .malformed("RTP padding count 0") }
+            guard Int(count) <= payload.count else { throw .malformed("RTP padding longer than payload") }
+            payload = payload.dropLast(Int(count))
+            paddingLength = count
+        }
+        var packet = RTPPacket(unchecked: b1 & 0x80 != 0, b1 & 0x7F, sequenceNumber, timestamp, ssrc, csrcs, payload, paddingLength)
+        packet.extensions = extensions
+        return packet
+    }
+
+    /// RFC 8285 §4.2, one-byte form:
+    /// ```
+    ///  0                   1                   2                   3
+    /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    /// |       0xBE    |    0xDE       |           length=3            |
+    /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    /// |  ID   | L=0   |     data      |  ID   |  L=1  |   data...
+    /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    ///       ...data   |    0 (pad)    |    0 (pad)    |  ID   | L=3   |
+    /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    /// |                          data                                 |
+    /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+    /// ```
+    /// L is the data length minus one; a zero byte is padding; id 15 ends parsing.
+    private static func parseOneByteElements(_ block: ArraySlice<UInt8>) throws(MediaError) -> [UInt8: [UInt8]] {
+        var r = ByteReader(block)
+        var elements: [UInt8: [UInt8]] = [:]
+        while !r.isAtEnd {
+            let head = try r.mediaRead8("RTP extension element")
+            if head == 0 { continue }
+            let id = head >> 4
+            if id == extensionStopID { break }
+            let length = Int(head & 0x0F) + 1
+            guard r.remaining >= length else { throw .malformed("RTP extension element longer than its block") }
+            elements[id] = Array(try r.mediaBytes(length, "RTP extension element"))
+        }
+        return elements
+    }
+
+    private init(unchecked marker: Bool, _ pt: UInt8, _ seq: UInt16, _ ts: UInt32, _ ssrc: UInt32,
+                 _ csrcs: [UInt32], _ payload: ArraySlice<UInt8>, _ padding: UInt8) {
+        self.marker = marker
+        self.payloadType = pt
+        self.sequenceNumber = seq
+        self.timestamp = ts
+        self.ssrc = ssrc
+        self.csrcs = csrcs
+        self.extensions = [:]
+        self.payload = payload
+        self.paddingLength = padding
+    }
+
+    /// The packet on the wire. Extension elements go in id order; padding octets are zero.
+    public func serialized() -> [UInt8] {
+        var w = ByteWriter(capacity: Self.fixedHeaderSize + 4 * csrcs.count + payload.count + 32)
+        var b0 = Self.version << 6 | UInt8(csrcs.count)
+        if paddingLength > 0 { b0 |= 0x20 }
+        if !extensions.isEmpty { b0 |= 0x10 }
+        w.write(b0)
+        w.write((marker ? 0x80 : 0) | payloadType)
+        w.write(sequenceNumber)
+        w.write(timestamp)
+        w.write(ssrc)
+        for csrc in csrcs { w.write(csrc) }
+        if !extensions.isEmpty {
+            var block: [UInt8] = []
+            for id in extensions.keys.sorted() {
+                let value = extensions[id] ?? []
+                block.append(id << 4 | UInt8(value.count - 1))
+                block.append(contentsOf: value)
+            }
+            while block.count % 4 != 0 { block.append(0) }
+            w.write(Self.oneByteProfile)
+            w.write(UInt16(block.count / 4))
+            w.write(bytes: block)
+        }
+        w.write(bytes: payload)
+        if paddingLength > 0 {
+            w.writeZeros(Int(paddingLength) - 1)
+            w.write(paddingLength)
+        }
+        return w.bytes
+    }
+}
+
+/// Reads that report a shortfall as `MediaError.truncated(what)`.
+extension ByteReader {
+    mutating func mediaRead8(_ what: String) throws(MediaError) -> UInt8 {
+        do { return try readUInt8() } catch { throw .truncated(what) }
+    }
+
+    mutating func mediaRead16(_ what: String) throws(MediaError) -> UInt16 {
+        do { return try readUInt16() } catch { throw .truncated(what) }
+    }
+
+    mutating func mediaRead32(_ what: String) throws(MediaError) -> UInt32 {
+        do { return try readUInt32() } catch { throw .truncated(what) }
+    }
+
+    mutating func mediaRead64(_ what: String) throws(MediaError) -> UInt64 {
+        do { return try readUInt64() } catch { throw .truncated(what) }
+    }
+
+    mutating func mediaBytes(_ count: Int, _ what: String) throws(MediaError) -> ArraySlice<UInt8> {
+        do { return try readBytes(count) } catch { throw .truncated(what) }
+    }
+}

@@ -1,0 +1,114 @@
+import LVBCore
+import Testing
+@testable import LVBMedia
+
+@Suite struct RTCPTests {
+    // RFC 3550 §6.4.1: SR, RC 0, length 6; SSRC 01020304, NTP e1e2e3e4.f1f2f3f4, RTP 960, 10 packets, 1600 octets.
+    static let sr = hex("80c80006" + "01020304" + "e1e2e3e4f1f2f3f4" + "000003c0" + "0000000a" + "00000640")
+    // RFC 3550 §6.4.2: RR, RC 1, length 7; one block for 05060708: fraction 0x40, cumulative 3,
+    // highest 0x00010064, jitter 16, LSR e3e4f1f2, DLSR 1 s.
+    static let rr = hex("81c90007" + "01020304" + "05060708" + "40000003" + "00010064" + "00000010" + "e3e4f1f2" + "00010000")
+    // RFC 4585 §6.2.1: lost {100, 101, 117} → (PID 100, BLP 0x0001), (PID 117, BLP 0).
+    static let nack = hex("81cd0004" + "00000001" + "01020304" + "00640001" + "00750000")
+    // RFC 4585 §6.3.1: PLI, FMT 1, PT 206, length 2.
+    static let pli = hex("81ce0002" + "00000001" + "01020304")
+
+    static let block = RTCPReportBlock(ssrc: 0x0506_0708, fractionLost: 0x40, cumulativeLost: 3,
+                                       extendedHighestSequence: 0x0001_0064, jitter: 16,
+                                       lastSenderReport: 0xE3E4_F1F2, delaySinceLastSenderReport: 0x0001_0000)
+
+    @Test func senderReport() throws {
+        let expected = RTCPPacket.senderReport(try RTCPSenderReport(
+            ssrc: 0x0102_0304, ntpTimestamp: 0xE1E2_E3E4_F1F2_F3F4, rtpTimestamp: 960, packetCount: 10, octetCount: 1600))
+        #expect(try RTCPPacket.parseCompound(Self.sr) == [expected])
+        #expect(expected.serialized() == Self.sr)
+    }
+
+    @Test func receiverReportWithOneBlock() throws {
+        let expected = RTCPPacket.receiverReport(try RTCPReceiverReport(ssrc: 0x0102_0304, reportBlocks: [Self.block]))
+        #expect(try RTCPPacket.parseCompound(Self.rr) == [expected])
+        #expect(expected.serialized() == Self.rr)
+    }
+
+    @Test func negativeCumulativeLossIsSignExtended() throws {
+        var bytes = Self.rr
+        bytes[13...15] = [0xFF, 0xFF, 0xFF]
+        guard case let .receiverReport(rr)? = try RTCPPacket.parseCompound(bytes).first else {
+            Issue.record("no RR"); return
+        }
+        #expect(rr.reportBlocks.first?.cumulativeLost == -1)
+        #expect(RTCPPacket.receiverReport(rr).serialized() == bytes)
+    }
+
+    @Test func nackBuildsAndExpands() throws {
+        let built = try RTCPGenericNACK(senderSSRC: 1, mediaSSRC: 0x0102_0304, lost: [100, 101, 117])
+        #expect(built.entries == [.init(packetID: 100, lostBitmask: 1), .init(packetID: 117, lostBitmask: 0)])
+        #expect(RTCPPacket.nack(built).serialized() == Self.nack)
+        #expect(try RTCPPacket.parseCompound(Self.nack) == [.nack(built)])
+        #expect(built.lostSequenceNumbers == [100, 101, 117])
+        expectMediaError(.invalidParameter("NACK needs at least one lost sequence number")) { () throws(MediaError) in
+            try RTCPGenericNACK(senderSSRC: 1, mediaSSRC: 2, lost: [])
+        }
+    }
+
+    @Test func nackRoundTripsManyLossesAcrossWrap() throws {
+        let lost: Set<UInt16> = [65530, 65535, 0, 3, 40, 41, 56, 57, 1000]
+        let nack = try RTCPGenericNACK(senderSSRC: 9, mediaSSRC: 8, lost: lost)
+        #expect(Set(nack.lostSequenceNumbers) == lost)
+        #expect(nack.lostSequenceNumbers.count == lost.count)
+        #expect(try RTCPPacket.parseCompound(RTCPPacket.nack(nack).serialized()) == [.nack(nack)])
+    }
+
+    @Test func pictureLossIndication() throws {
+        let expected = RTCPPacket.pli(RTCPPictureLossIndication(senderSSRC: 1, mediaSSRC: 0x0102_0304))
+        #expect(try RTCPPacket.parseCompound(Self.pli) == [expected])
+        #expect(expected.serialized() == Self.pli)
+    }
+
+    @Test func compoundKeepsOrderAndSkipsUnknownTypes() throws {
+        let app = hex("80cc0002" + "01020304" + "6e616d65")  // APP (204), unknown here
+        let fir = hex("84ce0002" + "00000001" + "01020304")  // PSFB FMT 4 (FIR), not PLI
+        let parsed = try RTCPPacket.parseCompound(Self.sr + app + Self.rr + fir + Self.nack + Self.pli)
+        #expect(parsed.count == 4)
+        #expect(RTCPPacket.serializeCompound(parsed) == Self.sr + Self.rr + Self.nack + Self.pli)
+    }
+
+    @Test func everyTruncationFails() {
+        for vector in [Self.sr, Self.rr, Self.nack, Self.pli] {
+            for n in 0..<vector.count {
+                #expect(throws: MediaError.self) { try RTCPPacket.parseCompound(Array(vector.prefix(n))) }
+            }
+        }
+        expectMediaError(.truncated("RTCP packet")) { () throws(MediaError) in try RTCPPacket.parseCompound([UInt8]()) }
+        expectMediaError(.truncated("RTCP header")) { () throws(MediaError) in try RTCPPacket.parseCompound(Array(Self.pli.prefix(3))) }
+        expectMediaError(.truncated("RTCP packet")) { () throws(MediaError) in try RTCPPacket.parseCompound(Array(Self.pli.prefix(11))) }
+        // A whole packet followed by a cut one fails the whole datagram.
+        expectMediaError(.truncated("RTCP header")) { () throws(MediaError) in try RTCPPacket.parseCompound(Self.pli + [0x81]) }
+    }
+
+    @Test func malformedValuesRaiseTheirError() {
+        expectMediaError(.malformed("RTCP version 1")) { () throws(MediaError) in
+            try RTCPPacket.parseCompound(hex("41ce0002" + "00000001" + "01020304"))
+        }
+        expectMediaError(.malformed("generic NACK length must cover whole FCI entries")) { () throws(MediaError) in
+            try RTCPPacket.parseCompound(hex("81cd0002" + "00000001" + "01020304"))
+        }
+        expectMediaError(.malformed("PLI length must be 2")) { () throws(MediaError) in
+            try RTCPPacket.parseCompound(hex("81ce0003" + "00000001" + "01020304" + "00000000"))
+        }
+        // RC 2 but room for one block.
+        expectMediaError(.malformed("RR length does not cover its report blocks")) { () throws(MediaError) in
+            var bytes = Self.rr
+            bytes[0] = 0x82
+            return try RTCPPacket.parseCompound(bytes)
+        }
+        expectMediaError(.malformed("SR length does not cover its report blocks")) { () throws(MediaError) in
+            var bytes = Self.sr
+            bytes[0] = 0x81
+            return try RTCPPacket.parseCompound(bytes)
+        }
+        expectMediaError(.malformed("RTCP padding longer than packet")) { () throws(MediaError) in
+            try RTCPPacket.parseCompound(hex("a1ce0002" + "00000001" + "010203ff"))
+        }
+    }
+}

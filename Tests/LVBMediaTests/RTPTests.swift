@@ -1,0 +1,111 @@
+import LVBCore
+import Testing
+@testable import LVBMedia
+
+/// Expects `body` to throw exactly `expected`.
+func expectMediaError<T>(_ expected: MediaError, _ body: () throws(MediaError) -> T,
+                         sourceLocation: SourceLocation = #_sourceLocation) {
+    do {
+        _ = try body()
+        Issue.record("expected \(expected), got success", sourceLocation: sourceLocation)
+    } catch {
+        #expect(error == expected, sourceLocation: sourceLocation)
+    }
+}
+
+func hex(_ s: String) -> [UInt8] { (try? Hex.decode(s)) ?? [] }
+
+@Suite struct RTPTests {
+    // RFC 3550 §5.1: V=2, PT 96, seq 0x1234, ts 0x11223344, SSRC 0xaabbccdd, payload 010203.
+    static let minimal = hex("8060123411223344aabbccdd010203")
+    // V=2 P X CC=1, M PT 111, seq 1, ts 960, SSRC 01020304, CSRC 0a0b0c0d,
+    // 0xBEDE block of 3 words: id 1 L=7 (capture time 0001020304050607) + 3 pad bytes,
+    // payload aabb, 3 padding octets.
+    static let full = hex("b1ef0001000003c0010203040a0b0c0d" + "bede0003170001020304050607000000" + "aabb000003")
+
+    @Test func minimalHeaderParsesAndRoundTrips() throws {
+        let p = try RTPPacket.parse(Self.minimal)
+        #expect(!p.marker && p.payloadType == 96 && p.sequenceNumber == 0x1234)
+        #expect(p.timestamp == 0x1122_3344 && p.ssrc == 0xAABB_CCDD && p.csrcs.isEmpty && p.extensions.isEmpty)
+        #expect(Array(p.payload) == [1, 2, 3] && p.paddingLength == 0)
+        #expect(p.serialized() == Self.minimal)
+        let built = try RTPPacket(payloadType: 96, sequenceNumber: 0x1234, timestamp: 0x1122_3344,
+                                  ssrc: 0xAABB_CCDD, payload: [1, 2, 3])
+        #expect(Hex.encode(built.serialized()) == "8060123411223344aabbccdd010203")
+    }
+
+    @Test func csrcExtensionAndPaddingParseAndRoundTrip() throws {
+        let p = try RTPPacket.parse(Self.full)
+        #expect(p.marker && p.payloadType == 111 && p.sequenceNumber == 1 && p.timestamp == 960)
+        #expect(p.csrcs == [0x0A0B_0C0D])
+        #expect(p.extensions == [1: [0, 1, 2, 3, 4, 5, 6, 7]])
+        #expect(p.captureTime == 0x0001_0203_0405_0607)
+        #expect(Array(p.payload) == [0xAA, 0xBB] && p.paddingLength == 3)
+        #expect(p.serialized() == Self.full)
+
+        var built = try RTPPacket(marker: true, payloadType: 111, sequenceNumber: 1, timestamp: 960, ssrc: 0x0102_0304,
+                                  csrcs: [0x0A0B_0C0D], payload: [0xAA, 0xBB], paddingLength: 3)
+        built.setCaptureTime(0x0001_0203_0405_0607)
+        #expect(built.serialized() == Self.full)
+    }
+
+    @Test func everyTruncationFails() {
+        for n in 0..<RTPPacket.fixedHeaderSize {
+            expectMediaError(.truncated("RTP header")) { () throws(MediaError) in try RTPPacket.parse(Array(Self.minimal.prefix(n))) }
+        }
+        // Padding makes the full vector self-delimiting: no prefix of it is a packet.
+        for n in 0..<Self.full.count {
+            #expect(throws: MediaError.self) { try RTPPacket.parse(Array(Self.full.prefix(n))) }
+        }
+        expectMediaError(.truncated("RTP CSRC list")) { () throws(MediaError) in try RTPPacket.parse(Array(Self.full.prefix(14))) }
+        expectMediaError(.truncated("RTP header extension")) { () throws(MediaError) in try RTPPacket.parse(Array(Self.full.prefix(20))) }
+        expectMediaError(.malformed("RTP padding longer than payload")) { () throws(MediaError) in
+            try RTPPacket.parse(Array(Self.full.prefix(Self.full.count - 3)))
+        }
+    }
+
+    @Test func malformedValuesRaiseTheirError() {
+        expectMediaError(.malformed("RTP version 1")) { () throws(MediaError) in try RTPPacket.parse(hex("4060123411223344aabbccdd010203")) }
+        expectMediaError(.malformed("RTP padding longer than payload")) { () throws(MediaError) in
+            try RTPPacket.parse(hex("a060123411223344aabbccdd010210"))
+        }
+        expectMediaError(.malformed("RTP padding count 0")) { () throws(MediaError) in
+            try RTPPacket.parse(hex("a060123411223344aabbccdd010200"))
+        }
+        expectMediaError(.truncated("RTP header extension")) { () throws(MediaError) in
+            try RTPPacket.parse(hex("9060123411223344aabbccdd" + "bede0002" + "10ff0000"))
+        }
+        // Element id 3 claims 16 bytes inside a one-word block.
+        expectMediaError(.malformed("RTP extension element longer than its block")) { () throws(MediaError) in
+            try RTPPacket.parse(hex("9060123411223344aabbccdd" + "bede0001" + "3f000000"))
+        }
+    }
+
+    @Test func extensionPaddingStopIdAndOtherProfiles() throws {
+        // Zero bytes are padding; id 15 ends parsing even with bytes after it.
+        let p = try RTPPacket.parse(hex("9060123411223344aabbccdd" + "bede0002" + "002042f0ffffffff" + "99"))
+        #expect(p.extensions == [2: [0x42]])
+        #expect(Array(p.payload) == [0x99])
+        // A two-byte-form block (0x1000) is skipped, not misread.
+        let q = try RTPPacket.parse(hex("9060123411223344aabbccdd" + "10000001" + "01014200" + "99"))
+        #expect(q.extensions.isEmpty && Array(q.payload) == [0x99])
+    }
+
+    @Test func invalidParametersAreRejected() throws {
+        expectMediaError(.invalidParameter("RTP payload type 128 above 127")) { () throws(MediaError) in
+            try RTPPacket(payloadType: 128, sequenceNumber: 0, timestamp: 0, ssrc: 0, payload: [])
+        }
+        var p = try RTPPacket(payloadType: 96, sequenceNumber: 0, timestamp: 0, ssrc: 0, payload: [])
+        expectMediaError(.invalidParameter("extension id 15 outside 1...14")) { () throws(MediaError) in try p.setExtension(id: 15, [1]) }
+        #expect(throws: MediaError.self) { try p.setExtension(id: 2, Array(repeating: 0, count: 17)) }
+    }
+
+    @Test func opusPayloadHelpers() throws {
+        #expect(OpusPayload.frameIncrement20ms == 960)
+        #expect(OpusPayload.timestampIncrement(milliseconds: 60) == 2880)
+        expectMediaError(.truncated("Opus payload")) { () throws(MediaError) in try OpusPayload.toc(of: []) }
+        expectMediaError(.truncated("Opus frame count byte")) { () throws(MediaError) in try OpusPayload.toc(of: [0xFB]) }
+        let toc = try OpusPayload.toc(of: [0xFC, 0x01])  // config 31, stereo, code 0
+        #expect(toc.config == 31 && toc.stereo && toc.frameCountCode == 0)
+    }
+}
