@@ -53,11 +53,15 @@ let package = Package(
             name: "FuzzReceive",
             dependencies: ["FuzzSupport", "FuzzWorld", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBTransport")],
             swiftSettings: swift5),
+        .executableTarget(
+            name: "FuzzMedia",
+            dependencies: ["FuzzSupport", lvb("LVBMedia")],
+            swiftSettings: swift5),
         // Writes the seed corpora in Corpus/ (`swift run --package-path Fuzz MakeCorpus`).
         .executableTarget(
             name: "MakeCorpus",
             dependencies: ["FuzzWorld", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBTransport"), lvb("LVBGossip"),
-                           lvb("LVBTestSupport")],
+                           lvb("LVBTestSupport"), lvb("LVBMedia")],
             swiftSettings: swift5),
     ]
 )

@@ -24,9 +24,25 @@ public final class VP8Decoder {
 
     /// Decodes one compressed frame. Returns nil when the frame produced no
     /// picture; throws `.codec` for data libvpx rejects.
+    /// RFC 6386 §9.1: a keyframe states its size in its first 10 bytes.
+    /// libvpx allocates for whatever size a stream claims (up to 16383²)
+    /// before we could refuse the picture, so a hostile sender could exhaust
+    /// memory: refuse oversized keyframes before libvpx sees them.
+    static func checkKeyframeSize(_ data: [UInt8]) throws(MediaError) {
+        guard data[0] & 1 == 0 else { return }  // interframes keep the keyframe's size
+        guard data.count >= 10 else { throw .truncated("VP8 keyframe header") }
+        guard data[3] == 0x9D, data[4] == 0x01, data[5] == 0x2A else { throw .malformed("VP8 keyframe start code") }
+        let width = (Int(data[6]) | Int(data[7]) << 8) & 0x3FFF
+        let height = (Int(data[8]) | Int(data[9]) << 8) & 0x3FFF
+        guard I420Frame.sizeRange.contains(width), I420Frame.sizeRange.contains(height) else {
+            throw .malformed("VP8 keyframe of \(width)x\(height) is outside \(I420Frame.sizeRange)")
+        }
+    }
+
     public func decode(_ data: [UInt8]) throws(MediaError) -> I420Frame? {
         guard !data.isEmpty else { throw .truncated("VP8 frame (0 bytes)") }
         guard data.count <= Int(UInt32.max) else { throw .malformed("VP8 frame over 4 GiB") }
+        try Self.checkKeyframeSize(data)
         let err = data.withUnsafeBufferPointer {
             vpx_codec_decode(ctx, $0.baseAddress, UInt32($0.count), nil, 0)
         }

@@ -85,6 +85,14 @@ struct CodecTests {
         }
     }
 
+    /// A typed refusal: the header check (malformed, truncated) or libvpx's own.
+    static func isRejection(_ e: MediaError) -> Bool {
+        switch e {
+        case .codec, .malformed, .truncated: true
+        case .invalidParameter: false
+        }
+    }
+
     @Test("VP8 decoder rejects garbage without crashing")
     func vp8Garbage() throws {
         let decoder = try VP8Decoder()
@@ -95,12 +103,12 @@ struct CodecTests {
                 state ^= state << 13; state ^= state >> 17; state ^= state << 5
                 return UInt8(truncatingIfNeeded: state)
             }
-            expectMediaError("\(length) random bytes", Self.isCodec) { () throws(MediaError) in
+            expectMediaError("\(length) random bytes", Self.isRejection) { () throws(MediaError) in
                 try decoder.decode(garbage)
             }
         }
         // A keyframe start code with a truncated body.
-        expectMediaError("truncated keyframe", Self.isCodec) { () throws(MediaError) in
+        expectMediaError("truncated keyframe", Self.isRejection) { () throws(MediaError) in
             try decoder.decode([0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x80, 0x02])
         }
         // The decoder still works after garbage.
@@ -184,5 +192,15 @@ struct CodecTests {
         expectMediaError("bad packet", Self.isCodec) { () throws(MediaError) in
             try decoder.decode([0x03, 0x00])
         }
+    }
+}
+
+@Suite struct VP8DecoderHardeningTests {
+    @Test func aKeyframeClaimingAHugePictureIsRefusedBeforeDecoding() throws {
+        // Frame tag (keyframe), start code, then 16383 x 16383.
+        let hostile: [UInt8] = [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0xFF, 0x3F, 0xFF, 0x3F] + [UInt8](repeating: 0, count: 64)
+        let decoder = try VP8Decoder()
+        #expect(throws: MediaError.malformed("VP8 keyframe of 16383x16383 is outside 16...4096")) { try decoder.decode(hostile) }
+        #expect(throws: MediaError.truncated("VP8 keyframe header")) { try decoder.decode([0x10, 0x02, 0x00]) }
     }
 }

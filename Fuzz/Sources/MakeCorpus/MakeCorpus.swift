@@ -7,6 +7,7 @@ import FuzzWorld
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBMedia
 import LVBTestSupport
 import LVBTransport
 
@@ -28,6 +29,7 @@ import LVBTransport
             "FuzzReceive": try receiveSeeds(),
             "FuzzEvent": try eventSeeds(),
             "FuzzGossip": try gossipSeeds(),
+            "FuzzMedia": try mediaSeeds(),
         ]
         for (target, seeds) in corpora {
             let targetDir = dir + "/" + target
@@ -280,6 +282,46 @@ import LVBTransport
             "handshake-xx": mode(.handshake(.xxInitiation), [1, 0, 0, 0] + [UInt8](repeating: 0x22, count: 32)),
             "handshake-xx-final": mode(.handshake(.xxFinal), [0, 0, 0, 0] + [UInt8](repeating: 0x33, count: 48)),
         ]
+    }
+
+    /// RTP packets (VP8 and Opus), RTCP packets of every type, and a small VP8
+    /// keyframe (decoder input), all built with the LVBMedia APIs.
+    static func mediaSeeds() throws -> [String: [UInt8]] {
+        let encoder = try VP8Encoder(width: 16, height: 16, fps: 30, bitrateKbps: 100, keyframeInterval: 30)
+        let picture = try SyntheticVideo(width: 16, height: 16).frame(number: 1)
+        guard let keyframe = try encoder.encode(picture, pts: 0, forceKeyframe: true).first?.data else {
+            throw SetupFailed(description: "VP8 encoder produced no keyframe")
+        }
+        var packetizer = try VP8Packetizer(maxPayloadSize: max(8, keyframe.count / 2 + 4), firstPictureID: 0x1234)
+        let payloads = try packetizer.packetize(keyframe)
+        func rtp(_ payload: [UInt8], seq: UInt16, marker: Bool, pt: UInt8 = 96, ts: UInt32 = 90_000,
+                 csrcs: [UInt32] = [], padding: UInt8 = 0) throws -> [UInt8] {
+            var p = try RTPPacket(marker: marker, payloadType: pt, sequenceNumber: seq, timestamp: ts,
+                                  ssrc: 0x1122_3344, csrcs: csrcs, payload: payload[...], paddingLength: padding)
+            p.setCaptureTime(0x0102_0304_0506_0708)
+            return p.serialized()
+        }
+        var seeds: [String: [UInt8]] = [
+            "vp8-keyframe": keyframe,
+            "vp8-descriptor-full": VP8PayloadDescriptor(nonReference: true, startOfPartition: true, partitionIndex: 1,
+                                                        pictureID: .short(5), tl0PicIndex: 9,
+                                                        temporalLayer: (1, true), keyIndex: 3).serialized() + [0x9D],
+            "rtp-opus": try rtp([0x78, 0x01, 0x02], seq: 7, marker: false, pt: 111, ts: 960,
+                                csrcs: [0xAABB_CCDD], padding: 4),
+            "rtcp-sr": RTCPPacket.senderReport(try RTCPSenderReport(
+                ssrc: 1, ntpTimestamp: 0x1122_3344_5566_7788, rtpTimestamp: 90_000, packetCount: 10, octetCount: 1000,
+                reportBlocks: [RTCPReportBlock(ssrc: 2, fractionLost: 3, cumulativeLost: -4, extendedHighestSequence: 5,
+                                               jitter: 6, lastSenderReport: 7, delaySinceLastSenderReport: 8)])).serialized(),
+            "rtcp-compound": RTCPPacket.serializeCompound([
+                .receiverReport(try RTCPReceiverReport(ssrc: 1)),
+                .nack(try RTCPGenericNACK(senderSSRC: 1, mediaSSRC: 2, lost: [10, 12, 40])),
+                .pli(RTCPPictureLossIndication(senderSSRC: 1, mediaSSRC: 2)),
+            ]),
+        ]
+        for (i, payload) in payloads.enumerated() {
+            seeds["rtp-vp8-\(i)"] = try rtp(payload, seq: 100 + UInt16(i), marker: i == payloads.count - 1)
+        }
+        return seeds
     }
 }
 
