@@ -1,5 +1,8 @@
 import CSodium
 import LVBCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A node's public identity: its Ed25519 public key, shown as 52 base32 characters.
 public struct NodeID: Hashable, Sendable, CustomStringConvertible {
@@ -11,11 +14,19 @@ public struct NodeID: Hashable, Sendable, CustomStringConvertible {
 
     public init(publicKey: [UInt8]) throws(IdentityError) {
         guard publicKey.count == crypto_sign_publickeybytes() else { throw .badKeyLength }
+        // Gossip names the same few authors in every IHAVE, GRAFT and digest:
+        // convert (and so validate) each key once, not once per id parsed.
+        if let known = StaticKeyCache.shared.lookup(publicKey) {
+            self.publicKey = publicKey
+            noiseStaticKey = known
+            return
+        }
         Sodium.ensureInitialized()
         var x25519 = [UInt8](repeating: 0, count: X25519.keyLength)
         guard crypto_sign_ed25519_pk_to_curve25519(&x25519, publicKey) == 0 else { throw .invalidPublicKey }
         self.publicKey = publicKey
         noiseStaticKey = x25519
+        StaticKeyCache.shared.store(publicKey, x25519)
     }
 
     /// Parses the 52-character base32 form (case-insensitive).
@@ -103,4 +114,28 @@ public struct Identity: Sendable, CustomStringConvertible {
 
     /// Shows the node id only, so logs never carry the secret key.
     public var description: String { "Identity(\(nodeID))" }
+}
+
+/// Valid Ed25519 keys seen recently and their X25519 forms (bounded; shared by
+/// every event loop, hence the lock).
+final class StaticKeyCache: @unchecked Sendable {
+    static let shared = StaticKeyCache()
+    static let capacity = 4096
+    private var entries: [[UInt8]: [UInt8]] = [:]
+    private var mutex = pthread_mutex_t()
+
+    init() { pthread_mutex_init(&mutex, nil) }
+
+    func lookup(_ key: [UInt8]) -> [UInt8]? {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        return entries[key]
+    }
+
+    func store(_ key: [UInt8], _ x25519: [UInt8]) {
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+        entries[key] = x25519
+    }
 }

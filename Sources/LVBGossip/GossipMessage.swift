@@ -183,22 +183,16 @@ public enum GossipMessage: Equatable {
 
     private static func readPeer(_ r: inout ByteReader) throws -> PeerRecord {
         let id = try readNode(&r)
-        let host: PeerAddress.Host
-        switch try r.readUInt8() {
-        case 4: host = .v4(try r.readUInt32())
-        case 6: host = .v6(Array(try r.readBytes(16)))
-        default: throw GossipError.malformed("bad address family")
+        do {
+            return PeerRecord(id: id, address: try r.readAddress())
+        } catch .badAddress {
+            throw GossipError.malformed("bad address family")
         }
-        return PeerRecord(id: id, address: PeerAddress(host: host, port: try r.readUInt16()))
     }
 
     private static func write(_ p: PeerRecord, _ w: inout ByteWriter) {
         w.write(bytes: p.id.publicKey)
-        switch p.address.host {
-        case let .v4(a): w.write(UInt8(4)); w.write(a)
-        case let .v6(b): w.write(UInt8(6)); w.write(bytes: b)
-        }
-        w.write(p.address.port)
+        w.write(address: p.address)
     }
 }
 

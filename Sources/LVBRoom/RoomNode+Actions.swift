@@ -66,10 +66,10 @@ extension RoomNode {
 
     /// Adds `count` likes (the event carries this node's running total).
     public func like(_ count: UInt64 = 1) throws(RoomActionError) {
-        guard state != nil else { throw .notInRoom }
-        let base = max(ownLikes, state?.likes(of: core.nodeID) ?? 0)
-        ownLikes = base + max(1, count)
-        try publish(.like(total: ownLikes)).get()
+        guard let state else { throw .notInRoom }
+        // Our running total is whatever the room holds for us (history
+        // included, so a restarted node continues from its earlier count).
+        try publish(.like(total: state.likes(of: core.nodeID) + max(1, count))).get()
     }
 
     public func setProfile(_ p: Profile) throws(RoomActionError) {

@@ -54,7 +54,6 @@ public final class RoomNode {
     let standing: Standing
     let log = Log.logger("room")
     var seq: UInt64
-    var ownLikes: UInt64 = 0
     var pass: MembershipPass?
     var admittedAtMs: UInt64 = 0
     var verified: Set<NodeID> = []

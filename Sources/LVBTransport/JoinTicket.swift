@@ -30,13 +30,7 @@ public struct JoinTicket: Equatable, Sendable {
         w.write(UInt8(1))
         w.write(bytes: host.publicKey)
         w.write(UInt8(addresses.count))
-        for a in addresses {
-            switch a.host {
-            case let .v4(v): w.write(UInt8(4)); w.write(v)
-            case let .v6(b): w.write(UInt8(6)); w.write(bytes: b)
-            }
-            w.write(a.port)
-        }
+        for a in addresses { w.write(address: a) }
         for (type, value) in fields.sorted(by: { $0.key < $1.key }) where value.count <= 255 {
             w.write(type)
             w.writeShortBytes(value)
@@ -62,16 +56,7 @@ public struct JoinTicket: Equatable, Sendable {
             let count = Int(try r.readUInt8())
             guard count >= 1, count <= Self.maxAddresses else { throw TicketError.damaged }
             var addresses = [PeerAddress]()
-            for _ in 0..<count {
-                let family = try r.readUInt8()
-                let host: PeerAddress.Host
-                switch family {
-                case 4: host = .v4(try r.readUInt32())
-                case 6: host = .v6(Array(try r.readBytes(16)))
-                default: throw TicketError.damaged
-                }
-                addresses.append(PeerAddress(host: host, port: try r.readUInt16()))
-            }
+            for _ in 0..<count { addresses.append(try r.readAddress()) }
             var fields = [UInt8: [UInt8]]()
             while !r.isAtEnd {
                 let type = try r.readUInt8()
