@@ -76,7 +76,7 @@ let package = Package(
         .target(
             name: "LVBRoom",
             dependencies: [
-                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip",
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -93,9 +93,9 @@ let package = Package(
         .executableTarget(
             name: "lvbnode",
             dependencies: [
-                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom",
-                "COpus", "CVPX", "CYUV",
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -104,7 +104,7 @@ let package = Package(
         .executableTarget(
             name: "LVBBench",
             dependencies: [
-                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip",
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -134,11 +134,11 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRoomTests",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom", "LVBTestSupport"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBTestSupport"],
             swiftSettings: swift5),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["LVBCore", "LVBTestSupport"],
+            dependencies: ["LVBCore", "LVBMedia", "LVBTestSupport"],
             swiftSettings: swift5),
     ]
 )

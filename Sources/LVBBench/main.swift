@@ -6,8 +6,8 @@ import LVBTransport
 import Glibc
 #endif
 
-// Benchmarks for the session and gossip layers (Scripts/bench; a second
-// argument "handshakes" or "gossip" runs that one alone). Each figure comes
+// Benchmarks for the session and gossip layers and the VP8 encoder (Scripts/bench;
+// a second argument "handshakes", "gossip" or "vp8" runs that one alone). Each figure comes
 // with a reference measured in the same run, so ratios hold on a noisy machine.
 
 let seconds = Double(CommandLine.arguments.dropFirst().first ?? "") ?? 3.0
@@ -17,6 +17,10 @@ if CommandLine.arguments.dropFirst(2).first == "handshakes" {
 }
 if CommandLine.arguments.dropFirst(2).first == "gossip" {
     printGossip(try await GossipLoop.run(seconds: seconds))
+    exit(0)
+}
+if CommandLine.arguments.dropFirst(2).first == "vp8" {
+    VP8Bench.runAndPrint(seconds: seconds)
     exit(0)
 }
 let payloadSize = CoreConstants.maxDatagram - MessageSize.transportOverhead - 1  // fills a 1200-byte datagram
@@ -35,6 +39,7 @@ print("session seal+send+receive+open, 1200 B \(fmt(sealed)) packets/s  ratio \(
 print("seal+open only (no sockets), 1200 B  \(fmt(cryptoOnly)) packets/s  (\(fmt(cryptoOnly * 1200 * 8 / 1e6)) Mbit/s)")
 print("IK handshakes (both sides, in memory) \(fmt(handshakes)) handshakes/s")
 printGossip(try await GossipLoop.run(seconds: seconds))
+VP8Bench.runAndPrint(seconds: seconds)
 
 func format2(_ v: Double) -> String {
     let r = (v * 100).rounded() / 100

@@ -9,6 +9,9 @@ public enum MediaError: Error, Equatable, CustomStringConvertible {
     case codec(String)
     /// A parameter the caller gave is out of range.
     case invalidParameter(String)
+    /// A file the user named cannot be read or written, or holds a format we do not
+    /// support; the text names the file and what is supported, as one line.
+    case file(String)
 
     public var description: String {
         switch self {
@@ -16,6 +19,7 @@ public enum MediaError: Error, Equatable, CustomStringConvertible {
         case let .malformed(why): "malformed: \(why)"
         case let .codec(message): "codec error: \(message)"
         case let .invalidParameter(why): "invalid parameter: \(why)"
+        case let .file(message): message
         }
     }
 }

@@ -69,6 +69,7 @@ extension RoomNode {
         admittedAtMs = wallMs()
         state = RoomState(room: room, host: host, clock: clock)
         onOutput?(.admitted(room))
+        media?.admitted(host: host)
         if let address = core.endpoint(of: host) { gossip.join(via: PeerRecord(id: host, address: address)) }
         publish(.join(instance: instance, role: 0))
         if profile != Profile() { publish(.profile(profile)) }

@@ -65,6 +65,10 @@ public final class RoomNode {
     var startInfo: RoomInfo?
     /// Set by `leave()`/`shutdown()`: the node is on its way out.
     var leaving = false
+    /// Host: streams to viewers; viewer: plays the host's stream; nil: no media.
+    public var media: RoomMediaEndpoint?
+    /// Media packets from peers that may not send them (not admitted, not the host).
+    public internal(set) var droppedMedia = 0
 
     /// A host's room: open, password or invite-only per `policy`.
     public convenience init(hosting policy: AdmissionPolicy, core: TransportCore, clock: Clock, random: RandomSource, info: RoomInfo) {
@@ -202,6 +206,10 @@ public final class RoomNode {
             presentPass(to: info.id, force: true)
         case let .message(id, .room, payload):
             handleRoomMessage(payload, from: id)
+        case let .message(id, channel, payload) where channel == .rtp || channel == .rtcp:
+            routeMedia(payload, channel: channel, from: id)
+        case let .rtt(id, rtt):
+            media?.roundTrip(rtt, to: id)
         case let .message(id, .gossip, payload):
             guard id == host || verified.contains(id) else {
                 presentPass(to: id, force: false)
@@ -218,7 +226,8 @@ public final class RoomNode {
                 return
             }
             gossip.peerDown(id)
-        case .message, .hello, .rtt, .rekeyed, .connectFailed:
+            media?.peerGone(id)
+        case .message, .hello, .rekeyed, .connectFailed:
             break
         }
     }
@@ -227,6 +236,7 @@ public final class RoomNode {
     public func tick() {
         guard !leaving else { return }
         gossip.tick()
+        media?.tick()
         let now = clock.now()
         for (id, due) in pendingDisconnects where now >= due {
             pendingDisconnects[id] = nil

@@ -1,5 +1,6 @@
 import ArgumentParser
 import LVBCore
+import LVBMedia
 import LVBCrypto
 import LVBGossip
 import LVBRoom
@@ -14,6 +15,7 @@ struct HostCommand: AsyncParsableCommand {
 
     @OptionGroup var node: NodeOptions
     @OptionGroup var profile: ProfileOptions
+    @OptionGroup(title: "Media") var media: HostMediaOptions
 
     @Option(name: .long, help: ArgumentHelp("Room title shown to viewers (1–100 bytes).", valueName: "text"))
     var title: String?
@@ -33,6 +35,12 @@ struct HostCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let startedAt = SystemClock.shared.now()
+        let mediaSetup: HostMediaSetup
+        do { mediaSetup = try HostMediaSetup(options: media) } catch {
+            Output.fail("\(error)")
+            throw ExitCode(1)
+        }
         let room = RoomID.random(SodiumRandom.shared)
         let mode: AdmissionPolicy.Mode
         var access: UInt8 = 0
@@ -52,6 +60,8 @@ struct HostCommand: AsyncParsableCommand {
         var runner = NodeRunner(options: node, setup: .host(room: room, mode: mode, access: access,
                                                             info: RoomInfo(title: title, startedAt: started)))
         runner.profile = profile.profile
+        runner.media = mediaSetup.video == nil && mediaSetup.audio == nil ? .none : .host(mediaSetup)
+        runner.startedAt = startedAt
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import LVBCore
+import LVBMedia
 import LVBCrypto
 import LVBGossip
 import LVBRoom
@@ -21,6 +22,7 @@ struct JoinCommand: AsyncParsableCommand {
 
     @OptionGroup var node: NodeOptions
     @OptionGroup var profile: ProfileOptions
+    @OptionGroup(title: "Media") var media: ViewerMediaOptions
 
     @Option(name: .long, help: ArgumentHelp("The password of a private room.", valueName: "password"))
     var password: String?
@@ -60,6 +62,7 @@ struct JoinCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let startedAt = SystemClock.shared.now()
         let t = try target()
         var proof = JoinProof.none
         if let password {
@@ -78,6 +81,8 @@ struct JoinCommand: AsyncParsableCommand {
         }
         var runner = NodeRunner(options: node, setup: .join(room: t.room, host: t.host, proof: proof, addresses: t.addresses, access: t.access))
         runner.profile = profile.profile
+        runner.media = media.noMedia ? .none : .viewer(media)
+        runner.startedAt = startedAt
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
     }

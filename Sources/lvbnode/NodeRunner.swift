@@ -1,5 +1,6 @@
 import Logging
 import LVBCore
+import LVBMedia
 import LVBCrypto
 import LVBGossip
 import LVBRoom
@@ -15,6 +16,9 @@ struct NodeRunner {
     let options: NodeOptions
     let setup: RoomSetup
     var profile = Profile()
+    var media = MediaPlan.none
+    /// When the command started (join → first frame is measured from here).
+    var startedAt = SystemClock.shared.now()
 
     var role: Hello.Role { if case .host = setup { .host } else { .viewer } }
     var defaultPort: UInt16 { if case .host = setup { 7400 } else { 0 } }
@@ -26,7 +30,14 @@ struct NodeRunner {
             handler.logLevel = level
             return handler
         }
-        let out = Output(json: options.json)
+        var mediaOnStdout = false
+        if case .viewer(let o) = media { mediaOnStdout = o.videoOut == "-" || o.audioOut == "-" }
+        let out = Output(json: options.json, toStderr: mediaOnStdout)
+        let mediaRuntime: MediaRuntime
+        do { mediaRuntime = try MediaRuntime(plan: media, out: out, startedAt: startedAt) } catch {
+            Output.fail("\(error)")
+            return 1
+        }
         let identity: Identity
         do {
             let (loaded, note) = try options.identity.load()
@@ -63,7 +74,7 @@ struct NodeRunner {
         }
         let ticket = setup.ticket(host: identity.nodeID, addresses: LocalAddresses.advertised(for: node.localAddress))
         let setup = self.setup, profile = self.profile
-        _ = try? await node.submit { core -> Void in
+        let attached: Result<Void, MediaError>? = try? await node.submit { core -> Result<Void, MediaError> in
             let clock = SystemClock.shared, random = SodiumRandom.shared
             let room: RoomNode
             switch setup {
@@ -78,7 +89,19 @@ struct NodeRunner {
             room.onOutput = { reporter.report($0) }
             reporter.room = room
             box.room = room
+            do throws(MediaError) { try mediaRuntime.attach(to: room, core: core) } catch { return .failure(error) }
             room.start()
+            return .success(())
+        }
+        var mediaError: MediaError?
+        if case .failure(let e) = attached { mediaError = e }
+        if mediaError == nil {
+            do { try mediaRuntime.start(node: node, termination: termination) } catch { mediaError = error }
+        }
+        if let mediaError {
+            Output.fail("\(mediaError)")
+            await node.close()
+            return 1
         }
         let tick = TimeAmount.nanoseconds(GossipConstants.tickInterval.nanosecondsClamped)
         let ticker = node.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in box.room?.tick() }
@@ -114,9 +137,12 @@ struct NodeRunner {
             try? await Task.sleep(for: .milliseconds(300))
         }
         ticker.cancel()
+        await mediaRuntime.stop()
         try? await node.submit { _ in box.room?.shutdown() }
-        let (stats, roomStats) = (try? await node.submit { core in (core.stats, box.room.map { StatsJSON.encode(room: $0) }) })
-            ?? (node.core.stats, nil)
+        let (stats, roomStats, mediaStats) = (try? await node.submit { core in
+            (core.stats, box.room.map { StatsJSON.encode(room: $0) }, mediaRuntime.summary())
+        }) ?? (node.core.stats, nil, nil)
+        mediaRuntime.closeFiles()
         if case .removed = reason {
             // Replaced or kicked: no bye, so the session now held by our
             // successor (same identity) is not torn down.
@@ -128,6 +154,7 @@ struct NodeRunner {
         bye.add("reason", reason.text)
         bye.addRaw("stats", StatsJSON.encode(stats))
         if let roomStats { bye.addRaw("room", roomStats) }
+        if let mediaStats { bye.addRaw("media", mediaStats) }
         out.emit(bye, human: "leaving (\(reason.text))", kind: "exit")
         if case .failed(let why) = reason { Output.fail(why) }
         if case .removed(let why) = reason { Output.fail(why) }

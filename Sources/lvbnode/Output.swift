@@ -12,10 +12,13 @@ final class Output: @unchecked Sendable {
     let json: Bool
     private let colour: Bool
     private let lock = NSLockish()
+    /// stdout, or stderr when stdout carries media (`--video-out -`).
+    private let stream: UnsafeMutablePointer<FILE>
 
-    init(json: Bool) {
+    init(json: Bool, toStderr: Bool = false) {
         self.json = json
-        colour = !json && isatty(STDOUT_FILENO) == 1 && ProcessEnvironment.all["NO_COLOR"] == nil
+        stream = toStderr ? stderr : stdout
+        colour = !json && isatty(toStderr ? STDERR_FILENO : STDOUT_FILENO) == 1 && ProcessEnvironment.all["NO_COLOR"] == nil
     }
 
     /// Emits `line` as JSON, or `human` (with a kind tag) as text.
@@ -28,8 +31,8 @@ final class Output: @unchecked Sendable {
             text = "\(Self.clockText()) \(colour ? "\u{1b}[1;36m\(tag)\u{1b}[0m" : tag) \(human)"
         }
         lock.withLock {
-            fputs(text + "\n", stdout)
-            fflush(stdout)
+            fputs(text + "\n", stream)
+            fflush(stream)
         }
     }
 

@@ -5,7 +5,7 @@ import Testing
 /// driven through stdin, checked through their `--json` output.
 @Suite(.serialized) struct RoomProcessTests {
     private func host(_ extra: [String] = []) throws -> (NodeProcess, ticket: String) {
-        let host = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--nick", "hana"] + extra)
+        let host = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--nick", "hana", "--video", "none", "--audio", "none"] + extra)
         let ticket = try #require(host.waitFor("ready")?["ticket"] as? String, "host never became ready: \(host.stderr)")
         return (host, ticket)
     }

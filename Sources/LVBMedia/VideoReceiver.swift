@@ -1,0 +1,254 @@
+import LVBCore
+
+/// The viewer side of a VP8 stream, sans I/O: RTP packets in; decoded frames
+/// and RTCP feedback out.
+///
+/// Packets feed the receive statistics, the NACK tracker and frame assembly.
+/// Complete frames wait in decode order and go to the decoder once every
+/// earlier frame is decoded or skipped and their jitter-buffer time has come.
+/// A gap in decode order is waited for while NACKs repair it; past a deadline
+/// the receiver skips to the next keyframe and asks for one (PLI) if none is
+/// queued. The owner calls `receive` per packet, then `poll`, and `poll` again
+/// at `nextWakeup`.
+public final class VideoReceiver {
+    public let ssrc: UInt32
+    public let config: VideoReceiverConfig
+    /// The sender's SSRC, learned from the first packet.
+    public private(set) var mediaSSRC: UInt32?
+
+    private let clock: Clock
+    private let decoder: VP8Decoder
+    private var statistics: ReceiveStatistics?
+    private var nack = NackTracker()
+    private var buffer = VideoFrameBuffer()
+    private var sequences = SequenceUnwrapper()
+    private var jitter: JitterBuffer
+    private var counters = VideoReceiverStats()
+
+    private var lastDecoded: DecodedVideoFrame?
+    /// Only a keyframe can be decoded next (at the start, after a skip, after a decode error).
+    private var needKeyframe = true
+    /// When a keyframe became wanted (a PLI is due from then on, rate-limited).
+    private var keyframeWantedAt: Instant?
+    private var lastPLI: Instant?
+    /// When decoding first stalled on the current decode-order gap.
+    private var gapSince: Instant?
+    private var nextReport: Instant?
+
+    public init(clock: Clock, ssrc: UInt32, config: VideoReceiverConfig = .init()) throws(MediaError) {
+        self.clock = clock
+        self.ssrc = ssrc
+        self.config = config
+        self.decoder = try VP8Decoder()
+        self.jitter = JitterBuffer(clockRate: ReceiverConstants.videoClockRate,
+                                   maxTargetDelay: config.maxTargetDelay)
+    }
+
+    /// Round-trip time to the sender (the owner feeds the transport's estimate).
+    public var rtt: Duration {
+        get { nack.rtt }
+        set { nack.rtt = newValue }
+    }
+
+    public var stats: VideoReceiverStats {
+        var s = counters
+        s.lost = Int(max(0, statistics?.cumulativeLost ?? 0))
+        s.recovered = nack.recovered
+        s.duplicates = Int(statistics?.duplicates ?? 0)
+        s.currentDelay = jitter.targetDelay
+        s.jitter = statistics?.jitterMilliseconds ?? 0
+        return s
+    }
+
+    /// Call for every RTP packet that arrives for this stream.
+    public func receive(_ packet: RTPPacket) {
+        let now = clock.now()
+        guard packet.payloadType == config.payloadType else { counters.malformedPackets += 1; return }
+        if mediaSSRC == nil {
+            mediaSSRC = packet.ssrc
+            statistics = ReceiveStatistics(ssrc: packet.ssrc, clockRate: ReceiverConstants.videoClockRate)
+            keyframeWantedAt = now + ReceiverConstants.firstKeyframeWait
+            nextReport = now + config.reportInterval
+        }
+        guard packet.ssrc == mediaSSRC else { counters.foreignPackets += 1; return }
+        counters.packets += 1
+        counters.bytes += packet.payload.count
+        let arrival = statistics?.record(packet, at: now)
+        let answersNACK = nack.insert(packet.sequenceNumber, at: now)
+        guard arrival != .duplicate else { return }
+
+        let seq = sequences.unwrap(packet.sequenceNumber)
+        do {
+            switch try buffer.insert(packet, seq: seq, repaired: answersNACK, at: now) {
+            case let .complete(frame):
+                // A repaired frame is late by a round trip, not by jitter.
+                if !frame.repaired { jitter.recordArrival(timestamp: frame.timestamp, at: now) }
+                if gapSince == nil, isBlockedOnGap { gapSince = now }
+            case .stale: counters.latePackets += 1
+            case .oversized: counters.malformedPackets += 1
+            case .partial: break
+            }
+        } catch {
+            counters.malformedPackets += 1
+        }
+        trimQueue()
+    }
+
+    /// Call for RTCP from the media sender; sender reports feed LSR/DLSR.
+    public func receiveRTCP(_ packet: RTCPPacket) {
+        guard case let .senderReport(report) = packet, report.ssrc == mediaSSRC else { return }
+        statistics?.recordSenderReport(report, at: clock.now())
+    }
+
+    /// Decodes what is due and returns it with any feedback to send.
+    public func poll() -> [VideoReceiverOutput] {
+        let now = clock.now()
+        guard let mediaSSRC else { return [] }
+        jitter.expire(now: now)
+        var out: [VideoReceiverOutput] = []
+        decodeDue(now: now, into: &out)
+
+        var feedback: [RTCPPacket] = []
+        if let due = nextReport, now >= due, let block = statistics?.reportBlock(now: now),
+           let report = try? RTCPReceiverReport(ssrc: ssrc, reportBlocks: [block]) {
+            feedback.append(.receiverReport(report))
+            nextReport = max(due + config.reportInterval, now)
+        }
+        let lost = nack.poll(now: now)
+        if !lost.isEmpty, let request = try? RTCPGenericNACK(senderSSRC: ssrc, mediaSSRC: mediaSSRC, lost: Set(lost)) {
+            feedback.append(.nack(request))
+            counters.nacksSent += 1
+            counters.nackedSequences += lost.count
+        }
+        if let due = pliDue, now >= due {
+            feedback.append(.pli(RTCPPictureLossIndication(senderSSRC: ssrc, mediaSSRC: mediaSSRC)))
+            lastPLI = now
+            counters.keyframeRequests += 1
+        }
+        if !feedback.isEmpty { out.append(.feedback(feedback)) }
+        return out
+    }
+
+    /// The next time `poll` has work, if any (new packets may bring it sooner).
+    public var nextWakeup: Instant? {
+        [nack.nextWakeup(), nextReport, pliDue, decodeWakeup].compactMap { $0 }.min()
+    }
+
+    // MARK: Decode order
+
+    private var gapWait: Duration {
+        let repair = rtt * ReceiverConstants.gapWaitRTTFactor + ReceiverConstants.gapWaitExtra
+        return min(ReceiverConstants.maxGapWait, max(jitter.targetDelay, repair))
+    }
+
+    private var isBlockedOnGap: Bool {
+        guard !needKeyframe, let last = lastDecoded, let head = buffer.ready.first else { return false }
+        return !head.follows(last)
+    }
+
+    private func releaseTime(_ frame: QueuedVideoFrame) -> Instant {
+        jitter.releaseTime(timestamp: frame.timestamp) ?? frame.arrival
+    }
+
+    private func decodeDue(now: Instant, into out: inout [VideoReceiverOutput]) {
+        while true {
+            if needKeyframe {
+                guard let k = buffer.ready.firstIndex(where: \.isKeyframe) else { break }
+                for _ in 0..<k { drop() }
+                guard let head = buffer.ready.first, releaseTime(head) <= now else { break }
+                decodeFirst(now: now, into: &out)
+                continue
+            }
+            guard let head = buffer.ready.first, let last = lastDecoded else { break }
+            if head.follows(last) {
+                guard releaseTime(head) <= now else { break }
+                decodeFirst(now: now, into: &out)
+                continue
+            }
+            let since = gapSince ?? now
+            gapSince = since
+            guard now >= since + gapWait else { break }
+            skipToKeyframe(now: now)
+        }
+    }
+
+    /// Gives up on a decode-order gap: resumes at the next queued keyframe, or
+    /// drops everything and asks for one.
+    private func skipToKeyframe(now: Instant) {
+        gapSince = nil
+        needKeyframe = true
+        if let k = buffer.ready.firstIndex(where: \.isKeyframe) {
+            for _ in 0..<k { drop() }
+        } else {
+            while !buffer.ready.isEmpty { drop() }
+            keyframeWantedAt = now
+        }
+    }
+
+    private func decodeFirst(now: Instant, into out: inout [VideoReceiverOutput]) {
+        guard let frame = buffer.removeFirst() else { return }
+        let image: I420Frame?
+        do {
+            image = try decoder.decode(frame.data)
+        } catch {
+            // Corrupt data: the decoder's references are suspect until a keyframe.
+            counters.decodeErrors += 1
+            countDropped(frame)
+            needKeyframe = true
+            keyframeWantedAt = now
+            return
+        }
+        if let last = lastDecoded, let id = frame.pictureID, let lastID = last.pictureID {
+            counters.skippedFrames += Int((id &- lastID &- 1) & 0x7FFF)
+        }
+        lastDecoded = DecodedVideoFrame(pictureID: frame.pictureID, lastSeq: frame.lastSeq)
+        gapSince = nil
+        if frame.isKeyframe {
+            needKeyframe = false
+            keyframeWantedAt = nil
+            nack.removeBefore(UInt16(truncatingIfNeeded: frame.firstSeq))
+        }
+        guard let image else { counters.skippedFrames += 1; return }
+        counters.framesDecoded += 1
+        out.append(.frame(ReceivedVideoFrame(
+            image: image, encoded: frame.data, isKeyframe: frame.isKeyframe, rtpTimestamp: frame.timestamp,
+            captureTime: frame.captureTime, arrival: frame.arrival)))
+    }
+
+    private func drop() {
+        if let frame = buffer.removeFirst() { countDropped(frame) }
+    }
+
+    /// Frames between two decoded frames are counted by their PictureID gap
+    /// when the later one decodes; others are counted as they are dropped.
+    private func countDropped(_ frame: QueuedVideoFrame) {
+        if frame.pictureID == nil || lastDecoded?.pictureID == nil { counters.skippedFrames += 1 }
+    }
+
+    /// Keeps the queue bounded while it waits for a keyframe (or a hostile sender floods it).
+    private func trimQueue() {
+        while buffer.ready.count > ReceiverConstants.maxQueuedFrames { drop() }
+    }
+
+    private var decodeWakeup: Instant? {
+        if needKeyframe {
+            return buffer.ready.first(where: \.isKeyframe).map(releaseTime)
+        }
+        guard let head = buffer.ready.first, let last = lastDecoded else { return nil }
+        if head.follows(last) { return releaseTime(head) }
+        return (gapSince ?? clock.now()) + gapWait
+    }
+
+    // MARK: Keyframe requests
+
+    /// When the next PLI is due: while a keyframe is wanted and none is queued,
+    /// no sooner than max(RTT, 200 ms) after the last for a new loss, and
+    /// again every second while none comes.
+    private var pliDue: Instant? {
+        guard needKeyframe, let wanted = keyframeWantedAt,
+              !buffer.ready.contains(where: \.isKeyframe) else { return nil }
+        guard let last = lastPLI else { return wanted }
+        if wanted > last { return max(wanted, last + max(rtt, ReceiverConstants.pliMinInterval)) }
+        return last + ReceiverConstants.pliRepeatInterval
+    }
+}

@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LVBCore
+import LVBMedia
+
+/// `--rtp-out`: the host's RTP packets, unchanged, to a local UDP port (video)
+/// and the port two above it (audio), with an SDP file describing them
+/// (RFC 8866; payload formats RFC 7741 and RFC 7587), so ffplay, ffmpeg,
+/// GStreamer or VLC can play the room. Sends never block: a full socket
+/// buffer drops the packet and counts it.
+final class RTPForwarder {
+    private let fd: Int32
+    private let video: PeerAddress
+    private let audio: PeerAddress
+    private(set) var sent = 0
+    private(set) var dropped = 0
+
+    init(target: PeerAddress) throws(MediaError) {
+        video = target
+        audio = PeerAddress(host: target.host, port: target.port + 2)
+        let family: Int32 = if case .v4 = target.host { AF_INET } else { AF_INET6 }
+        fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .file("--rtp-out: cannot open a UDP socket (\(String(cString: strerror(errno))))") }
+    }
+
+    deinit { close(fd) }
+
+    func forward(_ packet: RTPPacket, _ bytes: ArraySlice<UInt8>) {
+        let to = packet.payloadType == MediaConstants.videoPayloadType ? video : audio
+        let n = bytes.withUnsafeBytes { b in
+            withSockaddr(to) { sa, len in sendto(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT), sa, len) }
+        }
+        if n < 0 { dropped += 1 } else { sent += 1 }
+    }
+
+    /// The SDP text for this target (both media, fixed payload types).
+    static func sdp(for target: PeerAddress) -> String {
+        let (family, ip): (String, String) = switch target.host {
+        case .v4: ("IP4", hostText(target))
+        case .v6: ("IP6", hostText(target))
+        }
+        return """
+            v=0
+            o=- 0 0 IN \(family) \(ip)
+            s=lvbnode live room
+            c=IN \(family) \(ip)
+            t=0 0
+            m=video \(target.port) RTP/AVP \(MediaConstants.videoPayloadType)
+            a=rtpmap:\(MediaConstants.videoPayloadType) VP8/90000
+            a=recvonly
+            m=audio \(target.port + 2) RTP/AVP \(MediaConstants.audioPayloadType)
+            a=rtpmap:\(MediaConstants.audioPayloadType) opus/48000/2
+            a=fmtp:\(MediaConstants.audioPayloadType) useinbandfec=1
+            a=recvonly
+
+            """
+    }
+
+    private static func hostText(_ a: PeerAddress) -> String {
+        let d = a.description
+        // PeerAddress prints IP:PORT or [IPv6]:PORT.
+        guard let colon = d.lastIndex(of: ":") else { return d }
+        return String(d[..<colon]).trimmingCharacters(in: "[]")
+    }
+}
+
+private extension String {
+    func trimmingCharacters(in set: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s = s.dropFirst() }
+        while let l = s.last, set.contains(l) { s = s.dropLast() }
+        return String(s)
+    }
+}
+
+/// Calls `body` with `address` as a sockaddr.
+func withSockaddr<T>(_ address: PeerAddress, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    switch address.host {
+    case .v4(let ip):
+        var sa = sockaddr_in()
+        sa.sin_family = sa_family_t(AF_INET)
+        sa.sin_port = address.port.bigEndian
+        sa.sin_addr = in_addr(s_addr: ip.bigEndian)
+        return withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    case .v6(let bytes):
+        var sa = sockaddr_in6()
+        sa.sin6_family = sa_family_t(AF_INET6)
+        sa.sin6_port = address.port.bigEndian
+        withUnsafeMutableBytes(of: &sa.sin6_addr) { raw in
+            for (i, b) in bytes.prefix(16).enumerated() { raw[i] = b }
+        }
+        return withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+    }
+}
