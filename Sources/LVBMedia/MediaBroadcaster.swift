@@ -34,6 +34,12 @@ public final class MediaBroadcaster<Viewer: Hashable> {
         var tokensAt: Instant
         var lossFraction = 0.0
         var rtt: Duration?
+        /// Video packets sent and distinct sequence numbers NACKed since the
+        /// last receiver report: the loss before repair. (The report's own
+        /// fraction lost counts retransmitted packets as received, so it
+        /// shows only what repair could not fix.)
+        var sentSinceReport = 0
+        var nackedSinceReport: Set<UInt16> = []
     }
 
     public let videoSSRC: UInt32
@@ -95,7 +101,7 @@ public final class MediaBroadcaster<Viewer: Hashable> {
         }
         if useGOPCache { gop.add(bytes, keyframe: frame.isKeyframe) }
         stats.videoPackets += bytes.count
-        fanOut(bytes)
+        fanOut(bytes, video: true)
     }
 
     /// Sends one audio packet to every subscriber.
@@ -108,10 +114,11 @@ public final class MediaBroadcaster<Viewer: Hashable> {
         fanOut([b])
     }
 
-    private func fanOut(_ packets: [[UInt8]]) {
+    private func fanOut(_ packets: [[UInt8]], video: Bool = false) {
         guard let send else { return }
         for viewer in subscribers.keys {
             for b in packets { send(viewer, .rtp, b) }
+            if video { subscribers[viewer]?.sentSinceReport += packets.count }
         }
         stats.bytesSent += packets.reduce(0) { $0 + $1.count } * subscribers.count
     }
@@ -132,7 +139,12 @@ public final class MediaBroadcaster<Viewer: Hashable> {
             switch packet {
             case .nack(let nack) where nack.mediaSSRC == videoSSRC:
                 stats.nacksReceived += 1
-                retransmit(nack.lostSequenceNumbers, to: viewer, now: now)
+                let lost = nack.lostSequenceNumbers
+                if var s = subscribers[viewer], s.nackedSinceReport.count < 4096 {
+                    s.nackedSinceReport.formUnion(lost)
+                    subscribers[viewer] = s
+                }
+                retransmit(lost, to: viewer, now: now)
             case .pli(let pli) where pli.mediaSSRC == videoSSRC:
                 stats.plisReceived += 1
                 requestKeyframe(now: now)
@@ -155,7 +167,10 @@ public final class MediaBroadcaster<Viewer: Hashable> {
             stats.gopBursts += 1
             for b in gop.packets { send(viewer, .rtp, b) }
             stats.bytesSent += gop.bytes
-        } else {
+        } else if useGOPCache {
+            // Nothing cached (over-long GOP, or no picture yet): start one now.
+            // Without the cache the viewer waits for a keyframe like a classic
+            // CDN edge viewer, asking for one (PLI) if it takes too long.
             requestKeyframe(now: now)
         }
     }
@@ -190,7 +205,12 @@ public final class MediaBroadcaster<Viewer: Hashable> {
     }
 
     private func noteReport(_ block: RTCPReportBlock, from viewer: Viewer, now: Instant) {
-        let loss = Double(block.fractionLost) / 256
+        guard var s = subscribers[viewer] else { return }
+        let beforeRepair = s.sentSinceReport > 0 ? min(1, Double(s.nackedSinceReport.count) / Double(s.sentSinceReport)) : 0
+        let loss = max(Double(block.fractionLost) / 256, beforeRepair)
+        s.sentSinceReport = 0
+        s.nackedSinceReport.removeAll(keepingCapacity: true)
+        subscribers[viewer] = s
         subscribers[viewer]?.lossFraction = loss
         subscribers[viewer]?.rate.report(fractionLost: loss, at: now)
         // RFC 3550 §6.4.1: RTT = A − LSR − DLSR, in 1/65536 s.

@@ -11,6 +11,8 @@ public enum RoomConstants {
     /// A member heard from neither by an event nor by gossip traffic for this
     /// long is shown as left with reason 1 (timeout).
     public static let presenceTimeout: Duration = .seconds(30)
+    /// A joiner repeats its admission request this often until answered.
+    public static let admissionRetry: Duration = .seconds(1)
     /// Chat and danmaku events per author per second (one shared token bucket).
     public static let chatRate = 5
     /// Chat and danmaku events an author may send at once.

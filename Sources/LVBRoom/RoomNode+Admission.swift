@@ -8,6 +8,7 @@ import LVBTransport
 // pass signed by the host for exactly that member.
 extension RoomNode {
     func requestAdmission() {
+        lastAdmissionRequest = clock.now()
         let request: AdmissionRequest
         switch proof {
         case .none:
@@ -58,7 +59,10 @@ extension RoomNode {
                     if isNew { presentPass(to: peer, force: false) }
                 }
             case .denied(let reason):
-                if !isHost, peer == host, pass == nil { onOutput?(.denied(reason)) }
+                if !isHost, peer == host, pass == nil {
+                    lastAdmissionRequest = nil  // refused: stop asking
+                    onOutput?(.denied(reason))
+                }
             }
         }
     }

@@ -65,6 +65,9 @@ public final class RoomNode {
     var startInfo: RoomInfo?
     /// Set by `leave()`/`shutdown()`: the node is on its way out.
     var leaving = false
+    /// When we last asked the host to let us in (asked again until answered:
+    /// the request or its answer can be lost).
+    var lastAdmissionRequest: Instant?
     /// Host: streams to viewers; viewer: plays the host's stream; nil: no media.
     public var media: RoomMediaEndpoint?
     /// Media packets from peers that may not send them (not admitted, not the host).
@@ -242,6 +245,10 @@ public final class RoomNode {
             pendingDisconnects[id] = nil
             core.disconnect(id)
             gossip.peerDown(id)
+        }
+        if !isHost, pass == nil, hostKnown, core.isEstablished(with: host),
+           let last = lastAdmissionRequest, now - last >= RoomConstants.admissionRetry {
+            requestAdmission()
         }
         guard let state else { return }
         if now - lastHeartbeat >= RoomConstants.presenceTimeout / 3 {

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import LVBCore
 import LVBMedia
@@ -24,6 +27,9 @@ struct NodeRunner {
     var defaultPort: UInt16 { if case .host = setup { 7400 } else { 0 } }
 
     func run() async -> Int32 {
+        // A closed stdout pipe (`--video-out -` into a player that quit) is a
+        // write error reported once, not a silent death by SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         let level = Logger.Level(rawValue: LogLevelName.parse(options.logLevel) ?? "warning") ?? .warning
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
