@@ -28,6 +28,11 @@ final class MediaStatsReporter {
     func json(final: Bool) -> String {
         var o = JSONLine()
         let now = SystemClock.shared.now()
+        // Rates over the last interval; the exit line's over the whole run.
+        if final {
+            last = (runtime.startedAt, 0, 0, 0, 0)
+            lastViewer = (0, 0, 0)
+        }
         let seconds = max(0.001, (now - last.at).seconds)
         if let host = runtime.host {
             let b = host.broadcaster.stats
