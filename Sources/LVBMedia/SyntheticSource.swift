@@ -4,8 +4,10 @@ import Glibc
 import Darwin
 #endif
 
-/// A moving test pattern whose frame number survives compression: colour bars,
-/// a box that moves with the frame number, and a barcode strip at the top.
+/// A moving test pattern whose frame number and capture time survive
+/// compression: colour bars, a box that moves with the frame number, a
+/// barcode strip at the top (the frame number) and, when given, one at the
+/// bottom (the capture time in milliseconds, modulo 65536).
 public struct SyntheticVideo: Sendable {
     public let width: Int
     public let height: Int
@@ -29,8 +31,9 @@ public struct SyntheticVideo: Sendable {
         self.height = height
     }
 
-    /// Frame `number` of the pattern; the barcode carries `number` modulo 65536.
-    public func frame(number: Int) -> I420Frame {
+    /// Frame `number` of the pattern; the top barcode carries `number` modulo
+    /// 65536, the bottom one `captureMilliseconds` modulo 65536 when given.
+    public func frame(number: Int, captureMilliseconds: UInt64? = nil) -> I420Frame {
         var f = I420Frame(uncheckedWidth: width, height: height)
         let cw = f.chromaStride
         // Colour bars.
@@ -47,33 +50,46 @@ public struct SyntheticVideo: Sendable {
         // Moving box, on even coordinates so it maps exactly onto chroma.
         let top = Self.barcodeRows
         let box = max(2, min(width, height - top) / 8) & ~1
-        let spanX = max(1, width - box), spanY = max(1, height - top - box)
+        let spanX = max(1, width - box), spanY = max(1, height - 2 * top - box)  // clear of both strips
         let bx = (number * 6 % spanX) & ~1
         let by = (top + number * 4 % spanY) & ~1
         fill(&f, x: bx, y: max(top, by), w: box, h: box, yuv: (235, 90, 240))
-        // Barcode.
-        let cell = width / Self.barcodeCells
-        if cell >= 2, height >= top {
-            fill(&f, x: 0, y: 0, w: width, h: top, yuv: (Self.black, 128, 128))
-            for (i, bit) in Self.barcodeBits(number).enumerated() where bit {
-                fill(&f, x: i * cell, y: 0, w: cell, h: top, yuv: (Self.white, 128, 128))
-            }
+        drawBarcode(&f, value: number, y: 0)
+        if let ms = captureMilliseconds, height >= 3 * top {
+            drawBarcode(&f, value: Int(ms & 0xFFFF), y: (height - top) & ~1)
         }
         return f
     }
 
+    private func drawBarcode(_ f: inout I420Frame, value: Int, y: Int) {
+        let cell = width / Self.barcodeCells
+        guard cell >= 2, height >= y + Self.barcodeRows else { return }
+        fill(&f, x: 0, y: y, w: width, h: Self.barcodeRows, yuv: (Self.black, 128, 128))
+        for (i, bit) in Self.barcodeBits(value).enumerated() where bit {
+            fill(&f, x: i * cell, y: y, w: cell, h: Self.barcodeRows, yuv: (Self.white, 128, 128))
+        }
+    }
+
+    /// Reads back the capture time (ms modulo 65536) that `frame(number:captureMilliseconds:)` drew.
+    public static func readCaptureMilliseconds(_ frame: I420Frame) -> Int? {
+        guard frame.height >= 3 * barcodeRows else { return nil }
+        return readBarcode(frame, y: (frame.height - barcodeRows) & ~1)
+    }
+
     /// Reads back the number `frame(number:)` drew, after a lossy round trip;
     /// nil when the strip is missing, unclear, or fails its parity check.
-    public static func readFrameNumber(_ frame: I420Frame) -> Int? {
+    public static func readFrameNumber(_ frame: I420Frame) -> Int? { readBarcode(frame, y: 0) }
+
+    static func readBarcode(_ frame: I420Frame, y: Int) -> Int? {
         let cell = frame.width / barcodeCells
-        guard cell >= 2, frame.height >= barcodeRows else { return nil }
+        guard cell >= 2, frame.height >= y + barcodeRows else { return nil }
         var bits: [Bool] = []
         for i in 0..<barcodeCells {
             // Sample the cell's middle, away from edges where ringing lives.
             let x0 = i * cell + cell / 4, x1 = i * cell + cell - cell / 4
             var sum = 0, count = 0
             for row in (barcodeRows / 4)..<(barcodeRows * 3 / 4) {
-                for x in x0..<max(x0 + 1, x1) { sum += Int(frame.y[row * frame.width + x]); count += 1 }
+                for x in x0..<max(x0 + 1, x1) { sum += Int(frame.y[(y + row) * frame.width + x]); count += 1 }
             }
             let mean = sum / count
             if mean > 170 { bits.append(true) } else if mean < 80 { bits.append(false) } else { return nil }

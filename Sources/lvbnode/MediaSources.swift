@@ -18,7 +18,7 @@ final class SyntheticVideoSource: VideoSource {
     init(width: Int, height: Int) throws(MediaError) { pattern = try SyntheticVideo(width: width, height: height) }
     func next() throws(MediaError) -> I420Frame? {
         defer { number += 1 }
-        return pattern.frame(number: number)
+        return pattern.frame(number: number, captureMilliseconds: SystemClock.shared.wallTime().milliseconds)
     }
 }
 

@@ -93,6 +93,25 @@ struct CodecTests {
         }
     }
 
+    @Test("the pattern's capture-time strip survives VP8 at a modest bitrate")
+    func captureTimeStrip() throws {
+        let source = try SyntheticVideo(width: 320, height: 180)
+        let encoder = try VP8Encoder(width: 320, height: 180, fps: 30, bitrateKbps: 300, keyframeInterval: 30)
+        let decoder = try VP8Decoder()
+        for n in 0..<10 {
+            let ms = UInt64(1_795_000_000_000 + n * 33)
+            let input = source.frame(number: n, captureMilliseconds: ms)
+            #expect(SyntheticVideo.readCaptureMilliseconds(input) == Int(ms & 0xFFFF))
+            for packet in try encoder.encode(input, pts: Int64(n)) {
+                let output = try #require(try decoder.decode(packet.data))
+                #expect(SyntheticVideo.readFrameNumber(output) == n)
+                #expect(SyntheticVideo.readCaptureMilliseconds(output) == Int(ms & 0xFFFF))
+            }
+        }
+        // Without a capture time the bottom strip is not drawn.
+        #expect(SyntheticVideo.readCaptureMilliseconds(source.frame(number: 3)) == nil)
+    }
+
     @Test("VP8 decoder rejects garbage without crashing")
     func vp8Garbage() throws {
         let decoder = try VP8Decoder()
