@@ -4,8 +4,14 @@ import LVBCore
 public struct EncodedMediaFrame: Sendable {
     public var packets: [RTPPacket]
     public var isKeyframe: Bool
-    /// The encoded frame, as the codec produced it.
+    /// The encoded frame's size, as the codec produced it.
     public var bytes: Int
+
+    public init(packets: [RTPPacket], isKeyframe: Bool, bytes: Int) {
+        self.packets = packets
+        self.isKeyframe = isKeyframe
+        self.bytes = bytes
+    }
 }
 
 /// Video source side: VP8 encoder → RFC 7741 packetizer → RTP packets with

@@ -26,7 +26,7 @@ struct ConsoleCommands: Sendable {
         /invite ID         print an invite for a node id (host of a private room)
         /close             end the room for everyone (host)
         /peers             encrypted sessions (id, address, round-trip time)
-        /stats             transport and room counters
+        /stats             transport, room and media counters
         /help              this list
         /quit              leave the room cleanly
         """
@@ -160,7 +160,10 @@ struct ConsoleCommands: Sendable {
             var l = JSONLine(event: "stats")
             l.addRaw("transport", StatsJSON.encode(core.stats))
             if let r = roomBox.room { l.addRaw("room", StatsJSON.encode(room: r)) }
-            out.emit(l, human: StatsJSON.encode(core.stats) + (roomBox.room.map { " " + StatsJSON.encode(room: $0) } ?? ""), kind: "stats")
+            let media = roomBox.mediaSummary?()
+            if let media { l.addRaw("media", media) }
+            out.emit(l, human: StatsJSON.encode(core.stats) + (roomBox.room.map { " " + StatsJSON.encode(room: $0) } ?? "")
+                         + (media.map { " " + $0 } ?? ""), kind: "stats")
         }
     }
 }
@@ -168,4 +171,6 @@ struct ConsoleCommands: Sendable {
 /// The room node, set once on the loop after start; read only on the loop.
 final class RoomBox: @unchecked Sendable {
     var room: RoomNode?
+    /// The media counters over the whole run (nil without media).
+    var mediaSummary: (() -> String?)?
 }

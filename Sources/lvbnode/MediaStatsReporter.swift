@@ -29,10 +29,8 @@ final class MediaStatsReporter {
         var o = JSONLine()
         let now = SystemClock.shared.now()
         // Rates over the last interval; the exit line's over the whole run.
-        if final {
-            last = (runtime.startedAt, 0, 0, 0, 0)
-            lastViewer = (0, 0, 0)
-        }
+        let last = final ? (at: runtime.startedAt, frames: 0, videoBytes: 0, audioBytes: 0, sentBytes: 0) : self.last
+        let lastViewer = final ? (frames: 0, videoBytes: 0, audioBytes: 0) : self.lastViewer
         let seconds = max(0.001, (now - last.at).seconds)
         if let host = runtime.host {
             let b = host.broadcaster.stats
@@ -53,7 +51,7 @@ final class MediaStatsReporter {
             o.add("viewer_loss", rounded(host.broadcaster.viewerLoss))
             if let rtt = host.broadcaster.viewerRTT { o.add("rtt_ms", rtt.milliseconds) }
             o.add("gop_bursts", b.gopBursts)
-            if !final { last = (now, p.frames, p.videoBytes, p.audioBytes, b.bytesSent) }
+            if !final { self.last = (now, p.frames, p.videoBytes, p.audioBytes, b.bytesSent) }
         } else if let viewer = runtime.viewer, let sinks {
             let v = viewer.video.stats, a = viewer.audio.stats
             o.add("role", "viewer")
@@ -89,8 +87,8 @@ final class MediaStatsReporter {
             if let path = sinks.recordingPath { o.add("recording", path) }
             if let r = sinks.rtpForwarded { o.add("rtp_forwarded", r.sent) }
             if !final {
-                last.at = now
-                lastViewer = (v.framesDecoded, viewer.videoBytes, viewer.audioBytes)
+                self.last.at = now
+                self.lastViewer = (v.framesDecoded, viewer.videoBytes, viewer.audioBytes)
             }
         }
         return o.text

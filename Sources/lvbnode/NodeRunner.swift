@@ -96,6 +96,7 @@ struct NodeRunner {
             reporter.room = room
             box.room = room
             do throws(MediaError) { try mediaRuntime.attach(to: room, core: core) } catch { return .failure(error) }
+            box.mediaSummary = { mediaRuntime.summary() }
             room.start()
             return .success(())
         }

@@ -39,12 +39,12 @@ import Testing
         let (host, ticket) = try host()
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let y4mPath = dir + "/decoded.y4m", sdpPath = dir + "/room.sdp"
+        let y4mPath = dir + "/decoded.y4m", sdpPath = dir + "/room.sdp", wavPath = dir + "/decoded.wav"
 
         // A UDP socket standing in for ffplay behind --rtp-out.
         let rtp = try UDPReceiver()
         let viewer = try NodeProcess(["join", ticket, "--ephemeral", "--json", "--duration", "5",
-                                      "--record", dir, "--video-out", y4mPath,
+                                      "--record", dir, "--video-out", y4mPath, "--audio-out", wavPath,
                                       "--rtp-out", "127.0.0.1:\(rtp.port)", "--sdp", sdpPath])
         let first = try #require(viewer.waitFor("first_frame", timeout: 20), "no first frame: \(viewer.stderr)")
         #expect((first["ms"] as? Double ?? 1e9) < 5000)
@@ -61,6 +61,13 @@ import Testing
         while let f = try reader.nextFrame() { if let n = SyntheticVideo.readFrameNumber(f) { numbers.append(n) } }
         #expect(numbers.count > 60)
         #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "frame numbers go backwards")
+
+        // The decoded sound: a 20 ms block every 20 ms from the first packet on
+        // (a WAV of about the viewing time, sizes patched at exit).
+        let wav = try WAVReader(path: wavPath)
+        var samples = 0
+        while let block = try wav.read(samplesPerChannel: 4800) { samples += block.count }
+        #expect(samples > 48_000 * 3 && samples < 48_000 * 6, "\(samples) samples")
 
         // The recording: one WebM with a VP8 and an Opus track about as long as the viewing.
         let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".webm") }
