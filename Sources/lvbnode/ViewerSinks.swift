@@ -162,12 +162,8 @@ final class ViewerSinks {
     }
 
     static func timestampText() -> String {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        var tm = tm()
-        var t = ts.tv_sec
-        localtime_r(&t, &tm)
-        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let tm = Output.localNow().tm
+        let two = Output.two
         return "\(tm.tm_year + 1900)\(two(tm.tm_mon + 1))\(two(tm.tm_mday))-\(two(tm.tm_hour))\(two(tm.tm_min))\(two(tm.tm_sec))"
     }
 }
