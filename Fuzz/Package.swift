@@ -57,6 +57,10 @@ let package = Package(
             name: "FuzzMedia",
             dependencies: ["FuzzSupport", lvb("LVBMedia")],
             swiftSettings: swift5),
+        .executableTarget(
+            name: "FuzzMediaReceive",
+            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBMedia")],
+            swiftSettings: swift5),
         // Writes the seed corpora in Corpus/ (`swift run --package-path Fuzz MakeCorpus`).
         .executableTarget(
             name: "MakeCorpus",

@@ -45,12 +45,11 @@ enum VP8Bench {
     /// - Parameter seconds: time budget for all runs of both sides together.
     static func runAndPrint(seconds: Double) {
         print("")
-        var template = Array(((getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/lvbbench-vp8-XXXXXX").utf8CString)
-        guard let dirPointer = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            print("VP8 encode: cannot create a temporary directory: \(String(cString: strerror(errno)))")
-            return
+        let dir: String
+        switch ProcessRunner.makeTemporaryDirectory("lvbbench-vp8") {
+        case .success(let path): dir = path
+        case .failure(let error): print("VP8 encode: \(error)"); return
         }
-        let dir = String(cString: dirPointer)
         let y4m = dir + "/pattern.y4m", ivf = dir + "/vpxenc.ivf", log = dir + "/vpxenc.log"
         defer {
             for file in [y4m, ivf, log] { unlink(file) }
@@ -63,20 +62,20 @@ enum VP8Bench {
             return
         }
 
-        let vpxenc = findExecutable("vpxenc")
+        let vpxenc = ProcessRunner.findExecutable("vpxenc")
         let arguments = vpxencSettings + ["--quiet", "--ivf", "-o", ivf, y4m]
         var reference = Side(), ours = Side()
         var referenceError: String?
         var runs = 0
-        let budgetStart = now()
-        while runs < minimumRuns || now() - budgetStart < seconds {
+        let budgetStart = ProcessRunner.now()
+        while runs < minimumRuns || ProcessRunner.now() - budgetStart < seconds {
             runs += 1
             if let vpxenc, referenceError == nil {
-                let start = now()
-                let status = spawnAndWait(vpxenc, arguments, output: log)
-                let elapsed = now() - start
+                let start = ProcessRunner.now()
+                let status = ProcessRunner.spawnAndWait(vpxenc, arguments, output: log)
+                let elapsed = ProcessRunner.now() - start
                 if status != 0 {
-                    referenceError = "vpxenc exited with status \(status): " + readText(log)
+                    referenceError = "vpxenc exited with status \(status): " + ProcessRunner.readText(log)
                 } else if let sizes = ivfFrameSizes(ivf) {
                     reference.bestSeconds = min(reference.bestSeconds, elapsed)
                     reference.sizes = sizes
@@ -85,9 +84,9 @@ enum VP8Bench {
                 }
             }
             do {
-                let start = now()
+                let start = ProcessRunner.now()
                 let sizes = try encodeFile(y4m)
-                let elapsed = now() - start
+                let elapsed = ProcessRunner.now() - start
                 ours.bestSeconds = min(ours.bestSeconds, elapsed)
                 ours.sizes = sizes
             } catch {
@@ -145,56 +144,12 @@ enum VP8Bench {
         return sizes
     }
 
-    // MARK: - Files and processes
-
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-
-    static func findExecutable(_ name: String) -> String? {
-        guard let path = getenv("PATH") else { return nil }
-        return String(cString: path).split(separator: ":").map { "\($0)/\(name)" }
-            .first { access($0, X_OK) == 0 }
-    }
-
-    /// Runs `executable` with stdout and stderr into `output`; returns its exit status
-    /// (-1 when it could not start or was killed by a signal).
-    static func spawnAndWait(_ executable: String, _ arguments: [String], output: String) -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var pid = pid_t()
-        guard posix_spawn(&pid, executable, &actions, nil, argv, environ) == 0 else { return -1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return status & 0x7F == 0 ? (status >> 8) & 0xFF : -1
-    }
-
-    static func readFile(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var data: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n > 0 { data += chunk[0..<n] } else if n == 0 { return data } else if errno != EINTR { return nil }
-        }
-    }
-
-    static func readText(_ path: String) -> String {
-        String(decoding: readFile(path) ?? [], as: UTF8.self)
-    }
+    // MARK: - Files (spawning, clocks and reading files: ProcessRunner.swift)
 
     /// Frame sizes from an IVF file: a 32-byte file header ("DKIF"), then per frame a
     /// 12-byte header (4-byte little-endian size, 8-byte pts) and the frame.
     static func ivfFrameSizes(_ path: String) -> [Int]? {
-        guard let data = readFile(path), data.count >= 32, data[0..<4].elementsEqual("DKIF".utf8) else {
+        guard let data = ProcessRunner.readFile(path), data.count >= 32, data[0..<4].elementsEqual("DKIF".utf8) else {
             return nil
         }
         let headerSize = Int(data[6]) | Int(data[7]) << 8

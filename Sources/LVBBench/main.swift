@@ -6,9 +6,10 @@ import LVBTransport
 import Glibc
 #endif
 
-// Benchmarks for the session and gossip layers and the VP8 encoder (Scripts/bench;
-// a second argument "handshakes", "gossip" or "vp8" runs that one alone). Each figure comes
-// with a reference measured in the same run, so ratios hold on a noisy machine.
+// Benchmarks for the session and gossip layers, the VP8 encoder and live media with the
+// lvbnode binary as processes (Scripts/bench; a second argument "handshakes", "gossip", "vp8"
+// or "media" runs that one alone; media needs the binary: see MediaBench.swift). Each figure
+// comes with a reference measured in the same run, so ratios hold on a noisy machine.
 
 let seconds = Double(CommandLine.arguments.dropFirst().first ?? "") ?? 3.0
 if CommandLine.arguments.dropFirst(2).first == "handshakes" {
@@ -21,6 +22,10 @@ if CommandLine.arguments.dropFirst(2).first == "gossip" {
 }
 if CommandLine.arguments.dropFirst(2).first == "vp8" {
     VP8Bench.runAndPrint(seconds: seconds)
+    exit(0)
+}
+if CommandLine.arguments.dropFirst(2).first == "media" {
+    MediaBench.runAndPrint(seconds: seconds)
     exit(0)
 }
 let payloadSize = CoreConstants.maxDatagram - MessageSize.transportOverhead - 1  // fills a 1200-byte datagram
@@ -40,6 +45,7 @@ print("seal+open only (no sockets), 1200 B  \(fmt(cryptoOnly)) packets/s  (\(fmt
 print("IK handshakes (both sides, in memory) \(fmt(handshakes)) handshakes/s")
 printGossip(try await GossipLoop.run(seconds: seconds))
 VP8Bench.runAndPrint(seconds: seconds)
+MediaBench.runAndPrint(seconds: seconds)
 
 func format2(_ v: Double) -> String {
     let r = (v * 100).rounded() / 100

@@ -156,7 +156,7 @@ public final class AudioReceiver {
                 continue
             }
             if let next = queue.first, next.timestamp < slot + 2 * frameTicks,
-               let pcm = try? decoder.decodeFEC(next.payload) {
+               let pcm = try? decoder.decodeFEC(next.payload), pcm.count == decoder.frameSize * decoder.channels {
                 counters.fecRecovered += 1
                 concealmentRun = 0
                 out.append(.audio(missingSlot(slot, pcm, concealed: false)))
@@ -186,15 +186,26 @@ public final class AudioReceiver {
 
     private func decode(_ payload: [UInt8]) -> [Int16] {
         do {
-            return try decoder.decode(payload)
+            return fitted(try decoder.decode(payload))
         } catch {
             counters.decodeErrors += 1
             return conceal()
         }
     }
 
+    /// Every slot is one 20 ms frame: a packet of another duration (legal
+    /// Opus, but not this stream's format) is concealed instead, so the
+    /// output timeline keeps exactly one 20 ms block per slot.
+    private func fitted(_ pcm: [Int16]) -> [Int16] {
+        guard pcm.count != decoder.frameSize * decoder.channels else { return pcm }
+        counters.decodeErrors += 1
+        return conceal()
+    }
+
     private func conceal() -> [Int16] {
-        (try? decoder.decode(nil)) ?? [Int16](repeating: 0, count: decoder.frameSize * decoder.channels)
+        let size = decoder.frameSize * decoder.channels
+        guard let pcm = try? decoder.decode(nil), pcm.count == size else { return [Int16](repeating: 0, count: size) }
+        return pcm
     }
 
     private func insertionIndex(_ ts: Int64) -> Int {

@@ -119,9 +119,15 @@ final class MediaPump: @unchecked Sendable {
         }
     }
 
+    /// Stops scheduling steps. Waits up to half a second for the threads to
+    /// finish: a source blocked reading a silent pipe must not hold the exit.
     func stop() async {
         stopped.withLockedValue { $0 = true }
-        try? await group.shutdownGracefully()
+        let done = NIOLockedValueBox(false)
+        group.shutdownGracefully { _ in done.withLockedValue { $0 = true } }
+        for _ in 0..<50 where !done.withLockedValue({ $0 }) {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
     }
 }
 

@@ -56,6 +56,8 @@ struct HostMediaSetup {
     var gop: Double
     var bitrate: Int
     var gopCache: Bool
+    /// A source reads standard input, so the console must not.
+    var readsStdin: Bool
 
     /// Opens the sources the options name; a file that cannot be used throws
     /// one line naming it and what is supported.
@@ -81,5 +83,6 @@ struct HostMediaSetup {
         gop = o.gop
         bitrate = o.bitrate
         gopCache = !o.noGopCache
+        readsStdin = o.video == "-" || o.audio == "-"
     }
 }

@@ -130,7 +130,10 @@ struct NodeRunner {
         }
 
         let commands = ConsoleCommands(out: out, node: node, termination: termination, reporter: reporter, roomBox: box)
-        Console { line in commands.handle(line) }.start()
+        // Standard input is either the console or a media source (`--video -`).
+        if case .host(let setup) = media, setup.readsStdin {} else {
+            Console { line in commands.handle(line) }.start()
+        }
 
         let reason = await termination.wait()
         // Leave cleanly: announce it, give it a moment to spread, then say bye.

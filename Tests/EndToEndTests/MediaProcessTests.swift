@@ -97,6 +97,40 @@ import Testing
         #expect((hostMedia["frames"] as? Int ?? 0) > 60)
     }
 
+    @Test func aHostStreamsY4MFromStandardInput() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // 150 pictures numbered 5000… as an ffmpeg pipe would send them (5 s at 30 fps).
+        let source = dir + "/in.y4m", decoded = dir + "/out.y4m"
+        let writer = try Y4MWriter(path: source, width: 160, height: 96, fps: 30)
+        let pattern = try SyntheticVideo(width: 160, height: 96)
+        for n in 0..<150 { try writer.write(pattern.frame(number: 5000 + n)) }
+        writer.close()
+        let stream = try Data(contentsOf: URL(fileURLWithPath: source))
+        let host = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json",
+                                    "--video", "-", "--audio", "none"])
+        // The host reads at the frame rate; the pipe holds only a few pictures.
+        let feeder = Thread {
+            host.write(stream)
+            host.closeStdin()
+        }
+        feeder.start()
+        let ticket = try #require(host.waitFor("ready")?["ticket"] as? String, "host never became ready: \(host.stderr)")
+        let viewer = try NodeProcess(["join", ticket, "--ephemeral", "--json", "--video-out", decoded])
+        #expect(viewer.waitFor("first_frame") != nil, "viewer: \(viewer.stderr)")
+        #expect(host.waitFor("media_ended", timeout: 20) != nil, "host: \(host.stderr)")
+        Thread.sleep(forTimeInterval: 0.5)
+        viewer.signal(SIGTERM)
+        #expect(viewer.waitExit() == 0)
+        host.signal(SIGTERM)
+        #expect(host.waitExit() == 0)
+        let reader = try Y4MReader(path: decoded)
+        var numbers: [Int] = []
+        while let f = try reader.nextFrame() { if let n = SyntheticVideo.readFrameNumber(f) { numbers.append(n) } }
+        #expect(numbers.count > 60 && numbers.allSatisfy { (5000..<5150).contains($0) }, "\(numbers.count) pictures")
+        #expect(numbers.last == 5149)
+    }
+
     @Test func aNoMediaViewerGetsNoStream() throws {
         let (host, ticket) = try host()
         let viewer = try NodeProcess(["join", ticket, "--ephemeral", "--json", "--no-media", "--duration", "2"])

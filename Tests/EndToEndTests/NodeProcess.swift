@@ -65,6 +65,15 @@ final class NodeProcess: @unchecked Sendable {
         return nil
     }
 
+    /// Raw bytes on the process's stdin (a media source reading `-`).
+    func write(_ data: Data) {
+        stdinPipe.fileHandleForWriting.write(data)
+    }
+
+    func closeStdin() {
+        try? stdinPipe.fileHandleForWriting.close()
+    }
+
     func send(_ line: String) {
         stdinPipe.fileHandleForWriting.write(Data((line + "\n").utf8))
     }

@@ -30,6 +30,7 @@ import LVBTransport
             "FuzzEvent": try eventSeeds(),
             "FuzzGossip": try gossipSeeds(),
             "FuzzMedia": try mediaSeeds(),
+            "FuzzMediaReceive": try mediaReceiveSeeds(),
         ]
         for (target, seeds) in corpora {
             let targetDir = dir + "/" + target
@@ -322,6 +323,46 @@ import LVBTransport
             seeds["rtp-vp8-\(i)"] = try rtp(payload, seq: 100 + UInt16(i), marker: i == payloads.count - 1)
         }
         return seeds
+    }
+}
+
+extension MakeCorpus {
+    /// Scripts for FuzzMediaReceive: records of [step ms | 0x80 for RTCP][length][bytes]:
+    /// a short VP8 + Opus stream with a loss, a NACK and a PLI from the viewer side.
+    static func mediaReceiveSeeds() throws -> [String: [UInt8]] {
+        let encoder = try VP8Encoder(width: 32, height: 32, fps: 30, bitrateKbps: 100, keyframeInterval: 30)
+        let pattern = try SyntheticVideo(width: 32, height: 32)
+        var packetizer = try VP8Packetizer(maxPayloadSize: 40, firstPictureID: 7)
+        let opus = try OpusEncoder(channels: 1, bitrate: 16000)
+        var tone = try SyntheticAudio()
+        func record(_ step: UInt8, rtcp: Bool, _ body: [UInt8]) -> [UInt8] {
+            [step | (rtcp ? 0x80 : 0), UInt8(body.count >> 8), UInt8(body.count & 0xFF)] + body
+        }
+        var script: [UInt8] = [], lossy: [UInt8] = []
+        var seq: UInt16 = 65530
+        for n in 0..<4 {
+            guard let frame = try encoder.encode(pattern.frame(number: n), pts: Int64(n)).first else { continue }
+            let payloads = try packetizer.packetize(frame.data)
+            for (i, payload) in payloads.enumerated() {
+                var p = try RTPPacket(marker: i == payloads.count - 1, payloadType: 96, sequenceNumber: seq,
+                                      timestamp: UInt32(n) * 3000, ssrc: 0x1122_3344, payload: payload[...])
+                p.setCaptureTime(0x0102_0304_0506_0708 &+ UInt64(n))
+                script += record(i == 0 ? 33 : 0, rtcp: false, p.serialized())
+                if seq % 5 != 0 { lossy += record(i == 0 ? 33 : 1, rtcp: false, p.serialized()) }
+                seq &+= 1
+            }
+            let a = try RTPPacket(payloadType: 111, sequenceNumber: UInt16(n), timestamp: UInt32(n) * 960,
+                                  ssrc: 0x5566_7788, payload: try opus.encode(tone.next20ms())[...])
+            script += record(20, rtcp: false, a.serialized())
+        }
+        let feedback = RTCPPacket.serializeCompound([
+            .receiverReport(try RTCPReceiverReport(ssrc: 9, reportBlocks: [RTCPReportBlock(
+                ssrc: 0x1122_3344, fractionLost: 30, cumulativeLost: 2, extendedHighestSequence: 70000,
+                jitter: 90, lastSenderReport: 0, delaySinceLastSenderReport: 0)])),
+            .nack(try RTCPGenericNACK(senderSSRC: 9, mediaSSRC: 0x1122_3344, lost: [1, 2, 5])),
+            .pli(RTCPPictureLossIndication(senderSSRC: 9, mediaSSRC: 0x1122_3344)),
+        ])
+        return ["stream": script, "stream-lossy": lossy + record(100, rtcp: true, feedback) + record(127, rtcp: false, [])]
     }
 }
 

@@ -1,0 +1,467 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Live media against issue 4's targets, measured with the real lvbnode binary as
+// processes over loopback UDP (host, viewers, the `lvbnode impair` relay), read
+// through their --json lines. `LVBBench <seconds> media` runs this alone.
+//
+// The binary: $LVBNODE_BIN if set (Scripts/bench sets it to .build/release/lvbnode
+// after building it), else `lvbnode` next to this LVBBench executable.
+// ffmpeg, when installed, makes the video (a testsrc2 Y4M the host loops: a real
+// ~1 Mbit/s stream; the synthetic pattern compresses to ~80 kbit/s) and the CPU
+// reference; without it the host streams the synthetic pattern and there is none.
+//
+// 1. Clean loopback: host + one viewer for 12 + `seconds` s (15 by default, at most
+//    30); glass-to-glass p50/p95 of video and audio over the viewer's whole run (its
+//    exit event). Goals: video p95 ≤ 30 ms, audio p95 ≤ 45 ms.
+//    CPU: utime + stime from /proc/PID/stat of host and viewer over a 10 s window of
+//    that run, as % of one core. Reference, right after, in the same run: ffmpeg
+//    encoding the same Y4M in real time with libvpx (realtime, cpu-used -6 as the
+//    host's encoder, 1 Mbit/s, GOP 2 s, 1 thread) piped into an ffmpeg decoding it
+//    (1 thread), over the same window.
+// 2. 5 % loss each way through the relay, otherwise as 1. Goal: video p95 ≤ 120 ms.
+// 3. Join → first decoded frame (the viewer's first_frame event: ms from its start):
+//    a host with GOP 2 s (synthetic source), 15 viewers one after another, each
+//    started after a random 0–2 s (a random moment in the GOP); then the same with
+//    a host started with --no-gop-cache. Goal (with the cache): p95 ≤ 150 ms.
+//
+// Every child is stopped (SIGTERM, then SIGKILL) when its step ends or fails; a
+// failed step prints what failed and the bench goes on.
+
+enum MediaBench {
+    static let width = 640, height = 360, fps = 30, bitrateKbps = 1000
+    static let gopSeconds = 2.0
+    static let loss = 0.05
+    static let joinViewers = 15
+    static let cpuWindowSeconds = 10.0
+
+    static let goalVideoP95 = 30.0, goalAudioP95 = 45.0, goalLossVideoP95 = 120.0, goalJoinP95 = 150.0
+
+    /// What one viewer run reports.
+    struct StreamResult {
+        var media: Substring = ""          // the viewer's exit "media" object (and what follows)
+        var receivedVideoKbps: Double?     // median over the viewer's stats events (first left out)
+        var receivedAudioKbps: Double?
+        var receivedFPS: Double?
+        var hostTargetKbps: Double?        // the host's last stats event
+        var hostEncodeMS: Double?
+        var hostCPU: Double?               // % of one core
+        var viewerCPU: Double?
+        var cpuWindow: Double = 0
+        var relay: Substring?              // the relay's exit stats
+    }
+
+    static func runAndPrint(seconds: Double) {
+        say("")
+        guard let binary = locateBinary() else {
+            say("live media: lvbnode binary not found: set LVBNODE_BIN to it (Scripts/bench builds .build/release/lvbnode)")
+            return
+        }
+        let dir: String
+        switch ProcessRunner.makeTemporaryDirectory("lvbbench-media") {
+        case .success(let path): dir = path
+        case .failure(let error): say("live media: \(error)"); return
+        }
+        defer { removeDirectory(dir) }
+
+        let streamSeconds = min(30, max(12, 12 + seconds))
+        let ffmpeg = ProcessRunner.findExecutable("ffmpeg")
+        var y4m: String?
+        var sourceLabel = "synthetic pattern (ffmpeg not installed)"
+        if let ffmpeg {
+            switch makeY4M(ffmpeg, dir) {
+            case .success(let path): y4m = path; sourceLabel = "ffmpeg testsrc2 Y4M, looped"
+            case .failure(let error): sourceLabel = "synthetic pattern (\(error))"
+            }
+        }
+        let video = y4m.map { ["--video", $0] } ?? ["--video", "synthetic"]
+
+        say("live media: lvbnode release binary as processes on loopback UDP (\(binary))")
+        say("  stream \(width)x\(height)@\(fps), \(bitrateKbps) kbit/s, GOP \(fixed(gopSeconds, 0)) s, "
+            + "synthetic audio; video: \(sourceLabel)")
+
+        // 1. Clean loopback, with the CPU window.
+        say("clean loopback, 1 viewer, \(fixed(streamSeconds, 0)) s")
+        switch Result(catching: { try streamRun(binary, dir, video, loss: nil, seconds: streamSeconds, cpu: true) }) {
+        case .failure(let error):
+            say("  FAILED: \(error)")
+        case .success(let r):
+            printReceived(r)
+            latencyRow("video", r.media, goal: goalVideoP95)
+            latencyRow("audio", r.media, goal: goalAudioP95)
+            let reference = ffmpeg.flatMap { ffmpeg in y4m.map { cpuReference(ffmpeg, $0, dir, window: r.cpuWindow) } }
+            printCPU(r, reference)
+        }
+
+        // 2. 5 % loss through the relay.
+        say("\(fixed(loss * 100, 0)) % loss each way through lvbnode impair, 1 viewer (joins by address), \(fixed(streamSeconds, 0)) s")
+        switch Result(catching: { try streamRun(binary, dir, video, loss: loss, seconds: streamSeconds, cpu: false) }) {
+        case .failure(let error):
+            say("  FAILED: \(error)")
+        case .success(let r):
+            printReceived(r)
+            latencyRow("video", r.media, goal: goalLossVideoP95)
+            latencyRow("audio", r.media, goal: nil)
+            let m = r.media
+            row("video lost / recovered", "\(int(m, "video_lost")) / \(int(m, "recovered")) packets, "
+                + "\(int(m, "nacks")) NACKs, \(int(m, "keyframe_requests")) keyframe requests")
+            row("skipped frames", "\(int(m, "skipped_frames")) of \(int(m, "frames")) decoded; audio lost \(int(m, "audio_lost")), "
+                + "concealed \(int(m, "concealed"))")
+            if let relay = r.relay {
+                let down = section(relay, "downstream"), up = section(relay, "upstream")
+                row("relay dropped", "to viewer \(int(down, "dropped"))/\(int(down, "received")), "
+                    + "to host \(int(up, "dropped"))/\(int(up, "received")) datagrams")
+            }
+        }
+
+        // 3. Join → first frame, with and without the GOP cache.
+        say("join → first decoded frame (ms from the viewer's start): \(joinViewers) viewers one after another at "
+            + "random moments, GOP \(fixed(gopSeconds, 0)) s, synthetic source; p95 of \(joinViewers) is the slowest")
+        var withCache: [Double]?
+        for cache in [true, false] {
+            let label = cache ? "GOP cache (default)" : "--no-gop-cache"
+            switch Result(catching: { try joinRun(binary, dir, gopCache: cache) }) {
+            case .failure(let error):
+                say("  \(label): FAILED: \(error)")
+            case .success(let (times, failures)):
+                // A viewer without a frame (within its 1 s) counts as slower than all others.
+                let missing = joinViewers - times.count
+                let sorted = times.sorted() + Array(repeating: Double.infinity, count: missing)
+                let p50 = percentile(sorted, 0.50), p95 = percentile(sorted, 0.95)
+                func ms(_ v: Double) -> String { v.isFinite ? fixed(v, 0) : "> 1000" }
+                var value = "\(ms(p50)) / \(ms(p95)) ms"
+                if missing > 0 { value += " (\(missing) without a frame)" }
+                if cache {
+                    row(label + " p50 / p95", value, goal: "p95 ≤ \(fixed(goalJoinP95, 0)) ms", ok: p95 <= goalJoinP95)
+                    withCache = sorted
+                } else {
+                    row(label + " p50 / p95", value, note: "(reference)")
+                    if let withCache {
+                        let p50c = percentile(withCache, 0.50), p95c = percentile(withCache, 0.95)
+                        if p95.isFinite && p95c.isFinite {
+                            row("without / with cache, p95", "\(fixed(p95 / max(1, p95c), 1))× (the cache saves "
+                                + "\(fixed(p95 - p95c, 0)) ms at p95, \(fixed(p50 - p50c, 0)) ms at p50)")
+                        }
+                    }
+                }
+                if let first = failures.first { say("    failed: \(first)") }
+                if failures.count > 1, let last = failures.last { say("    ... \(last)") }
+            }
+        }
+    }
+
+    // MARK: - Steps
+
+    /// Host + one viewer (through the relay when `loss` is given) for `seconds`.
+    static func streamRun(_ binary: String, _ dir: String, _ video: [String], loss: Double?,
+                          seconds: Double, cpu: Bool) throws -> StreamResult {
+        let tag = loss == nil ? "clean" : "loss"
+        let (host, hostAddress, ticket) = try startHost(binary, dir, tag, video + [
+            "--size", "\(width)x\(height)", "--fps", "\(fps)", "--gop", fixed(gopSeconds, 0),
+            "--bitrate", "\(bitrateKbps)",
+        ])
+        defer { host.terminate() }
+
+        var relay: ChildProcess?
+        defer { relay?.terminate() }
+        var peer = ticket
+        if let loss {
+            let relayLog = dir + "/impair.err"
+            let child = try ChildProcess(binary, ["impair", "--listen", "127.0.0.1:0", "--to", hostAddress,
+                                                  "--loss", fixed(loss, 3), "--json"], stderr: .file(relayLog))
+            relay = child
+            guard let ready = child.waitForLine(timeout: 10, { isEvent($0, "ready") }),
+                  let listen = jsonString(ready[...], "listen") else {
+                throw TextError("impair printed no ready event within 10 s" + exitNote(child, relayLog))
+            }
+            peer = listen
+        }
+
+        let viewerLog = dir + "/viewer-\(tag).err"
+        let viewer = try ChildProcess(binary, ["join", peer, "--ephemeral", "--json", "--duration", fixed(seconds, 1)],
+                                      stderr: .file(viewerLog))
+        defer { viewer.terminate() }
+        guard viewer.waitForLine(timeout: 10, { isEvent($0, "first_frame") }) != nil else {
+            throw TextError("viewer: no first_frame event within 10 s" + exitNote(viewer, viewerLog))
+        }
+        var result = StreamResult()
+        if cpu {
+            ProcessRunner.sleep(1.5)
+            let window = min(cpuWindowSeconds, seconds - 3)
+            let h0 = host.cpuSeconds(), v0 = viewer.cpuSeconds(), t0 = ProcessRunner.now()
+            ProcessRunner.sleep(window)
+            let h1 = host.cpuSeconds(), v1 = viewer.cpuSeconds(), t1 = ProcessRunner.now()
+            result.cpuWindow = t1 - t0
+            if let h0, let h1 { result.hostCPU = (h1 - h0) / (t1 - t0) * 100 }
+            if let v0, let v1 { result.viewerCPU = (v1 - v0) / (t1 - t0) * 100 }
+        }
+        guard let exit = viewer.waitForLine(timeout: seconds + 10, { isEvent($0, "exit") }) else {
+            throw TextError("viewer: no exit event within \(fixed(seconds + 10, 0)) s" + exitNote(viewer, viewerLog))
+        }
+        result.media = section(exit[...], "media")
+        guard jsonNumber(result.media, "video_latency_p95_ms") != nil else {
+            throw TextError("viewer's exit event has no video latency: " + String(exit.prefix(300)))
+        }
+        let stats = viewer.lines().filter { isEvent($0, "stats") }.dropFirst().map { section($0[...], "media") }
+        result.receivedVideoKbps = median(stats.compactMap { jsonNumber($0, "video_kbps") })
+        result.receivedAudioKbps = median(stats.compactMap { jsonNumber($0, "audio_kbps") })
+        result.receivedFPS = median(stats.compactMap { jsonNumber($0, "fps") })
+        if let last = host.lines().last(where: { isEvent($0, "stats") }).map({ section($0[...], "media") }) {
+            result.hostTargetKbps = jsonNumber(last, "target_kbps")
+            result.hostEncodeMS = jsonNumber(last, "encode_ms")
+        }
+        if let relay {
+            relay.terminate()
+            if let exit = relay.waitForLine(timeout: 1, { isEvent($0, "exit") }) { result.relay = section(exit[...], "stats") }
+        }
+        return result
+    }
+
+    /// A host with the synthetic source and GOP 2 s, then `joinViewers` viewers one
+    /// after another; their first_frame times (ms) and what went wrong for the others.
+    static func joinRun(_ binary: String, _ dir: String, gopCache: Bool) throws -> ([Double], [String]) {
+        let tag = gopCache ? "join" : "join-nocache"
+        let (host, _, ticket) = try startHost(binary, dir, tag, [
+            "--video", "synthetic", "--size", "\(width)x\(height)", "--fps", "\(fps)",
+            "--gop", fixed(gopSeconds, 0), "--bitrate", "\(bitrateKbps)",
+        ] + (gopCache ? [] : ["--no-gop-cache"]))
+        defer { host.terminate() }
+        var times: [Double] = [], failures: [String] = []
+        for n in 0..<joinViewers {
+            if times.isEmpty && failures.count >= 3 {
+                failures.append("gave up after \(failures.count) viewers in a row without a frame")
+                break
+            }
+            ProcessRunner.sleep(Double.random(in: 0...gopSeconds))
+            guard host.isRunning() else {
+                failures.append("host exited before viewer \(n + 1)" + exitNote(host, dir + "/host-\(tag).err"))
+                break
+            }
+            let log = dir + "/viewer-\(tag).err"
+            do {
+                let viewer = try ChildProcess(binary, ["join", ticket, "--ephemeral", "--json", "--duration", "1"],
+                                              stderr: .file(log))
+                defer { viewer.terminate() }
+                if let line = viewer.waitForLine(timeout: 3, { isEvent($0, "first_frame") }),
+                   let ms = jsonNumber(line[...], "ms") {
+                    times.append(ms)
+                } else {
+                    failures.append("viewer \(n + 1): no first_frame event" + exitNote(viewer, log))
+                }
+            } catch {
+                failures.append("viewer \(n + 1): \(error)")
+            }
+        }
+        return (times, failures)
+    }
+
+    /// Starts `lvbnode host` on 127.0.0.1 and waits for its ready event; the child,
+    /// its address (127.0.0.1:PORT) and its ticket.
+    static func startHost(_ binary: String, _ dir: String, _ tag: String,
+                          _ options: [String]) throws -> (ChildProcess, String, String) {
+        let log = dir + "/host-\(tag).err"
+        let host = try ChildProcess(binary, ["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json"] + options,
+                                    stderr: .file(log))
+        guard let ready = host.waitForLine(timeout: 10, { isEvent($0, "ready") }),
+              let ticket = jsonString(ready[...], "ticket"), let listen = jsonString(ready[...], "listen"),
+              let port = listen.split(separator: ":").last else {
+            host.terminate()
+            throw TextError("host printed no ready event with a ticket within 10 s" + exitNote(host, log))
+        }
+        return (host, "127.0.0.1:\(port)", ticket)
+    }
+
+    /// ffmpeg encoding `y4m` in real time with libvpx piped into an ffmpeg decoding it;
+    /// their CPU (% of one core) over `window` seconds, or what failed.
+    static func cpuReference(_ ffmpeg: String, _ y4m: String, _ dir: String,
+                             window: Double) -> Result<(encode: Double, decode: Double), TextError> {
+        guard let fds = ProcessRunner.makePipe() else {
+            return .failure(TextError("pipe: " + String(cString: strerror(errno))))
+        }
+        var open = [fds[0], fds[1]]
+        defer { for fd in open { close(fd) } }
+        let encodeLog = dir + "/ffmpeg-encode.err", decodeLog = dir + "/ffmpeg-decode.err"
+        let encoder: ChildProcess, decoder: ChildProcess
+        do {
+            encoder = try ChildProcess(ffmpeg, ["-v", "error", "-re", "-stream_loop", "-1", "-i", y4m,
+                                                "-t", fixed(window + 5, 0)] + referenceEncoderSettings + ["-f", "webm", "-"],
+                                       stdout: .descriptor(fds[1]), stderr: .file(encodeLog))
+        } catch {
+            return .failure(TextError("\(error)"))
+        }
+        defer { encoder.terminate() }
+        do {
+            decoder = try ChildProcess(ffmpeg, ["-v", "error", "-threads", "1", "-i", "-", "-f", "null", "-"],
+                                       stdin: fds[0], stdout: .null, stderr: .file(decodeLog))
+        } catch {
+            return .failure(TextError("\(error)"))
+        }
+        defer { decoder.terminate() }
+        for fd in open { close(fd) }
+        open = []
+
+        ProcessRunner.sleep(1.5)
+        let e0 = encoder.cpuSeconds(), d0 = decoder.cpuSeconds(), t0 = ProcessRunner.now()
+        ProcessRunner.sleep(window)
+        let e1 = encoder.cpuSeconds(), d1 = decoder.cpuSeconds(), t1 = ProcessRunner.now()
+        guard encoder.isRunning() else {
+            return .failure(TextError("ffmpeg encoder exited early" + exitNote(encoder, encodeLog)))
+        }
+        guard decoder.isRunning() else {
+            return .failure(TextError("ffmpeg decoder exited early" + exitNote(decoder, decodeLog)))
+        }
+        guard let e0, let e1, let d0, let d1 else { return .failure(TextError("cannot read /proc/PID/stat of ffmpeg")) }
+        return .success(((e1 - e0) / (t1 - t0) * 100, (d1 - d0) / (t1 - t0) * 100))
+    }
+
+    /// libvpx as the host's VP8Encoder sets it: realtime, cpu-used -6, 1 Mbit/s, GOP 2 s, 1 thread.
+    static var referenceEncoderSettings: [String] {
+        ["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "-6", "-b:v", "\(bitrateKbps)k",
+         "-g", "\(Int(gopSeconds) * fps)", "-threads", "1"]
+    }
+
+    /// A 10 s testsrc2 clip at the stream's size and rate.
+    static func makeY4M(_ ffmpeg: String, _ dir: String) -> Result<String, TextError> {
+        let path = dir + "/testsrc2.y4m", log = dir + "/ffmpeg-y4m.err"
+        let arguments = ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height):rate=\(fps)",
+                         "-t", "10", "-pix_fmt", "yuv420p", "-y", path]
+        guard let child = try? ChildProcess(ffmpeg, arguments, stderr: .file(log)) else {
+            return .failure(TextError("cannot start ffmpeg"))
+        }
+        defer { child.terminate() }
+        guard let status = child.waitForExit(timeout: 60) else { return .failure(TextError("ffmpeg testsrc2 took over 60 s")) }
+        guard status == 0 else {
+            return .failure(TextError("ffmpeg testsrc2 failed (\(status)): " + ProcessRunner.lastLine(log)))
+        }
+        return .success(path)
+    }
+
+    // MARK: - Printing
+
+    static func printReceived(_ r: StreamResult) {
+        var value = "video \(r.receivedVideoKbps.map { fixed($0, 0) } ?? "?") kbit/s at "
+            + "\(r.receivedFPS.map { fixed($0, 1) } ?? "?") fps, audio \(r.receivedAudioKbps.map { fixed($0, 0) } ?? "?") kbit/s"
+        if let target = r.hostTargetKbps { value += "; host target at the end \(fixed(target, 0)) kbit/s" }
+        row("received (median of 2 s stats)", value)
+    }
+
+    static func latencyRow(_ kind: String, _ media: Substring, goal: Double?) {
+        let p50 = jsonNumber(media, "\(kind)_latency_p50_ms"), p95 = jsonNumber(media, "\(kind)_latency_p95_ms")
+        let value = "\(p50.map { fixed($0, 1) } ?? "?") / \(p95.map { fixed($0, 1) } ?? "?") ms"
+        let label = "\(kind) glass-to-glass p50 / p95"
+        if let goal {
+            row(label, value, goal: "p95 ≤ \(fixed(goal, 0)) ms", ok: p95.map { $0 <= goal } ?? false)
+        } else {
+            row(label, value)
+        }
+    }
+
+    static func printCPU(_ r: StreamResult, _ reference: Result<(encode: Double, decode: Double), TextError>?) {
+        func percent(_ v: Double?) -> String { v.map { fixed($0, 1) + " % of one core" } ?? "? (cannot read /proc)" }
+        let window = fixed(r.cpuWindow, 1)
+        var host = percent(r.hostCPU), viewer = percent(r.viewerCPU)
+        if let encode = r.hostEncodeMS { host += " (encode \(fixed(encode, 1)) ms/frame)" }
+        switch reference {
+        case .success(let ref)?:
+            row("host CPU (\(window) s)", host)
+            row("viewer CPU (\(window) s)", viewer)
+            row("ffmpeg libvpx encode (ref.)", fixed(ref.encode, 1) + " %",
+                note: r.hostCPU.map { "host / ffmpeg encode \(fixed($0 / ref.encode, 2))" })
+            row("ffmpeg VP8 decode (ref.)", fixed(ref.decode, 1) + " %",
+                note: r.viewerCPU.map { "viewer / ffmpeg decode \(fixed($0 / ref.decode, 2))" })
+            say("    reference: ffmpeg -re -stream_loop -1 -i IN.y4m " + referenceEncoderSettings.joined(separator: " ")
+                + " -f webm - | ffmpeg -threads 1 -i - -f null -   (video only; the host also encodes Opus)")
+        case .failure(let error)?:
+            row("host CPU (\(window) s)", host)
+            row("viewer CPU (\(window) s)", viewer)
+            say("    no reference: \(error)")
+        case nil:
+            row("host CPU (\(window) s)", host)
+            row("viewer CPU (\(window) s)", viewer)
+            say("    no reference (ffmpeg not installed)")
+        }
+    }
+
+    /// A row like printGossip's: label, value, goal, ✓/✗ (or a note instead of a goal).
+    static func row(_ label: String, _ value: String, goal: String? = nil, ok: Bool = false, note: String? = nil) {
+        var line = "  " + pad(label, 34) + value
+        if let goal {
+            line = pad(line, 2 + 34 + 26) + pad("goal " + goal, 20) + (ok ? "✓" : "✗")
+        } else if let note {
+            line = pad(line, 2 + 34 + 26) + note
+        }
+        say(line)
+    }
+
+    /// print, flushed (the steps take seconds each; stdout may be a pipe).
+    static func say(_ line: String) {
+        print(line)
+        fflush(stdout)
+    }
+
+    static func pad(_ s: String, _ n: Int) -> String { s + String(repeating: " ", count: max(1, n - s.count)) }
+    static func fixed(_ v: Double, _ decimals: Int) -> String { VP8Bench.fixed(v, decimals) }
+    static func int(_ text: Substring, _ key: String) -> String { jsonNumber(text, key).map { fixed($0, 0) } ?? "?" }
+
+    static func median(_ values: [Double]) -> Double? {
+        values.isEmpty ? nil : percentile(values.sorted(), 0.5)
+    }
+
+    // MARK: - JSON lines (flat enough to scan for "key":)
+
+    static func isEvent(_ line: String, _ name: String) -> Bool {
+        line.hasPrefix("{\"event\":\"\(name)\"")
+    }
+
+    /// The text after `"key":` (for an object, everything from its opening brace on).
+    static func section(_ line: Substring, _ key: String) -> Substring {
+        line.firstRange(of: "\"\(key)\":").map { line[$0.upperBound...] } ?? ""
+    }
+
+    static func jsonString(_ line: Substring, _ key: String) -> String? {
+        guard let range = line.firstRange(of: "\"\(key)\":\"") else { return nil }
+        let rest = line[range.upperBound...]
+        return rest.firstIndex(of: "\"").map { String(rest[..<$0]) }
+    }
+
+    static func jsonNumber(_ line: Substring, _ key: String) -> Double? {
+        guard let range = line.firstRange(of: "\"\(key)\":") else { return nil }
+        return Double(String(line[range.upperBound...].prefix { "+-.0123456789eE".contains($0) }))
+    }
+
+    // MARK: - Files and processes
+
+    static func locateBinary() -> String? {
+        if let path = getenv("LVBNODE_BIN").map({ String(cString: $0) }), !path.isEmpty {
+            return access(path, X_OK) == 0 ? path : nil
+        }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        let me = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = me.lastIndex(of: "/") else { return nil }
+        let path = String(me[..<slash]) + "/lvbnode"
+        return access(path, X_OK) == 0 ? path : nil
+    }
+
+    /// " (exit status N: last stderr line)" for a child that stopped, else "".
+    static func exitNote(_ child: ChildProcess, _ log: String) -> String {
+        guard !child.isRunning() else { return "" }
+        let status = child.waitForExit(timeout: 0).map { "exit status \($0)" } ?? "exited"
+        let last = ProcessRunner.lastLine(log)
+        return " (\(status)" + (last.isEmpty ? ")" : ": \(last))")
+    }
+
+    static func removeDirectory(_ dir: String) {
+        guard let d = opendir(dir) else { return }
+        while let entry = readdir(d) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { unlink(dir + "/" + name) }
+        }
+        closedir(d)
+        rmdir(dir)
+    }
+}
