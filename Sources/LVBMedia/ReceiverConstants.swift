@@ -73,9 +73,14 @@ public enum ReceiverConstants {
     public static let pliMinInterval: Duration = .milliseconds(200)
     public static let pliRepeatInterval: Duration = .seconds(1)
     public static let firstKeyframeWait: Duration = .milliseconds(300)
-    /// Complete frames held waiting to be decoded; frames partly received.
+    /// Complete frames held waiting to be decoded, and their bytes; frames
+    /// partly received, and packets per frame (512 × 1167 B ≈ 600 KB, more
+    /// than a 1080p keyframe needs). Together they bound what a misbehaving
+    /// sender can make a viewer hold to about 16 + 19 MB.
     public static let maxQueuedFrames = 300
-    public static let maxPartialFrames = 128
+    public static let maxQueuedBytes = 16 << 20
+    public static let maxPartialFrames = 32
+    public static let maxPacketsPerFrame = 512
 
     // MARK: Tuning — audio
 

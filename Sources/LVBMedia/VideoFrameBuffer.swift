@@ -39,7 +39,7 @@ struct DecodedVideoFrame: Sendable {
 /// away every frame a NACK could still repair.
 struct VideoFrameBuffer: Sendable {
     private struct Partial: Sendable {
-        var assembler = VP8FrameAssembler(maxPendingFrames: 1)
+        var assembler = VP8FrameAssembler(maxPendingFrames: 1, maxPacketsPerFrame: ReceiverConstants.maxPacketsPerFrame)
         var lowest: Int64
         var highest: Int64
         var captureTime: UInt64?
@@ -60,7 +60,11 @@ struct VideoFrameBuffer: Sendable {
     private var partials: [UInt32: Partial] = [:]
     private var readyTimestamps: Set<UInt32> = []
     /// Complete frames, ascending by first sequence number.
-    private(set) var ready: [QueuedVideoFrame] = []
+    private(set) var ready: [QueuedVideoFrame] = [] {
+        didSet { readyBytes = ready.reduce(0) { $0 + $1.data.count } }
+    }
+    /// Bytes of the frames in `ready`.
+    private(set) var readyBytes = 0
     /// Packets at or before this sequence number belong to frames already decoded or dropped.
     private(set) var consumedThrough: Int64?
 

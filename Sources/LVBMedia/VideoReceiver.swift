@@ -227,7 +227,7 @@ public final class VideoReceiver {
 
     /// Keeps the queue bounded while it waits for a keyframe (or a hostile sender floods it).
     private func trimQueue() {
-        while buffer.ready.count > ReceiverConstants.maxQueuedFrames { drop() }
+        while buffer.ready.count > ReceiverConstants.maxQueuedFrames || buffer.readyBytes > ReceiverConstants.maxQueuedBytes { drop() }
     }
 
     private var decodeWakeup: Instant? {
