@@ -38,6 +38,10 @@ public final class AudioReceiver {
     /// Playout stopped for lack of packets; the next arrival sets a new baseline.
     private var stopped = false
     private var nextReport: Instant?
+    /// When a slot last had no packet; while loss is recent, a missing slot
+    /// waits up to one frame for the next packet and its in-band FEC.
+    private var lastLossAt: Instant?
+    private var waitingForFEC: Instant?
 
     private let frameTicks = ReceiverConstants.audioFrameTicks
 
@@ -116,7 +120,8 @@ public final class AudioReceiver {
     /// The next time `poll` has work, if any (new packets may bring it sooner).
     public var nextWakeup: Instant? {
         let slot = cursor ?? queue.first?.timestamp
-        let release = slot.flatMap { jitter.releaseTime(timestamp: UInt32(truncatingIfNeeded: $0)) }
+        var release = slot.flatMap { jitter.releaseTime(timestamp: UInt32(truncatingIfNeeded: $0)) }
+        if let wait = waitingForFEC, let r = release, wait > r { release = wait }
         return [release, nextReport].compactMap { $0 }.min()
     }
 
@@ -139,6 +144,7 @@ public final class AudioReceiver {
                 }
                 let pcm = decode(head.payload)
                 concealmentRun = 0
+                waitingForFEC = nil
                 out.append(.audio(ReceivedAudioFrame(
                     pcm: pcm, encoded: head.payload, rtpTimestamp: UInt32(truncatingIfNeeded: head.timestamp),
                     captureTime: head.captureTime, concealed: false, arrival: head.arrival)))
@@ -155,6 +161,16 @@ public final class AudioReceiver {
                 advance(to: max(slot + frameTicks, min(queue.first?.timestamp ?? live, live)))
                 continue
             }
+            let nextArrived = queue.first.map { $0.timestamp < slot + 2 * frameTicks } ?? false
+            if !nextArrived, let seen = lastLossAt, now - seen < ReceiverConstants.fecWaitAfterLoss {
+                let deadline = release + ReceiverConstants.fecWait
+                if now < deadline {
+                    waitingForFEC = deadline
+                    break
+                }
+            }
+            waitingForFEC = nil
+            lastLossAt = now
             if let next = queue.first, next.timestamp < slot + 2 * frameTicks,
                let pcm = try? decoder.decodeFEC(next.payload), pcm.count == decoder.frameSize * decoder.channels {
                 counters.fecRecovered += 1

@@ -86,6 +86,10 @@ public enum ReceiverConstants {
 
     /// Longest run of concealment before playout stops until packets resume (10 frames).
     public static let maxConcealmentRun = 10
+    /// After a loss, for this long, a missing slot waits up to `fecWait` for
+    /// the next packet, whose in-band FEC rebuilds it (NetEq does the same).
+    public static let fecWaitAfterLoss: Duration = .seconds(10)
+    public static let fecWait: Duration = .milliseconds(20)
     /// Audio this far behind its release time is dropped to get back to live.
     public static let maxPlayoutLag: Duration = .milliseconds(200)
     /// Most audio packets queued (10 s at 20 ms).

@@ -115,7 +115,10 @@ private final class MediaRoom {
             #expect(m.longestStall(i) < .seconds(1), "stall of \(m.longestStall(i)) (GOP 1 s)")
             // Audio plays a 20 ms block every 20 ms: loss is concealed or recovered by FEC.
             #expect(m.audioBlocks[i] >= 900, "\(m.audioBlocks[i]) audio blocks in ~20 s")
-            #expect(media.audio.stats.fecRecovered + media.audio.stats.concealed > 0)
+            // After the first losses a gap waits one frame for the next packet,
+            // so in-band FEC rebuilds a good share of them.
+            let a = media.audio.stats
+            #expect(a.fecRecovered * 2 >= a.lost, "audio \(a)")
         }
         #expect(m.hostMedia.broadcaster.stats.retransmissions > 0)
         // Admission gates media: nobody else's RTCP was taken.
