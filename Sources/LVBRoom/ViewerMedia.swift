@@ -19,6 +19,8 @@ public final class ViewerMedia: RoomMediaEndpoint {
     public var onAudio: ((ReceivedAudioFrame) -> Void)?
     /// Every RTP packet from the host as it arrived (the `--rtp-out` bridge).
     public var onPacket: ((RTPPacket, ArraySlice<UInt8>) -> Void)?
+    /// After each RTP packet is taken in: `nextWakeup` may have moved earlier.
+    public var onReceived: (() -> Void)?
     public private(set) var malformed = 0
     public private(set) var unknownPayloadTypes = 0
     /// RTP bytes received per medium (retransmissions included).
@@ -62,6 +64,7 @@ public final class ViewerMedia: RoomMediaEndpoint {
             }
             onPacket?(packet, payload)
             poll()
+            onReceived?()
         case .rtcp:
             let packets: [RTCPPacket]
             do { packets = try RTCPPacket.parseCompound(payload) } catch {
@@ -110,6 +113,12 @@ public final class ViewerMedia: RoomMediaEndpoint {
             }
         }
         if !feedback.isEmpty { send(feedback) }
+    }
+
+    /// The earliest time a `poll` has work (a frame or audio block due, a
+    /// NACK retry, a report), if any; packets arriving may bring it sooner.
+    public var nextWakeup: Instant? {
+        [video.nextWakeup, audio.nextWakeup].compactMap { $0 }.min()
     }
 
     /// An empty receiver report: "keep sending to me".

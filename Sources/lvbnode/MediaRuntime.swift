@@ -23,7 +23,10 @@ final class MediaRuntime: @unchecked Sendable {
     private var pump: MediaPump?
     private(set) var host: HostMedia?
     private(set) var viewer: ViewerMedia?
-    private var poller: RepeatedTask?
+    /// Set on the node's loop by `stop`; the poller checks it there.
+    private var stopped = false
+    private var pollTask: Scheduled<Void>?
+    private var pollDue: Instant?
     private var statsTask: RepeatedTask?
     private var reporter: MediaStatsReporter?
 
@@ -74,8 +77,9 @@ final class MediaRuntime: @unchecked Sendable {
         }
         if let viewer {
             // Frames are released on packet arrival too; this catches the
-            // jitter buffer's timed releases and audio's steady 20 ms.
-            poller = node.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(5), delay: .milliseconds(5)) { _ in viewer.poll() }
+            // jitter buffer's timed releases, audio's steady 20 ms and NACK
+            // retries, waking when the pipelines say work is due.
+            schedulePoll(viewer, on: node.eventLoop)
         }
         let reporter = MediaStatsReporter(runtime: self, sinks: sinks, pump: pump)
         self.reporter = reporter
@@ -86,11 +90,31 @@ final class MediaRuntime: @unchecked Sendable {
         }
     }
 
+    /// Polls `viewer` when its next work is due (at least every 100 ms, at
+    /// most every millisecond), until `stop`; a packet that brings the next
+    /// work closer moves the timer up.
+    private func schedulePoll(_ viewer: ViewerMedia, on loop: EventLoop) {
+        let now = SystemClock.shared.now()
+        let wait = min(max(((viewer.nextWakeup ?? now + .milliseconds(100)) - now).nanosecondsClamped, 1_000_000), 100_000_000)
+        pollDue = now + .nanoseconds(wait)
+        pollTask = loop.scheduleTask(in: .nanoseconds(wait)) { [weak self] in
+            guard let self, !self.stopped else { return }
+            viewer.poll()
+            self.schedulePoll(viewer, on: loop)
+        }
+        viewer.onReceived = { [weak self] in
+            guard let self, !self.stopped, let due = self.pollDue, let next = viewer.nextWakeup,
+                  next < due, due - next > .milliseconds(1) else { return }
+            self.pollTask?.cancel()
+            self.schedulePoll(viewer, on: loop)
+        }
+    }
+
     /// The media part of the exit line (on the node's loop), nil without media.
     func summary() -> String? { reporter?.json(final: true) }
 
-    func stop() async {
-        poller?.cancel()
+    func stop(node: UDPNode) async {
+        _ = try? await node.submit { [self] _ in stopped = true }
         statsTask?.cancel()
         await pump?.stop()
     }

@@ -147,7 +147,7 @@ struct NodeRunner {
             try? await Task.sleep(for: .milliseconds(300))
         }
         ticker.cancel()
-        await mediaRuntime.stop()
+        await mediaRuntime.stop(node: node)
         try? await node.submit { _ in box.room?.shutdown() }
         let (stats, roomStats, mediaStats) = (try? await node.submit { core in
             (core.stats, box.room.map { StatsJSON.encode(room: $0) }, mediaRuntime.summary())
