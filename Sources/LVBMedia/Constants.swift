@@ -28,6 +28,8 @@ public enum MediaConstants {
     /// The GOP cache holds at most this many bytes; a longer GOP is not cached
     /// (joiners then wait for a keyframe).
     public static let gopCacheMaxBytes = 4 << 20
+    /// A viewer gets the GOP cache at most once in this long.
+    public static let gopBurstInterval: Duration = .seconds(10)
     /// A viewer that sends no RTCP for this long stops receiving media.
     public static let subscriberTimeout: Duration = .seconds(5)
     /// Sender reports go to each viewer this often.

@@ -56,6 +56,8 @@ public final class MediaBroadcaster<Viewer: Hashable> {
     private var history = SendHistory()
     private var gop = GOPCache()
     private var keyframeWanted = false
+    /// When each viewer last got the GOP cache.
+    private var lastBurst: [Viewer: Instant] = [:]
     private var lastKeyframeRequest: Instant?
     // Sender report bookkeeping (RFC 3550 §6.4.1).
     private var videoCount: (packets: UInt32, octets: UInt32, timestamp: UInt32) = (0, 0, 0)
@@ -163,7 +165,12 @@ public final class MediaBroadcaster<Viewer: Hashable> {
         subscribers[viewer] = Subscriber(lastHeard: now, rate: RateController(maxKbps: maxVideoKbps),
                                          lastSenderReport: now, retransmitTokens: 0, tokensAt: now)
         log.debug("viewer subscribed")
-        if useGOPCache, gop.isComplete, !gop.packets.isEmpty, let send {
+        // One burst per viewer per interval: going quiet and subscribing again
+        // must not turn the cache into an amplifier.
+        lastBurst = lastBurst.filter { now - $0.value < MediaConstants.gopBurstInterval }
+        let burstAllowed = lastBurst[viewer] == nil
+        if useGOPCache, burstAllowed, gop.isComplete, !gop.packets.isEmpty, let send {
+            lastBurst[viewer] = now
             stats.gopBursts += 1
             for b in gop.packets { send(viewer, .rtp, b) }
             stats.bytesSent += gop.bytes

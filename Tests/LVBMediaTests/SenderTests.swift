@@ -152,6 +152,15 @@ struct SenderTests {
         clock.advance(MediaConstants.subscriberTimeout)
         b.tick()
         #expect(b.subscriberCount == 0)
+
+        // Subscribing again at once brings no second GOP burst (no amplifier);
+        // after the interval it does.
+        b.receiveRTCP(rr.serialized(), from: 1)
+        #expect(b.stats.gopBursts == 1)
+        b.unsubscribe(1)
+        clock.advance(MediaConstants.gopBurstInterval)
+        b.receiveRTCP(rr.serialized(), from: 1)
+        #expect(b.stats.gopBursts == 2)
     }
 
     @Test("receiver reports with loss lower the video target; clean ones raise it back")
