@@ -131,6 +131,38 @@ import Testing
         #expect(numbers.last == 5149)
     }
 
+    @Test func anAudioOnlyRoomFromAWAVFileIsHeardAndRecorded() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // One second of the test tone as a WAV file; the host loops it.
+        let tonePath = dir + "/tone.wav", heard = dir + "/heard.wav"
+        let writer = try WAVWriter(path: tonePath)
+        var tone = try SyntheticAudio()
+        for _ in 0..<50 { try writer.write(tone.next20ms()) }
+        writer.close()
+        let host = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--video", "none", "--audio", tonePath])
+        let ticket = try #require(host.waitFor("ready")?["ticket"] as? String, "host: \(host.stderr)")
+        let viewer = try NodeProcess(["join", ticket, "--ephemeral", "--json", "--duration", "5",
+                                      "--record", dir, "--audio-out", heard])
+        #expect(viewer.waitFor("recording", timeout: 10) != nil, "an audio-only stream is recorded after 2 s: \(viewer.stderr)")
+        #expect(viewer.waitExit(timeout: 20) == 0)
+        let media = try #require(viewer.waitFor("exit", timeout: 1)?["media"] as? [String: Any])
+        #expect(media["frames"] as? Int == 0)
+        #expect(media["audio_latency_p95_ms"] != nil)
+        let wav = try WAVReader(path: heard)
+        var samples = 0
+        while let block = try wav.read(samplesPerChannel: 4800) { samples += block.count }
+        #expect(samples > 48_000 * 3, "\(samples) samples heard")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".webm") }
+        #expect(files.count == 1)
+        if let file = files.first, let ffprobe = Self.ffprobe {
+            let codecs = try Self.run(ffprobe, ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", dir + "/" + file])
+            #expect(codecs.trimmingCharacters(in: .whitespacesAndNewlines) == "opus")
+        }
+        host.signal(SIGTERM)
+        #expect(host.waitExit() == 0)
+    }
+
     @Test func aNoMediaViewerGetsNoStream() throws {
         let (host, ticket) = try host()
         let viewer = try NodeProcess(["join", ticket, "--ephemeral", "--json", "--no-media", "--duration", "2"])
