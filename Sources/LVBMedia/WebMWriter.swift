@@ -43,7 +43,8 @@ public final class WebMWriter {
 
     /// Creates `path` ("-" = stdout) and writes the EBML header, Info and Tracks; video
     /// is track 1 and audio (Opus, `audioChannels` 1 or 2) the next. At least one must be given.
-    public init(path: String, video: (width: Int, height: Int)?, audioChannels: Int?) throws(MediaError) {
+    /// With `createNew`, an existing file at `path` is an error, never overwritten.
+    public init(path: String, video: (width: Int, height: Int)?, audioChannels: Int?, createNew: Bool = false) throws(MediaError) {
         let audio = audioChannels
         guard video != nil || audio != nil else { throw .invalidParameter("a WebM file needs a video or an audio track") }
         if let video {
@@ -54,7 +55,7 @@ public final class WebMWriter {
         if let audio, !(1...2).contains(audio) {
             throw .invalidParameter("WebM Opus channel count \(audio): use 1 or 2")
         }
-        output = try MediaOutputFile(path: path)
+        output = try MediaOutputFile(path: path, createNew: createNew)
         self.video = video.map { _ in TrackClock(number: 1) }
         self.audio = audio.map { _ in TrackClock(number: video == nil ? 1 : 2) }
 

@@ -270,12 +270,13 @@ final class MediaOutputFile {
     /// Bytes written by this writer.
     private(set) var position: Int64 = 0
 
-    init(path: String) throws(MediaError) {
+    /// `createNew`: fail if `path` exists instead of truncating it.
+    init(path: String, createNew: Bool = false) throws(MediaError) {
         if path == "-" {
             fd = 1
             name = "stdout"
         } else {
-            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (createNew ? O_EXCL : O_TRUNC), 0o644)
             name = path
             guard fd >= 0 else { throw .file("\(path): cannot create (\(errnoText()))") }
         }

@@ -15,6 +15,8 @@ final class ViewerSinks {
     private let startedAt: Instant
     private var firstFrameAt: Instant?
     private var y4m: Y4MWriter?
+    /// Held until the second picture gives the frame rate.
+    private var firstPicture: (image: I420Frame, timestamp: UInt32)?
     private var wav: WAVWriter?
     private var webm: WebMWriter?
     private(set) var recordingPath: String?
@@ -69,10 +71,7 @@ final class ViewerSinks {
         }
         guard failed == nil else { return }
         do {
-            if let path = options.videoOut {
-                if y4m == nil { y4m = try Y4MWriter(path: path, width: frame.image.width, height: frame.image.height, fps: 30) }
-                try y4m?.write(frame.image)
-            }
+            if let path = options.videoOut { try writeY4M(frame, to: path) }
             if options.record != nil {
                 if webm == nil, frame.isKeyframe { try startRecording(video: (frame.image.width, frame.image.height), at: frame.captureTime ?? nowNTP) }
                 if let webm, let start = recordingStart {
@@ -110,10 +109,31 @@ final class ViewerSinks {
         } catch { fail(error) }
     }
 
+    private func writeY4M(_ frame: ReceivedVideoFrame, to path: String) throws(MediaError) {
+        if y4m == nil {
+            // The Y4M header needs the frame rate: take it from the first two
+            // pictures' RTP timestamps (90 kHz).
+            guard let first = firstPicture else {
+                firstPicture = (frame.image, frame.rtpTimestamp)
+                return
+            }
+            let ticks = Int(frame.rtpTimestamp &- first.timestamp)
+            let fps = ticks > 0 ? min(120, max(1, (MediaConstants.videoClockRate + ticks / 2) / ticks)) : 30
+            y4m = try Y4MWriter(path: path, width: first.image.width, height: first.image.height, fps: fps)
+            try y4m?.write(first.image)
+            firstPicture = nil
+        }
+        try y4m?.write(frame.image)
+    }
+
     private func startRecording(video: (width: Int, height: Int)?, at capture: UInt64) throws(MediaError) {
         guard let dir = options.record else { return }
-        let path = "\(dir)/lvbnode-\(Self.timestampText()).webm"
-        webm = try WebMWriter(path: path, video: video, audioChannels: 1)
+        // Never overwrite: another viewer may record into the same
+        // directory in the same second.
+        let base = "\(dir)/lvbnode-\(Self.timestampText())"
+        var path = base + ".webm"
+        for n in 2...99 where access(path, F_OK) == 0 { path = "\(base)-\(n).webm" }
+        webm = try WebMWriter(path: path, video: video, audioChannels: 1, createNew: true)
         recordingPath = path
         recordingStart = capture
         var line = JSONLine(event: "recording")
@@ -128,6 +148,11 @@ final class ViewerSinks {
 
     /// Finishes the files (sizes, durations) before exit.
     func close() {
+        if y4m == nil, let first = firstPicture, let path = options.videoOut {
+            // A single picture: write it at the default rate.
+            y4m = try? Y4MWriter(path: path, width: first.image.width, height: first.image.height, fps: 30)
+            try? y4m?.write(first.image)
+        }
         y4m?.close()
         wav?.close()
         do { try webm?.close() } catch { Output.fail("--record: \(error)") }

@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test func aViewerRecordsPlaysAndForwardsTheHostsStream() throws {
-        let (host, ticket) = try host()
+        let (host, ticket) = try host(["--fps", "25"])
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let y4mPath = dir + "/decoded.y4m", sdpPath = dir + "/room.sdp", wavPath = dir + "/decoded.wav"
@@ -53,13 +53,14 @@ import Testing
         #expect(viewer.waitExit(timeout: 30) == 0, "viewer: \(viewer.stderr)")
         let exit = try #require(viewer.waitFor("exit", timeout: 1)?["media"] as? [String: Any])
         let frames = exit["frames"] as? Int ?? 0
-        #expect(frames > 60, "decoded \(frames) frames in ~4 s")
+        #expect(frames > 50, "decoded \(frames) frames in ~4 s")
 
         // The decoded pictures are the host's pattern, in order.
         let reader = try Y4MReader(path: y4mPath)
+        #expect(reader.fps.num == 25 && reader.fps.den == 1, "the Y4M says the host's rate")
         var numbers: [Int] = []
         while let f = try reader.nextFrame() { if let n = SyntheticVideo.readFrameNumber(f) { numbers.append(n) } }
-        #expect(numbers.count > 60)
+        #expect(numbers.count > 50)
         #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "frame numbers go backwards")
 
         // The decoded sound: a 20 ms block every 20 ms from the first packet on
