@@ -21,6 +21,37 @@ public enum MediaConstants {
     /// Seconds from 1900 (NTP era 0) to 1970 (RFC 5905 §6).
     public static let ntpUnixOffset: UInt64 = 2_208_988_800
 
+    /// RTP (RFC 3550 §5.1) and its one-byte header extensions (RFC 8285 §4.2).
+    public enum RTP {
+        static let version: UInt8 = 2
+        static let fixedHeaderSize = 12
+        static let maxCSRCs = 15
+        static let oneByteProfile: UInt16 = 0xBEDE
+        static let extensionIDs: ClosedRange<UInt8> = 1...14
+        static let extensionLengths: ClosedRange<Int> = 1...16
+        static let extensionStopID: UInt8 = 15
+        /// Project-local extension: the sender's capture time of the media in
+        /// this packet, 8 bytes, NTP 64-bit format (RFC 5905 §6: seconds since
+        /// 1900 in the upper 32 bits, fraction of a second in the lower 32),
+        /// big-endian — the layout of WebRTC's abs-capture-time without its
+        /// clock offset. The id is fixed by this protocol rather than negotiated.
+        public static let captureTimeExtensionID: UInt8 = 1
+        static let captureTimeLength = 8
+    }
+
+    /// RTCP (RFC 3550 §6.4) and its feedback messages (RFC 4585 §6.1).
+    public enum RTCP {
+        /// The 5-bit count field's limit (report blocks).
+        static let maxCount = 31
+        static let typeSR: UInt8 = 200
+        static let typeRR: UInt8 = 201
+        static let typeRTPFB: UInt8 = 205
+        static let typePSFB: UInt8 = 206
+        static let formatGenericNACK: UInt8 = 1
+        static let formatPLI: UInt8 = 1
+        static let reportBlockSize = 24
+    }
+
     // MARK: Tuning values
 
     /// Packets the sender keeps to answer NACKs (about 10 s of 1 Mbit/s video).
@@ -67,4 +98,107 @@ public enum NTPTime {
 
     /// The middle 32 bits (RFC 3550 §6.4.1 LSR/DLSR units: 1/65536 s).
     public static func middle32(_ ntp: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: ntp >> 16) }
+}
+
+/// Values of the viewer-side receive pipeline ("specification": from an RFC or
+/// fixed by this project's wire protocol; "tuning": local choices).
+public enum ReceiverConstants {
+    // MARK: Specification
+
+    /// RFC 3550 §A.1: a forward sequence jump of this many or more is a restart, not loss.
+    public static let maxDropout: UInt16 = 3000
+    /// RFC 3550 §A.8: the jitter estimate moves 1/16 of the way to each new difference.
+    public static let jitterGain = 1.0 / 16
+    /// RFC 3550 §6.4.1: cumulative packets lost is a 24-bit signed field.
+    public static let cumulativeLostRange: ClosedRange<Int64> = -0x80_0000...0x7F_FFFF
+    /// RTP clocks (RFC 7741 §6.1, RFC 7587 §4.1) and this project's payload
+    /// types, as `MediaConstants` fixes them for the sender.
+    public static let videoClockRate = UInt32(MediaConstants.videoClockRate)
+    public static let audioClockRate = UInt32(MediaConstants.audioClockRate)
+    public static let videoPayloadType = MediaConstants.videoPayloadType
+    public static let audioPayloadType = MediaConstants.audioPayloadType
+    /// The sender's audio framing: one 20 ms Opus frame per packet (960 ticks at 48 kHz).
+    public static let audioFrameTicks = Int64(MediaConstants.audioFrameSamples)
+
+    // MARK: Tuning — receive statistics
+
+    /// How far behind the highest sequence number a packet still counts as
+    /// reordered rather than a jump. RFC 3550 §A.1's example uses 100; NACK
+    /// retransmissions arrive up to a second late, so we accept more.
+    public static let maxMisorder: UInt16 = 1000
+    /// Recent sequence numbers remembered to recognise duplicates (> maxMisorder).
+    public static let duplicateWindow = 2048
+
+    // MARK: Tuning — NACK
+
+    /// A forward gap wider than this is a jump (restart, long outage), not loss to repair.
+    public static let nackMaxGap: Int64 = 512
+    /// Most missing sequence numbers tracked; the oldest are given up beyond it.
+    public static let nackMaxTracked = 1000
+    /// Reorder allowance before the first request: a packet this many newer has
+    /// arrived, or `nackReorderWait` has passed since the gap was seen.
+    public static let nackReorderPackets: Int64 = 2
+    public static let nackReorderWait: Duration = .milliseconds(5)
+    /// Retries go out every max(RTT × factor, floor).
+    public static let nackRetryRTTFactor = 1.5
+    public static let nackRetryFloor: Duration = .milliseconds(20)
+    /// Requests per missing packet before giving up.
+    public static let nackMaxTries = 10
+    /// A missing packet older than this is no longer worth asking for.
+    public static let nackMaxAge: Duration = .seconds(1)
+    /// Most sequence numbers in one feedback round (keeps a NACK under ~1 KB).
+    public static let nackMaxPerFeedback = 200
+
+    // MARK: Tuning — jitter buffer
+
+    /// Window of the minimum transit (the baseline); long enough to ride out
+    /// jitter, short enough to follow clock drift between sender and receiver.
+    public static let baselineWindow: Duration = .seconds(10)
+    /// Window of lateness samples the target delay is taken from.
+    public static let latenessWindow: Duration = .seconds(3)
+    /// Most lateness samples kept (bounds the work a flood of packets causes).
+    public static let maxLatenessSamples = 600
+    /// Percentile of recent lateness the target delay covers.
+    public static let latenessPercentile = 0.95
+    /// Upper bound of the target delay.
+    public static let maxTargetDelay: Duration = .milliseconds(400)
+
+    // MARK: Tuning — video
+
+    /// Decode-order gaps are waited for max(target, RTT × factor + extra), at most `maxGapWait`.
+    public static let gapWaitRTTFactor = 2.5
+    public static let gapWaitExtra: Duration = .milliseconds(20)
+    public static let maxGapWait: Duration = .milliseconds(500)
+    /// Keyframe requests (PLI): no closer than max(RTT, this) for a new loss,
+    /// repeated this often while no keyframe comes, and the first one this long
+    /// after the first packet if the stream did not start with a keyframe.
+    public static let pliMinInterval: Duration = .milliseconds(200)
+    public static let pliRepeatInterval: Duration = .seconds(1)
+    public static let firstKeyframeWait: Duration = .milliseconds(300)
+    /// Complete frames held waiting to be decoded, and their bytes; frames
+    /// partly received, and packets per frame (512 × 1167 B ≈ 600 KB, more
+    /// than a 1080p keyframe needs). Together they bound what a misbehaving
+    /// sender can make a viewer hold to about 16 + 19 MB.
+    public static let maxQueuedFrames = 300
+    public static let maxQueuedBytes = 16 << 20
+    public static let maxPartialFrames = 32
+    public static let maxPacketsPerFrame = 512
+
+    // MARK: Tuning — audio
+
+    /// Longest run of concealment before playout stops until packets resume (10 frames).
+    public static let maxConcealmentRun = 10
+    /// After a loss, for this long, a missing slot waits up to `fecWait` for
+    /// the next packet, whose in-band FEC rebuilds it (NetEq does the same).
+    public static let fecWaitAfterLoss: Duration = .seconds(10)
+    public static let fecWait: Duration = .milliseconds(20)
+    /// Audio this far behind its release time is dropped to get back to live.
+    public static let maxPlayoutLag: Duration = .milliseconds(200)
+    /// Most audio packets queued (10 s at 20 ms).
+    public static let maxQueuedAudioPackets = 500
+
+    // MARK: Tuning — reports
+
+    /// Receiver reports go out this often once packets flow.
+    public static let reportInterval: Duration = .milliseconds(500)
 }

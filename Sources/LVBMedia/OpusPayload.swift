@@ -1,10 +1,8 @@
 /// Opus over RTP (RFC 7587): one Opus packet per RTP payload, no payload
 /// header, and a 48 kHz RTP clock whatever the audio's real sample rate.
 public enum OpusPayload {
-    // Specification values (RFC 7587 §4.1); they belong in the module's
-    // Constants.swift once it exists (STYLE rule 2).
     /// RFC 7587 §4.1: the RTP clock rate is always 48000.
-    public static let clockRate: UInt32 = 48_000
+    public static let clockRate = UInt32(MediaConstants.audioClockRate)
     /// RTP timestamp increment for one 20 ms frame: 960.
     public static let frameIncrement20ms: UInt32 = timestampIncrement(milliseconds: 20)
 

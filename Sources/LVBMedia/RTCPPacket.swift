@@ -39,7 +39,7 @@ public struct RTCPSenderReport: Equatable, Sendable {
 
     public init(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, packetCount: UInt32,
                 octetCount: UInt32, reportBlocks: [RTCPReportBlock] = []) throws(MediaError) {
-        guard reportBlocks.count <= RTCPPacket.maxCount else { throw .invalidParameter("\(reportBlocks.count) report blocks, at most 31") }
+        guard reportBlocks.count <= MediaConstants.RTCP.maxCount else { throw .invalidParameter("\(reportBlocks.count) report blocks, at most 31") }
         self.ssrc = ssrc
         self.ntpTimestamp = ntpTimestamp
         self.rtpTimestamp = rtpTimestamp
@@ -56,7 +56,7 @@ public struct RTCPReceiverReport: Equatable, Sendable {
     public private(set) var reportBlocks: [RTCPReportBlock]
 
     public init(ssrc: UInt32, reportBlocks: [RTCPReportBlock] = []) throws(MediaError) {
-        guard reportBlocks.count <= RTCPPacket.maxCount else { throw .invalidParameter("\(reportBlocks.count) report blocks, at most 31") }
+        guard reportBlocks.count <= MediaConstants.RTCP.maxCount else { throw .invalidParameter("\(reportBlocks.count) report blocks, at most 31") }
         self.ssrc = ssrc
         self.reportBlocks = reportBlocks
     }
@@ -152,16 +152,6 @@ public enum RTCPPacket: Equatable, Sendable {
     case nack(RTCPGenericNACK)
     case pli(RTCPPictureLossIndication)
 
-    // Specification values (RFC 3550 §6.4, RFC 4585 §6.1). They belong in the
-    // module's Constants.swift once it exists (STYLE rule 2).
-    static let maxCount = 31
-    static let typeSR: UInt8 = 200
-    static let typeRR: UInt8 = 201
-    static let typeRTPFB: UInt8 = 205
-    static let typePSFB: UInt8 = 206
-    static let formatGenericNACK: UInt8 = 1
-    static let formatPLI: UInt8 = 1
-    static let reportBlockSize = 24
 
     public static func parseCompound(_ bytes: [UInt8]) throws(MediaError) -> [RTCPPacket] {
         try parseCompound(bytes[...])
@@ -196,9 +186,9 @@ public enum RTCPPacket: Equatable, Sendable {
     private static func parseBody(type: UInt8, count: Int, _ body: ArraySlice<UInt8>) throws(MediaError) -> RTCPPacket? {
         var r = ByteReader(body)
         switch (type, UInt8(count)) {
-        case (typeSR, _):
+        case (MediaConstants.RTCP.typeSR, _):
             // SSRC, NTP (64), RTP ts, packet count, octet count; then RC blocks.
-            guard body.count >= 24 + reportBlockSize * count else { throw .malformed("SR length does not cover its report blocks") }
+            guard body.count >= 24 + MediaConstants.RTCP.reportBlockSize * count else { throw .malformed("SR length does not cover its report blocks") }
             let ssrc = try r.mediaRead32("SR")
             let ntp = try r.mediaRead64("SR")
             let rtp = try r.mediaRead32("SR")
@@ -207,11 +197,11 @@ public enum RTCPPacket: Equatable, Sendable {
             let blocks = try parseBlocks(&r, count)
             return .senderReport(try RTCPSenderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp,
                                                       packetCount: packetCount, octetCount: octetCount, reportBlocks: blocks))
-        case (typeRR, _):
-            guard body.count >= 4 + reportBlockSize * count else { throw .malformed("RR length does not cover its report blocks") }
+        case (MediaConstants.RTCP.typeRR, _):
+            guard body.count >= 4 + MediaConstants.RTCP.reportBlockSize * count else { throw .malformed("RR length does not cover its report blocks") }
             let ssrc = try r.mediaRead32("RR")
             return .receiverReport(try RTCPReceiverReport(ssrc: ssrc, reportBlocks: try parseBlocks(&r, count)))
-        case (typeRTPFB, formatGenericNACK):
+        case (MediaConstants.RTCP.typeRTPFB, MediaConstants.RTCP.formatGenericNACK):
             guard body.count >= 12, body.count % 4 == 0 else { throw .malformed("generic NACK length must cover whole FCI entries") }
             let sender = try r.mediaRead32("NACK")
             let media = try r.mediaRead32("NACK")
@@ -220,7 +210,7 @@ public enum RTCPPacket: Equatable, Sendable {
                 entries.append(.init(packetID: try r.mediaRead16("NACK"), lostBitmask: try r.mediaRead16("NACK")))
             }
             return .nack(RTCPGenericNACK(senderSSRC: sender, mediaSSRC: media, checkedEntries: entries))
-        case (typePSFB, formatPLI):
+        case (MediaConstants.RTCP.typePSFB, MediaConstants.RTCP.formatPLI):
             // RFC 4585 §6.3.1: "the length field MUST be 2".
             guard body.count == 8 else { throw .malformed("PLI length must be 2") }
             return .pli(RTCPPictureLossIndication(senderSSRC: try r.mediaRead32("PLI"), mediaSSRC: try r.mediaRead32("PLI")))
@@ -256,20 +246,20 @@ public enum RTCPPacket: Equatable, Sendable {
         let count: Int, type: UInt8
         switch self {
         case let .senderReport(sr):
-            (count, type) = (sr.reportBlocks.count, Self.typeSR)
+            (count, type) = (sr.reportBlocks.count, MediaConstants.RTCP.typeSR)
             w.write(sr.ssrc); w.write(sr.ntpTimestamp); w.write(sr.rtpTimestamp)
             w.write(sr.packetCount); w.write(sr.octetCount)
             Self.write(sr.reportBlocks, to: &w)
         case let .receiverReport(rr):
-            (count, type) = (rr.reportBlocks.count, Self.typeRR)
+            (count, type) = (rr.reportBlocks.count, MediaConstants.RTCP.typeRR)
             w.write(rr.ssrc)
             Self.write(rr.reportBlocks, to: &w)
         case let .nack(nack):
-            (count, type) = (Int(Self.formatGenericNACK), Self.typeRTPFB)
+            (count, type) = (Int(MediaConstants.RTCP.formatGenericNACK), MediaConstants.RTCP.typeRTPFB)
             w.write(nack.senderSSRC); w.write(nack.mediaSSRC)
             for entry in nack.entries { w.write(entry.packetID); w.write(entry.lostBitmask) }
         case let .pli(pli):
-            (count, type) = (Int(Self.formatPLI), Self.typePSFB)
+            (count, type) = (Int(MediaConstants.RTCP.formatPLI), MediaConstants.RTCP.typePSFB)
             w.write(pli.senderSSRC); w.write(pli.mediaSSRC)
         }
         var out: [UInt8] = [2 << 6 | UInt8(count), type]

@@ -20,22 +20,8 @@ import LVBCore
 /// The payload follows; with P set, its last octet counts the padding octets
 /// at the end (itself included), which are not part of the payload.
 public struct RTPPacket: Equatable, Sendable {
-    // Specification values (RFC 3550 §5.1, RFC 8285 §4.2). They belong in the
-    // module's Constants.swift once it exists (STYLE rule 2).
-    static let version: UInt8 = 2
-    static let fixedHeaderSize = 12
-    static let maxCSRCs = 15
-    static let oneByteProfile: UInt16 = 0xBEDE
-    static let extensionIDs: ClosedRange<UInt8> = 1...14
-    static let extensionLengths: ClosedRange<Int> = 1...16
-    static let extensionStopID: UInt8 = 15
-    /// Project-local extension: the sender's capture time of the media in this
-    /// packet, 8 bytes, NTP 64-bit format (RFC 5905 §6: seconds since 1900 in
-    /// the upper 32 bits, fraction of a second in the lower 32), big-endian —
-    /// the layout of WebRTC's abs-capture-time without its clock offset. The id
-    /// is fixed by this project rather than negotiated (there is no SDP).
-    public static let captureTimeExtensionID: UInt8 = 1
-    static let captureTimeLength = 8
+    /// The capture-time extension's id (see `MediaConstants.RTP.captureTimeExtensionID`).
+    public static let captureTimeExtensionID = MediaConstants.RTP.captureTimeExtensionID
 
     public var marker: Bool
     /// 7-bit payload type (0...127), checked by `init`.
@@ -58,7 +44,7 @@ public struct RTPPacket: Equatable, Sendable {
                 ssrc: UInt32, csrcs: [UInt32] = [], extensions: [UInt8: [UInt8]] = [:],
                 payload: ArraySlice<UInt8>, paddingLength: UInt8 = 0) throws(MediaError) {
         guard payloadType <= 0x7F else { throw .invalidParameter("RTP payload type \(payloadType) above 127") }
-        guard csrcs.count <= Self.maxCSRCs else { throw .invalidParameter("\(csrcs.count) CSRCs, at most 15") }
+        guard csrcs.count <= MediaConstants.RTP.maxCSRCs else { throw .invalidParameter("\(csrcs.count) CSRCs, at most 15") }
         self.marker = marker
         self.payloadType = payloadType
         self.sequenceNumber = sequenceNumber
@@ -73,8 +59,8 @@ public struct RTPPacket: Equatable, Sendable {
 
     /// Sets a one-byte header extension element (RFC 8285 §4.2: id 1...14, 1...16 bytes).
     public mutating func setExtension(id: UInt8, _ value: [UInt8]) throws(MediaError) {
-        guard Self.extensionIDs.contains(id) else { throw .invalidParameter("extension id \(id) outside 1...14") }
-        guard Self.extensionLengths.contains(value.count) else {
+        guard MediaConstants.RTP.extensionIDs.contains(id) else { throw .invalidParameter("extension id \(id) outside 1...14") }
+        guard MediaConstants.RTP.extensionLengths.contains(value.count) else {
             throw .invalidParameter("extension element of \(value.count) bytes, one-byte form carries 1...16")
         }
         extensions[id] = value
@@ -85,7 +71,7 @@ public struct RTPPacket: Equatable, Sendable {
     /// The capture-time extension (see `captureTimeExtensionID`), or nil when
     /// absent or not 8 bytes long.
     public var captureTime: UInt64? {
-        guard let value = extensions[Self.captureTimeExtensionID], value.count == Self.captureTimeLength else { return nil }
+        guard let value = extensions[Self.captureTimeExtensionID], value.count == MediaConstants.RTP.captureTimeLength else { return nil }
         return value.reduce(0) { $0 << 8 | UInt64($1) }
     }
 
@@ -100,9 +86,9 @@ public struct RTPPacket: Equatable, Sendable {
     /// Parses one RTP packet; the payload keeps the input's indices.
     public static func parse(_ bytes: ArraySlice<UInt8>) throws(MediaError) -> RTPPacket {
         var r = ByteReader(bytes)
-        guard r.remaining >= fixedHeaderSize else { throw .truncated("RTP header") }
+        guard r.remaining >= MediaConstants.RTP.fixedHeaderSize else { throw .truncated("RTP header") }
         let b0 = try r.mediaRead8("RTP header")
-        guard b0 >> 6 == version else { throw .malformed("RTP version \(b0 >> 6)") }
+        guard b0 >> 6 == MediaConstants.RTP.version else { throw .malformed("RTP version \(b0 >> 6)") }
         let hasPadding = b0 & 0x20 != 0
         let hasExtension = b0 & 0x10 != 0
         let csrcCount = Int(b0 & 0x0F)
@@ -121,7 +107,7 @@ public struct RTPPacket: Equatable, Sendable {
             let words = Int(try r.mediaRead16("RTP header extension"))
             let block = try r.mediaBytes(4 * words, "RTP header extension")
             // Other profiles (two-byte form, RFC 8285 §4.3) are skipped, as RFC 3550 §5.3.1 allows.
-            if profile == oneByteProfile { extensions = try parseOneByteElements(block) }
+            if profile == MediaConstants.RTP.oneByteProfile { extensions = try parseOneByteElements(block) }
         }
 
         var payload = r.readRest()
@@ -159,7 +145,7 @@ public struct RTPPacket: Equatable, Sendable {
             let head = try r.mediaRead8("RTP extension element")
             if head == 0 { continue }
             let id = head >> 4
-            if id == extensionStopID { break }
+            if id == MediaConstants.RTP.extensionStopID { break }
             let length = Int(head & 0x0F) + 1
             guard r.remaining >= length else { throw .malformed("RTP extension element longer than its block") }
             elements[id] = Array(try r.mediaBytes(length, "RTP extension element"))
@@ -182,8 +168,8 @@ public struct RTPPacket: Equatable, Sendable {
 
     /// The packet on the wire. Extension elements go in id order; padding octets are zero.
     public func serialized() -> [UInt8] {
-        var w = ByteWriter(capacity: Self.fixedHeaderSize + 4 * csrcs.count + payload.count + 32)
-        var b0 = Self.version << 6 | UInt8(csrcs.count)
+        var w = ByteWriter(capacity: MediaConstants.RTP.fixedHeaderSize + 4 * csrcs.count + payload.count + 32)
+        var b0 = MediaConstants.RTP.version << 6 | UInt8(csrcs.count)
         if paddingLength > 0 { b0 |= 0x20 }
         if !extensions.isEmpty { b0 |= 0x10 }
         w.write(b0)
@@ -200,7 +186,7 @@ public struct RTPPacket: Equatable, Sendable {
                 block.append(contentsOf: value)
             }
             while block.count % 4 != 0 { block.append(0) }
-            w.write(Self.oneByteProfile)
+            w.write(MediaConstants.RTP.oneByteProfile)
             w.write(UInt16(block.count / 4))
             w.write(bytes: block)
         }

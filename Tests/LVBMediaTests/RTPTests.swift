@@ -50,7 +50,7 @@ func hex(_ s: String) -> [UInt8] { (try? Hex.decode(s)) ?? [] }
     }
 
     @Test func everyTruncationFails() {
-        for n in 0..<RTPPacket.fixedHeaderSize {
+        for n in 0..<MediaConstants.RTP.fixedHeaderSize {
             expectMediaError(.truncated("RTP header")) { () throws(MediaError) in try RTPPacket.parse(Array(Self.minimal.prefix(n))) }
         }
         // Padding makes the full vector self-delimiting: no prefix of it is a packet.
