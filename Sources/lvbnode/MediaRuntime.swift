@@ -65,7 +65,7 @@ final class MediaRuntime: @unchecked Sendable {
     }
 
     /// Starts the encoder threads (host) or the receive poller (viewer), and stats lines.
-    func start(node: UDPNode, termination: Termination) throws(MediaError) {
+    func start(node: UDPNode) throws(MediaError) {
         if case .host(let setup) = plan, let host {
             let pump = MediaPump { [out] why in
                 var line = JSONLine(event: "media_ended")

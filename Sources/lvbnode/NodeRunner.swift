@@ -103,7 +103,7 @@ struct NodeRunner {
         var mediaError: MediaError?
         if case .failure(let e) = attached { mediaError = e }
         if mediaError == nil {
-            do { try mediaRuntime.start(node: node, termination: termination) } catch { mediaError = error }
+            do { try mediaRuntime.start(node: node) } catch { mediaError = error }
         }
         if let mediaError {
             Output.fail("\(mediaError)")

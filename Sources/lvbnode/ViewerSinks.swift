@@ -32,8 +32,6 @@ final class ViewerSinks {
     var videoLatency = LatencySamples()
     var audioLatency = LatencySamples()
     private(set) var framesOut = 0
-    private(set) var audioBlocksOut = 0
-    private(set) var recordedMs: Int64 = 0
 
     /// Checks every path up front so a mistake fails before joining.
     init(options: ViewerMediaOptions, out: Output, clock: Clock, startedAt: Instant) throws(MediaError) {
@@ -79,7 +77,6 @@ final class ViewerSinks {
                     if let last = lastVideoMs, ms <= last { ms = last + 1 }  // strictly increasing per track
                     lastVideoMs = ms
                     try webm.writeVideo(frame.encoded, timestampMs: ms, keyframe: frame.isKeyframe)
-                    recordedMs = max(recordedMs, ms)
                 }
             }
         } catch { fail(error) }
@@ -87,7 +84,6 @@ final class ViewerSinks {
 
     func audio(_ block: ReceivedAudioFrame) {
         let nowNTP = NTPTime.from(clock.wallTime())
-        audioBlocksOut += 1
         if !block.concealed, let capture = block.captureTime, capture >= liveFrom { audioLatency.add(NTPTime.milliseconds(from: capture, to: nowNTP)) }
         guard failed == nil else { return }
         do {
@@ -104,7 +100,6 @@ final class ViewerSinks {
                 if let last = lastAudioMs, ms <= last { ms = last + 1 }
                 lastAudioMs = ms
                 try webm.writeAudio(encoded, timestampMs: ms)
-                recordedMs = max(recordedMs, ms)
             }
         } catch { fail(error) }
     }
