@@ -61,6 +61,8 @@ public enum MediaConstants {
     public static let gopCacheMaxBytes = 4 << 20
     /// A viewer gets the GOP cache at most once in this long.
     public static let gopBurstInterval: Duration = .seconds(10)
+    /// A viewer measures its round trip to the host this often.
+    public static let rttProbeInterval: Duration = .seconds(5)
     /// A viewer that sends no RTCP for this long stops receiving media.
     public static let subscriberTimeout: Duration = .seconds(5)
     /// Sender reports go to each viewer this often.

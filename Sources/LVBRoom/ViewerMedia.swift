@@ -33,6 +33,7 @@ public final class ViewerMedia: RoomMediaEndpoint {
     private let log = Log.logger("media")
     private var host: NodeID?
     private var lastFeedback: Instant?
+    private var lastProbe: Instant?
 
     public init(core: TransportCore, clock: Clock, ssrc: UInt32) throws(MediaError) {
         self.core = core
@@ -93,7 +94,15 @@ public final class ViewerMedia: RoomMediaEndpoint {
 
     public func tick() {
         poll()
-        if host != nil, lastFeedback.map({ clock.now() - $0 >= .seconds(1) }) ?? true { subscribe() }
+        guard let host else { return }
+        let now = clock.now()
+        if lastFeedback.map({ now - $0 >= .seconds(1) }) ?? true { subscribe() }
+        // NACK retries and the wait for a repair follow the round trip; the
+        // stream keeps the session busy, so no keepalive pings measure it.
+        if lastProbe.map({ now - $0 >= MediaConstants.rttProbeInterval }) ?? true {
+            lastProbe = now
+            core.probeRoundTrip(to: host)
+        }
     }
 
     /// Runs both pipelines: releases what is due to the sinks and sends the

@@ -54,6 +54,14 @@ extension TransportCore {
         sendNow(.control, message.bytes[...], to: peer)
     }
 
+    /// Measures the round-trip time to `id` now: a ping whose pong brings an
+    /// `.rtt` event. Keepalive pings only flow on idle sessions, so a layer
+    /// that keeps a session busy (media) and needs the RTT asks for it.
+    public func probeRoundTrip(to id: NodeID) {
+        guard let peer = peersByID[id], peer.established, peer.current != nil else { return }
+        sendPing(peer)
+    }
+
     func sendPing(_ peer: Peer) {
         peer.pingNonce = random.uint64()
         peer.pingSentAt = clock.now()
