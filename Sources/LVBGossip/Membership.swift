@@ -130,7 +130,10 @@ extension GossipNode {
             if active.isEmpty, let contact { requestNeighbor(contact, high: true) }
             return
         }
-        requestNeighbor(record, high: force || active.isEmpty)
+        // High priority below two neighbours, not only at none: with one
+        // neighbour a node hangs off the overlay by a single link, and low
+        // requests to peers whose views are full can all be refused.
+        requestNeighbor(record, high: force || active.count < GossipConstants.minimumNeighbours)
     }
 
     func shuffle() {
