@@ -172,7 +172,7 @@ public final class AudioReceiver {
             waitingForFEC = nil
             lastLossAt = now
             if let next = queue.first, next.timestamp < slot + 2 * frameTicks,
-               let pcm = try? decoder.decodeFEC(next.payload), pcm.count == decoder.frameSize * decoder.channels {
+               let pcm = try? decoder.decodeFEC(next.payload), pcm.count == blockSize {
                 counters.fecRecovered += 1
                 concealmentRun = 0
                 out.append(.audio(missingSlot(slot, pcm, concealed: false)))
@@ -213,14 +213,16 @@ public final class AudioReceiver {
     /// Opus, but not this stream's format) is concealed instead, so the
     /// output timeline keeps exactly one 20 ms block per slot.
     private func fitted(_ pcm: [Int16]) -> [Int16] {
-        guard pcm.count != decoder.frameSize * decoder.channels else { return pcm }
+        guard pcm.count != blockSize else { return pcm }
         counters.decodeErrors += 1
         return conceal()
     }
 
+    /// Samples in one 20 ms slot, all channels.
+    private var blockSize: Int { decoder.frameSize * decoder.channels }
+
     private func conceal() -> [Int16] {
-        let size = decoder.frameSize * decoder.channels
-        guard let pcm = try? decoder.decode(nil), pcm.count == size else { return [Int16](repeating: 0, count: size) }
+        guard let pcm = try? decoder.decode(nil), pcm.count == blockSize else { return [Int16](repeating: 0, count: blockSize) }
         return pcm
     }
 

@@ -60,9 +60,7 @@ struct VideoFrameBuffer: Sendable {
     private var partials: [UInt32: Partial] = [:]
     private var readyTimestamps: Set<UInt32> = []
     /// Complete frames, ascending by first sequence number.
-    private(set) var ready: [QueuedVideoFrame] = [] {
-        didSet { readyBytes = ready.reduce(0) { $0 + $1.data.count } }
-    }
+    private(set) var ready: [QueuedVideoFrame] = []
     /// Bytes of the frames in `ready`.
     private(set) var readyBytes = 0
     /// Packets at or before this sequence number belong to frames already decoded or dropped.
@@ -111,6 +109,7 @@ struct VideoFrameBuffer: Sendable {
     mutating func removeFirst() -> QueuedVideoFrame? {
         guard !ready.isEmpty else { return nil }
         let frame = ready.removeFirst()
+        readyBytes -= frame.data.count
         readyTimestamps.remove(frame.timestamp)
         consumedThrough = max(consumedThrough ?? frame.lastSeq, frame.lastSeq)
         if let consumedThrough {
@@ -126,6 +125,7 @@ struct VideoFrameBuffer: Sendable {
             if ready[mid].firstSeq < frame.firstSeq { lo = mid + 1 } else { hi = mid }
         }
         ready.insert(frame, at: lo)
+        readyBytes += frame.data.count
         readyTimestamps.insert(frame.timestamp)
     }
 }

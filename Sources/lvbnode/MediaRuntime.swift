@@ -80,6 +80,7 @@ final class MediaRuntime: @unchecked Sendable {
             // jitter buffer's timed releases, audio's steady 20 ms and NACK
             // retries, waking when the pipelines say work is due.
             schedulePoll(viewer, on: node.eventLoop)
+            pollSoonerIfDue(viewer, on: node.eventLoop)
         }
         let reporter = MediaStatsReporter(runtime: self, sinks: sinks, pump: pump)
         self.reporter = reporter
@@ -91,8 +92,7 @@ final class MediaRuntime: @unchecked Sendable {
     }
 
     /// Polls `viewer` when its next work is due (at least every 100 ms, at
-    /// most every millisecond), until `stop`; a packet that brings the next
-    /// work closer moves the timer up.
+    /// most every millisecond), until `stop`.
     private func schedulePoll(_ viewer: ViewerMedia, on loop: EventLoop) {
         let now = SystemClock.shared.now()
         let wait = min(max(((viewer.nextWakeup ?? now + .milliseconds(100)) - now).nanosecondsClamped, 1_000_000), 100_000_000)
@@ -102,6 +102,10 @@ final class MediaRuntime: @unchecked Sendable {
             viewer.poll()
             self.schedulePoll(viewer, on: loop)
         }
+    }
+
+    /// A packet that brings the viewer's next work closer moves the poll up.
+    private func pollSoonerIfDue(_ viewer: ViewerMedia, on loop: EventLoop) {
         viewer.onReceived = { [weak self] in
             guard let self, !self.stopped, let due = self.pollDue, let next = viewer.nextWakeup,
                   next < due, due - next > .milliseconds(1) else { return }
