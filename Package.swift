@@ -79,12 +79,15 @@ let package = Package(
                 "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swift5),
         .target(
             name: "LVBTestSupport",
             dependencies: [
-                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip",
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom",
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -130,7 +133,7 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "LVBMediaTests",
-            dependencies: ["LVBCore", "LVBMedia"],
+            dependencies: ["LVBCore", "LVBMedia", "LVBTestSupport"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRoomTests",

@@ -1,3 +1,4 @@
+import LVBCore
 import LVBCrypto
 
 /// The kind byte of a room event, naming the layout of its body.
@@ -53,8 +54,8 @@ public enum EventBody: Equatable, Sendable {
     /// The author's cumulative like count (grow-only; the room total is the sum over authors).
     case like(total: UInt64)
     /// Presence. `instance` is random per process, so a second process with the
-    /// same identity is seen as "signed in elsewhere"; role 0 viewer, 1 host.
-    case join(instance: UInt64, role: UInt8)
+    /// same identity is seen as "signed in elsewhere"; role viewer or host.
+    case join(instance: UInt64, role: NodeRole)
     /// 0 left, 1 timeout (reserved: a leaver never sends it), 2 signed in elsewhere, 3 kicked.
     case leave(reason: UInt8)
     case profile(Profile)

@@ -33,7 +33,7 @@ extension EventBody {
         case .like, .kick, .mute, .roomClosed:
             break
         case let .join(_, role):
-            guard role <= F.roleMax else { throw .badValue("join role \(role) is unknown (0 viewer, 1 host)") }
+            guard role.rawValue <= F.roleMax else { throw .badValue("join role \(role.rawValue) is not a room member's (0 viewer, 1 host)") }
         case let .leave(reason):
             guard reason <= F.leaveReasonMax else { throw .badValue("leave reason \(reason) is unknown") }
         case let .profile(p):
@@ -69,7 +69,7 @@ extension EventBody {
             w.write(total)
         case let .join(instance, role):
             w.write(instance)
-            w.write(role)
+            w.write(role.rawValue)
         case let .leave(reason):
             w.write(reason)
         case let .profile(p):
@@ -106,7 +106,9 @@ extension EventBody {
         case .like:
             body = .like(total: try r.uint64())
         case .join:
-            body = .join(instance: try r.uint64(), role: try r.uint8())
+            let instance = try r.uint64(), raw = try r.uint8()
+            guard let role = NodeRole(rawValue: raw), raw <= F.roleMax else { throw .badValue("join role \(raw) is not a room member's (0 viewer, 1 host)") }
+            body = .join(instance: instance, role: role)
         case .leave:
             body = .leave(reason: try r.uint8())
         case .profile:

@@ -65,6 +65,14 @@ public enum MediaConstants {
     public static let rttProbeInterval: Duration = .seconds(5)
     /// A viewer that sends no RTCP for this long stops receiving media.
     public static let subscriberTimeout: Duration = .seconds(5)
+    /// A receiver sends feedback (an empty receiver report at least) this
+    /// often, so its subscription never times out while it wants the stream.
+    public static let resubscribeInterval: Duration = .seconds(1)
+    /// Distinct NACKed sequence numbers a fan-out tracks per subscriber
+    /// between two receiver reports (loss before repair).
+    public static let maxTrackedNacks = 4096
+    /// An audio-only stream is recorded once this much sound came without a picture.
+    public static let audioOnlyRecordingWait: Duration = .seconds(2)
     /// Sender reports go to each viewer this often.
     public static let senderReportInterval: Duration = .seconds(1)
     /// The encoder is asked for a keyframe at most this often, however many PLIs arrive.

@@ -71,8 +71,12 @@ public final class VideoStreamEncoder {
         bitrateKbps = kbps
     }
 
+    /// `d` in ticks of a `rate` Hz clock, rounded: a 1/30 s frame slot is
+    /// exactly 3000 ticks at 90 kHz, never 2999.
     static func ticks(_ d: Duration, rate: Int) -> UInt32 {
-        UInt32(truncatingIfNeeded: d.nanosecondsClamped / 1000 * Int64(rate) / 1_000_000)
+        let (high, low) = d.nanosecondsClamped.multipliedFullWidth(by: Int64(rate))
+        let (q, r) = Int64(1_000_000_000).dividingFullWidth((high, low))
+        return UInt32(truncatingIfNeeded: r >= 500_000_000 ? q + 1 : q)
     }
 }
 

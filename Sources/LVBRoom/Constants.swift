@@ -36,6 +36,22 @@ public enum RoomConstants {
 
     // MARK: Tuning
 
+    /// A leaving node repeats its leave to members that have not acknowledged
+    /// it this often, and waits at most `leaveWait` for all of them.
+    public static let leaveRepeat: Duration = .milliseconds(100)
+    public static let leaveWait: Duration = .seconds(1)
+    /// A leaving node sends its own events of this last span along with its
+    /// leave, so they reach every member too.
+    public static let leaveReplay: Duration = .seconds(10)
+    /// A kicked member's sessions end this long after the kick, so the kick
+    /// still reaches it (and its other neighbours) first.
+    public static let kickGrace: Duration = .seconds(1)
+    /// A member shows its pass to a peer at most this often (unless forced).
+    public static let passRepeat: Duration = .seconds(1)
+    /// Events timestamped more than this before our admission come as history:
+    /// they were rate limited when they were live.
+    public static let historySlack: UInt64 = 5_000
+
     /// Event ids remembered for deduplication; older duplicates are caught by
     /// each author's floor (the highest evicted sequence number).
     public static let rememberedEventIDs = 4096

@@ -8,7 +8,7 @@ import LVBGossip
 /// but remembered, so hearing from it again brings it back without a new join.
 struct Presence {
     struct Entry {
-        var role: UInt8
+        var role: NodeRole
         var instance: UInt64
         var joinedAt: Instant
         var lastHeard: Instant
@@ -31,7 +31,7 @@ struct Presence {
     }
 
     /// Applies a join already known to be newer than the author's latest.
-    mutating func join(_ e: RoomEvent, instance: UInt64, role: UInt8, now: Instant) -> [RoomChange] {
+    mutating func join(_ e: RoomEvent, instance: UInt64, role: NodeRole, now: Instant) -> [RoomChange] {
         latest[e.author] = e.seq
         let id = e.author
         guard var entry = entries[id], entry.present else {

@@ -5,8 +5,8 @@ import LVBGossip
 /// What an accepted event (or a presence timeout) changed in a room, for the
 /// UIs (console, NDJSON) to show; they listen to changes, never read state.
 public enum RoomChange: Equatable, Sendable {
-    /// A member is present now; role 0 viewer, 1 host.
-    case joined(NodeID, role: UInt8)
+    /// A member is present now, as viewer or host.
+    case joined(NodeID, role: NodeRole)
     /// A member is gone: 0 left, 1 timeout, 2 signed in elsewhere, 3 kicked.
     case left(NodeID, reason: UInt8)
     case chat(RoomEvent)
@@ -29,13 +29,13 @@ public struct Member: Equatable, Sendable {
     /// The member's latest profile, if it has sent one.
     public let profile: Profile?
     /// 0 viewer, 1 host.
-    public let role: UInt8
+    public let role: NodeRole
     /// When this node first saw the member present (this node's monotonic clock).
     public let joinedAt: Instant
     /// The process instance of the member's latest join.
     public let instance: UInt64
 
-    public init(id: NodeID, profile: Profile?, role: UInt8, joinedAt: Instant, instance: UInt64) {
+    public init(id: NodeID, profile: Profile?, role: NodeRole, joinedAt: Instant, instance: UInt64) {
         self.id = id
         self.profile = profile
         self.role = role

@@ -103,14 +103,6 @@ extension RoomNode {
         for p in core.peers where p.established { try? core.send(repair, channel: .gossip, to: p.id) }
     }
 
-    /// Announces that we leave (then the owner closes the transport).
-    public func leave() {
-        guard state != nil, !leaving else { return }
-        _ = publish(.leave(reason: 0))
-        gossip.tick()
-        leaving = true
-    }
-
     /// An invite for `id` to this invite-only (or password) room, valid a day.
     public func makeInvite(for id: NodeID) throws(RoomActionError) -> Invite {
         guard let policy else { throw .hostOnly }

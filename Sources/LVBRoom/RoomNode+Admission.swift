@@ -8,7 +8,7 @@ import LVBTransport
 // pass signed by the host for exactly that member.
 extension RoomNode {
     func requestAdmission() {
-        lastAdmissionRequest = clock.now()
+        phase = .requesting(since: clock.now())
         let request: AdmissionRequest
         switch proof {
         case .none:
@@ -19,25 +19,38 @@ extension RoomNode {
         case .invite(let invite):
             request = AdmissionRequest(room: room, proof: .invite(invite))
         }
-        try? core.send(AdmissionMessage.request(request).encoded, channel: .room, to: host)
+        send(.admission(.request(request)), to: host)
     }
 
     /// Shows our pass to `peer` (at most once a second unless `force`).
     func presentPass(to peer: NodeID, force: Bool) {
         guard let pass, peer != core.nodeID else { return }
         let now = clock.now()
-        if !force, let last = passSentAt[peer], now - last < .seconds(1) { return }
+        if !force, let last = passSentAt[peer], now - last < RoomConstants.passRepeat { return }
         passSentAt[peer] = now
-        let message = AdmissionMessage.response(AdmissionResponse(room: room, result: .admitted(pass: pass)))
-        try? core.send(message.encoded, channel: .room, to: peer)
+        send(.admission(.response(AdmissionResponse(room: room, result: .admitted(pass: pass)))), to: peer)
     }
 
     func handleRoomMessage(_ payload: ArraySlice<UInt8>, from peer: NodeID) {
-        let message: AdmissionMessage
-        do { message = try AdmissionMessage.parse(payload) } catch {
-            penalize(peer)
+        let message: RoomMessage
+        do { message = try RoomMessage.parse(payload) } catch {
+            if case .unknownMessage(let type) = error {
+                // A newer node's message: not misbehaviour.
+                unknownRoomMessages += 1
+                log.debug("room message type \(type) from \(peer.short) is unknown to this version; dropped")
+            } else {
+                penalize(peer)
+            }
             return
         }
+        switch message {
+        case .admission(let admission): handleAdmission(admission, from: peer)
+        case let .leaving(pass, events): memberLeaving(events, pass: pass, from: peer)
+        case .leaveAck(let seq): leaveAcknowledged(seq, by: peer)
+        }
+    }
+
+    private func handleAdmission(_ message: AdmissionMessage, from peer: NodeID) {
         switch message {
         case .request(var request):
             guard let policy, let state else { return }
@@ -45,7 +58,7 @@ extension RoomNode {
             let response = policy.evaluate(request, from: peer, sessionBinding: core.sessionBinding(with: peer) ?? [],
                                            kicked: state.isKicked(peer), closed: state.isClosed)
             if case .admitted = response.result { verified.insert(peer) }
-            try? core.send(AdmissionMessage.response(response).encoded, channel: .room, to: peer)
+            send(.admission(.response(response)), to: peer)
         case .response(let response):
             if !isHost, peer == host, pass == nil, room == RoomNode.anyRoom { room = response.room }
             guard response.room == room else { return }
@@ -59,8 +72,8 @@ extension RoomNode {
                     if isNew { presentPass(to: peer, force: false) }
                 }
             case .denied(let reason):
-                if !isHost, peer == host, pass == nil {
-                    lastAdmissionRequest = nil  // refused: stop asking
+                if !isHost, peer == host, pass == nil, phase.isActive {
+                    phase = .denied  // refused: stop asking
                     onOutput?(.denied(reason))
                 }
             }
@@ -69,13 +82,13 @@ extension RoomNode {
 
     private func admitted(with pass: MembershipPass) {
         self.pass = pass
+        phase = .member
         verified.insert(host)
         admittedAtMs = wallMs()
         state = RoomState(room: room, host: host, clock: clock)
         onOutput?(.admitted(room))
-        media?.admitted(host: host)
         if let address = core.endpoint(of: host) { gossip.join(via: PeerRecord(id: host, address: address)) }
-        publish(.join(instance: instance, role: 0))
+        publish(.join(instance: instance, role: .viewer))
         if profile != Profile() { publish(.profile(profile)) }
     }
 }

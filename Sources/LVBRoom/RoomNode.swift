@@ -63,14 +63,17 @@ public final class RoomNode {
     public internal(set) var rejectedEvents = 0
     var pendingDisconnects: [NodeID: Instant] = [:]
     var startInfo: RoomInfo?
-    /// Set by `leave()`/`shutdown()`: the node is on its way out.
-    var leaving = false
-    /// When we last asked the host to let us in (asked again until answered:
-    /// the request or its answer can be lost).
-    var lastAdmissionRequest: Instant?
-    /// Host: streams to viewers; viewer: plays the host's stream; nil: no media.
-    public var media: RoomMediaEndpoint?
-    /// Media packets from peers that may not send them (not admitted, not the host).
+    /// Where this node stands with the room.
+    public internal(set) var phase: RoomPhase
+    /// While departing: our last events and leave (encoded), and the members yet to acknowledge them.
+    var departure: (events: [[UInt8]], leaveSeq: UInt64, awaiting: Set<NodeID>, lastSent: Instant)?
+    /// Room messages of a type this version does not know (from newer nodes).
+    public internal(set) var unknownRoomMessages = 0
+    /// Invalid events and room messages peers sent us (each cost its sender standing).
+    public var penalties: Int { standing.invalidCount }
+    /// The streams this node publishes and receives; nil: no media.
+    public var media: NodeMedia?
+    /// Media packets from peers that may not send them (not members of the room).
     public internal(set) var droppedMedia = 0
 
     /// A host's room: open, password or invite-only per `policy`.
@@ -79,6 +82,7 @@ public final class RoomNode {
         let state = RoomState(room: room, host: host, clock: clock)
         self.state = state
         pass = MembershipPass(host: identity, room: room, member: host, issuedAt: wallMs())
+        phase = .hosting
         admittedAtMs = wallMs()
         startInfo = info
     }
@@ -88,7 +92,7 @@ public final class RoomNode {
     public func start() {
         guard isHost, let info = startInfo else { return }
         startInfo = nil
-        publish(.join(instance: instance, role: 1))
+        publish(.join(instance: instance, role: .host))
         if profile != Profile() { publish(.profile(profile)) }
         publish(.roomInfo(info))
     }
@@ -96,7 +100,7 @@ public final class RoomNode {
     /// Stops all activity before the transport closes: no heartbeats, no
     /// re-dialling of neighbours as the sessions go.
     public func shutdown() {
-        leaving = true
+        phase = .gone
     }
 
     /// The room id a joiner sends when it only knows the host's address: the
@@ -118,6 +122,7 @@ public final class RoomNode {
         self.room = room
         self.host = host
         hostKnown = true
+        phase = .connecting
         self.policy = policy
         self.proof = proof
         self.clock = clock
@@ -146,7 +151,7 @@ public final class RoomNode {
             guard let state else { return .duplicate }
             // Events from before we joined come as history: they were rate
             // limited when they were live.
-            let historical = event.timestamp + 5_000 < admittedAtMs
+            let historical = event.timestamp + RoomConstants.historySlack < admittedAtMs
             switch state.apply(event, fromHistory: historical) {
             case .accepted(let changes):
                 changes.forEach(report)
@@ -165,8 +170,8 @@ public final class RoomNode {
 
     /// This node is out of the room: stop everything, then tell the owner.
     func remove(_ reason: RemovalReason) {
-        guard !leaving else { return }
-        leaving = true
+        guard phase.isActive else { return }
+        phase = .gone
         onOutput?(.removed(reason))
     }
 
@@ -176,7 +181,7 @@ public final class RoomNode {
         case .kicked(let id):
             // Disconnect after a grace period, so the kick still reaches the
             // kicked node (and its other neighbours) before the links go.
-            if id == core.nodeID { remove(.kicked) } else { pendingDisconnects[id] = clock.now() + .seconds(1) }
+            if id == core.nodeID { remove(.kicked) } else { pendingDisconnects[id] = clock.now() + RoomConstants.kickGrace }
         case .roomClosed:
             // Gossip the close on for a moment before going quiet (the owner exits).
             onOutput?(.removed(.roomClosed))
@@ -191,21 +196,27 @@ public final class RoomNode {
         switch standing.recordInvalid(from: peer) {
         case .none, .throttle: break
         case .disconnect:
+            // Queued, not done here: we may be inside the gossip layer's
+            // `receive`, and a disconnect reports `.gone` back into it.
             log.info("disconnecting \(peer.short): repeated invalid events")
-            core.disconnect(peer)
-            gossip.peerDown(peer)
+            pendingDisconnects[peer] = clock.now()
         }
     }
 
     /// Feeds a transport event (call from the transport's `onEvent`).
     public func handle(_ event: TransportEvent) {
-        guard !leaving else { return }
+        guard phase != .gone else { return }
         switch event {
         case .established(let info):
             if state?.isKicked(info.id) == true { core.disconnect(info.id); return }
             // Joined by bare address (Noise XX): the node we reached hosts the room.
             if !isHost, !hostKnown { host = info.id; hostKnown = true }
-            if !isHost, info.id == host, pass == nil { requestAdmission() }
+            if !isHost, info.id == host {
+                switch phase {
+                case .connecting, .requesting: requestAdmission()
+                default: break
+                }
+            }
             presentPass(to: info.id, force: true)
         case let .message(id, .room, payload):
             handleRoomMessage(payload, from: id)
@@ -237,8 +248,12 @@ public final class RoomNode {
 
     /// Runs timers; call every `GossipConstants.tickInterval`.
     public func tick() {
-        guard !leaving else { return }
+        guard phase != .gone else { return }
         gossip.tick()
+        if case .departing = phase {
+            repeatLeave()
+            return
+        }
         media?.tick()
         let now = clock.now()
         for (id, due) in pendingDisconnects where now >= due {
@@ -246,14 +261,14 @@ public final class RoomNode {
             core.disconnect(id)
             gossip.peerDown(id)
         }
-        if !isHost, pass == nil, hostKnown, core.isEstablished(with: host),
-           let last = lastAdmissionRequest, now - last >= RoomConstants.admissionRetry {
+        if case .requesting(let since) = phase, hostKnown, core.isEstablished(with: host),
+           now - since >= RoomConstants.admissionRetry {
             requestAdmission()
         }
         guard let state else { return }
         if now - lastHeartbeat >= RoomConstants.presenceTimeout / 3 {
             lastHeartbeat = now
-            publish(.join(instance: instance, role: isHost ? 1 : 0))
+            publish(.join(instance: instance, role: isHost ? .host : .viewer))
         }
         if now - lastSweep >= .seconds(1) {
             lastSweep = now

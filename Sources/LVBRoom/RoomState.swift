@@ -76,7 +76,7 @@ public final class RoomState {
             return .accepted([.like(author: author, authorTotal: total, roomTotal: likeTally.roomTotal)])
 
         case let .join(instance, role):
-            if role != 0, author != host { return .rejected(.notHost(.join)) }
+            if role != .viewer, author != host { return .rejected(.notHost(.join)) }
             switch presence.order(of: e) {
             case .same: return .duplicate
             case .older: return .rejected(.stale)

@@ -11,7 +11,7 @@ public struct Hello: Sendable, Equatable {
         self.role = role
     }
     /// The node's part in the room.
-    public enum Role: UInt8, Sendable { case viewer = 0, host = 1, rendezvous = 2 }
+    public typealias Role = NodeRole
 }
 
 /// Messages on the control channel (man/lvbnode-protocol.7 §CONTROL).

@@ -2,9 +2,13 @@ import LVBCore
 import LVBCrypto
 
 extension TransportCore {
+    /// The largest payload `send` takes: a datagram's plaintext less the channel byte.
+    public var maxPayload: Int { MessageSize.maxTransportPlaintext - 1 }
+
     /// Sends `payload` to `id` on `channel`. Queued (bounded) while a session
     /// is being set up; throws if the payload cannot fit one datagram or the
     /// peer is unknown.
+
     public func send(_ payload: [UInt8], channel: DataChannel, to id: NodeID) throws(TransportError) {
         guard payload.count + 1 <= MessageSize.maxTransportPlaintext else { throw .payloadTooLarge(payload.count) }
         guard let peer = peersByID[id] else { throw .noSession }

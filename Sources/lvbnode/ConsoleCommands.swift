@@ -8,10 +8,9 @@ import LVBTransport
 /// runs on the node's event loop; mistakes get one `error` line with a hint.
 struct ConsoleCommands: Sendable {
     let out: Output
-    let node: UDPNode
+    let live: UDPLiveNode
     let termination: Termination
-    let reporter: RoomReporter
-    let roomBox: RoomBox
+    let reporters: Reporters
 
     static let help = """
         TEXT               send a chat message to the room
@@ -58,7 +57,7 @@ struct ConsoleCommands: Sendable {
         case "/like":
             guard let n = rest.isEmpty ? 1 : UInt64(rest), n >= 1, n <= 1000 else { return fail("usage: /like [N], N from 1 to 1000") }
             room { try $0.like(n) }
-        case "/viewers": room { _ in reporter.viewers() }
+        case "/viewers": room { _ in reporters.room.viewers() }
         case "/nick":
             guard !rest.isEmpty else { return fail("usage: /nick NAME") }
             room { r in var p = r.profile; p.nickname = rest; try r.setProfile(p) }
@@ -85,9 +84,8 @@ struct ConsoleCommands: Sendable {
 
     /// Runs `action` on the loop with the room node; reports a refusal.
     private func room(_ action: @escaping (RoomNode) throws -> Void) {
-        node.execute { _ in
-            guard let r = roomBox.room else { return fail("not in a room") }
-            do { try action(r) } catch { fail("\(error)") }
+        live.execute { node in
+            do { try action(node.room) } catch { fail("\(error)") }
         }
     }
 
@@ -135,8 +133,8 @@ struct ConsoleCommands: Sendable {
     }
 
     private func peers() {
-        node.execute { core in
-            let peers = core.peers
+        live.execute { node in
+            let peers = node.core.peers
             let json = "[" + peers.map { p in
                 var o = JSONLine()
                 o.add("id", p.id.text)
@@ -156,21 +154,13 @@ struct ConsoleCommands: Sendable {
     }
 
     private func stats() {
-        node.execute { core in
+        live.execute { node in
+            let transport = node.core.stats, media = reporters.media.json(final: true)
             var l = JSONLine(event: "stats")
-            l.addRaw("transport", StatsJSON.encode(core.stats))
-            if let r = roomBox.room { l.addRaw("room", StatsJSON.encode(room: r)) }
-            let media = roomBox.mediaSummary?()
+            l.addRaw("transport", StatsJSON.encode(transport))
+            l.addRaw("room", StatsJSON.encode(room: node.room))
             if let media { l.addRaw("media", media) }
-            out.emit(l, human: StatsJSON.encode(core.stats) + (roomBox.room.map { " " + StatsJSON.encode(room: $0) } ?? "")
-                         + (media.map { " " + $0 } ?? ""), kind: "stats")
+            out.emit(l, human: StatsText.describe(transport: transport, room: node.room, node: node), kind: "stats")
         }
     }
-}
-
-/// The room node, set once on the loop after start; read only on the loop.
-final class RoomBox: @unchecked Sendable {
-    var room: RoomNode?
-    /// The media counters over the whole run (nil without media).
-    var mediaSummary: (() -> String?)?
 }

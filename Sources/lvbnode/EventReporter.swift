@@ -10,16 +10,22 @@ final class EventReporter: @unchecked Sendable {
     /// The node this process dialled to join (nil: hosting). Only failing to
     /// reach it ends the process; other peers (gossip neighbours) come and go.
     private let dialled: (addresses: [PeerAddress], id: NodeID?)?
+    /// When the node started dialling (a joiner's wait is measured from here).
+    let startedAt: Instant?
+    /// A session with the dialled host came up at some point.
+    private(set) var reachedHost = false
 
     init(out: Output, termination: Termination, dialled: (addresses: [PeerAddress], id: NodeID?)?) {
         self.out = out
         self.termination = termination
         self.dialled = dialled
+        startedAt = dialled == nil ? nil : SystemClock.shared.now()
     }
 
     func report(_ event: TransportEvent) {
         switch event {
         case .established(let info):
+            if let dialled, dialled.id == nil || dialled.id == info.id { reachedHost = true }
             var l = JSONLine(event: "session")
             l.add("peer", info.id.text)
             l.add("address", info.endpoint.description)
@@ -61,16 +67,6 @@ final class EventReporter: @unchecked Sendable {
             termination.finish(.failed("could not reach \(address)"))
         case .message:
             break  // the room layer consumes data channels (RoomNode.handle)
-        }
-    }
-}
-
-extension Hello.Role {
-    var name: String {
-        switch self {
-        case .viewer: "viewer"
-        case .host: "host"
-        case .rendezvous: "rendezvous"
         }
     }
 }

@@ -35,9 +35,8 @@ struct HostCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let startedAt = SystemClock.shared.now()
-        let mediaSetup: HostMediaSetup
-        do { mediaSetup = try HostMediaSetup(options: media) } catch {
+        let mediaSetup: PublisherSetup
+        do { mediaSetup = try media.publisherSetup() } catch {
             Output.fail("\(error)")
             throw ExitCode(1)
         }
@@ -60,8 +59,8 @@ struct HostCommand: AsyncParsableCommand {
         var runner = NodeRunner(options: node, setup: .host(room: room, mode: mode, access: access,
                                                             info: RoomInfo(title: title, startedAt: started)))
         runner.profile = profile.profile
-        runner.media = mediaSetup.video == nil && mediaSetup.audio == nil ? .none : .host(mediaSetup)
-        runner.startedAt = startedAt
+        runner.publish = mediaSetup.isEmpty ? nil : mediaSetup
+        runner.stdinIsMedia = media.readsStdin
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
     }

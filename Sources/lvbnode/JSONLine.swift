@@ -4,6 +4,12 @@ struct JSONLine {
 
     init(event: String) { add("event", event) }
 
+    /// An event with string fields.
+    init(event: String, _ fields: (String, String?)...) {
+        add("event", event)
+        for (k, v) in fields { add(k, v) }
+    }
+
     /// A plain object (an element of a list inside an event).
     init() {}
 

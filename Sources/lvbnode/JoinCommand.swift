@@ -81,8 +81,7 @@ struct JoinCommand: AsyncParsableCommand {
         }
         var runner = NodeRunner(options: node, setup: .join(room: t.room, host: t.host, proof: proof, addresses: t.addresses, access: t.access))
         runner.profile = profile.profile
-        runner.media = media.noMedia ? .none : .viewer(media)
-        runner.startedAt = startedAt
+        runner.receive = media.sinkOptions(startedAt: startedAt)
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
     }

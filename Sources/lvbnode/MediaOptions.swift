@@ -33,6 +33,19 @@ struct HostMediaOptions: ParsableArguments {
         if !(50...20_000).contains(bitrate) { throw ValidationError("--bitrate must be 50...20000 kbit/s") }
     }
 
+    /// Opens the sources the options name (a file that cannot be used fails
+    /// here with one line naming it and what is supported).
+    func publisherSetup() throws(MediaError) -> PublisherSetup {
+        var setup = try PublisherSetup.open(video: .init(video), audio: .init(audio),
+                                            size: size.flatMap { try? Self.parseSize($0) }, fps: fps, clock: SystemClock.shared)
+        setup.gopSeconds = gop
+        setup.bitrateKbps = bitrate
+        setup.gopCache = !noGopCache
+        return setup
+    }
+
+    var readsStdin: Bool { video == "-" || audio == "-" }
+
     static func parseSize(_ text: String) throws -> (width: Int, height: Int) {
         let parts = text.lowercased().split(separator: "x")
         guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]),
@@ -62,6 +75,15 @@ struct ViewerMediaOptions: ParsableArguments {
 
     @Option(name: .long, help: ArgumentHelp("Write decoded audio as WAV (48 kHz mono) to FILE, or - for stdout.", valueName: "file"))
     var audioOut: String?
+
+    /// Where the stream goes; nil with `--no-media`.
+    func sinkOptions(startedAt: Instant) -> SinkOptions? {
+        guard !noMedia else { return nil }
+        var options = SinkOptions(record: record, videoOut: videoOut, audioOut: audioOut,
+                                  rtpOut: rtpOut.flatMap { try? PeerAddress(parsing: $0) }, sdp: sdp)
+        options.startedAt = startedAt
+        return options
+    }
 
     func validate() throws {
         if noMedia, record != nil || rtpOut != nil || videoOut != nil || audioOut != nil {

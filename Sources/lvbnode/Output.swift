@@ -41,23 +41,7 @@ final class Output: @unchecked Sendable {
         fputs("lvbnode: error: \(message)\n", stderr)
     }
 
-    /// The local time now, broken down, and the milliseconds into its second.
-    static func localNow() -> (tm: tm, ms: Int) {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        var tm = tm()
-        var t = ts.tv_sec
-        localtime_r(&t, &tm)
-        return (tm, Int(ts.tv_nsec / 1_000_000))
-    }
-
-    static func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-
-    static func clockText() -> String {
-        let (tm, ms) = localNow()
-        let msText = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
-        return "\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)).\(msText)"
-    }
+    static func clockText() -> String { LocalTime(SystemClock.shared.wallTime()).clockText }
 }
 
 /// A pthread mutex (Foundation-free).

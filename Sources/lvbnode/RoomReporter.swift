@@ -9,6 +9,8 @@ final class RoomReporter: @unchecked Sendable {
     private let out: Output
     private let termination: Termination
     weak var room: RoomNode?
+    /// This node got into the room (host: opened it) at some point.
+    private(set) var admitted = false
 
     init(out: Output, termination: Termination) {
         self.out = out
@@ -29,6 +31,7 @@ final class RoomReporter: @unchecked Sendable {
     func report(_ output: RoomOutput) {
         switch output {
         case .admitted(let room):
+            admitted = true
             var l = JSONLine(event: "admitted")
             l.add("room", room.text)
             if let node = self.room, let address = node.core.endpoint(of: node.host) {
@@ -55,8 +58,8 @@ final class RoomReporter: @unchecked Sendable {
         switch change {
         case let .joined(id, role):
             var l = line("joined", id)
-            l.add("role", role == 1 ? "host" : "viewer")
-            out.emit(l, human: "\(nick(id)) joined\(role == 1 ? " (host)" : "")", kind: "join")
+            l.add("role", role.name)
+            out.emit(l, human: "\(nick(id)) joined\(role == .host ? " (host)" : "")", kind: "join")
         case let .left(id, reason):
             var l = line("left", id)
             let why = ["left", "timeout", "signed_in_elsewhere", "kicked"][Int(min(reason, 3))]
@@ -116,14 +119,14 @@ final class RoomReporter: @unchecked Sendable {
             var o = JSONLine()
             o.add("id", m.id.text)
             o.add("nick", nick(m.id))
-            o.add("role", m.role == 1 ? "host" : "viewer")
+            o.add("role", m.role.name)
             return o.text
         }.joined(separator: ",") + "]"
         var l = JSONLine(event: "viewers")
         l.add("count", members.count)
         l.add("likes", Int(state.likeTotal))
         l.addRaw("viewers", list)
-        let human = "\(members.count) in the room: " + members.map { nick($0.id) + ($0.role == 1 ? " (host)" : "") }.joined(separator: ", ")
+        let human = "\(members.count) in the room: " + members.map { nick($0.id) + ($0.role == .host ? " (host)" : "") }.joined(separator: ", ")
         out.emit(l, human: human, kind: "viewers")
     }
 }

@@ -328,7 +328,7 @@ private struct Room {
             attacker.make(.kick(target: victim.id)),
             attacker.make(.mute(target: victim.id, muted: true)),
             attacker.make(.roomInfo(RoomInfo(title: "taken over"))),
-            attacker.make(.join(instance: 1, role: 1)),
+            attacker.make(.join(instance: 1, role: .host)),
             attacker.make(.roomClosed),
         ]
         let rejectionsBefore = room.members.map(\.rejections.count)
@@ -398,7 +398,7 @@ private struct Room {
         try room.host.post(.kick(target: second.id))
         room.net.run(for: Self.settle)
         room.host.restart(skipping: 2_000)
-        try room.host.post(.join(instance: 2, role: 1))
+        try room.host.post(.join(instance: 2, role: .host))
         room.net.run(for: Self.settle)
         #expect(room.members.allSatisfy { $0.state.isKicked(first.id) && $0.state.isKicked(second.id) })
 

@@ -55,7 +55,7 @@ extension RoomEventTests {
     }
 
     @Test func numberRules() {
-        expectRejected(.badValue("join role 2 is unknown (0 viewer, 1 host)"), .join(instance: 1, role: 2),
+        expectRejected(.badValue("join role 2 is not a room member's (0 viewer, 1 host)"), .join(instance: 1, role: .rendezvous),
                        wireBody: [0, 0, 0, 0, 0, 0, 0, 1, 2])
         expectRejected(.badValue("leave reason 4 is unknown"), .leave(reason: 4), wireBody: [4])
         expectRejected(.badValue("gender 4 is unknown"), .profile(Profile(gender: 4)), wireBody: [3, 1, 4])

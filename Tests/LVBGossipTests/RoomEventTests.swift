@@ -62,7 +62,7 @@ import Testing
             .chat(text: "hello, room"),
             .danmaku(text: "666 弹幕", color: 0xFF_8800, lane: 3),
             .like(total: 3),
-            .join(instance: 0x0102_0304_0506_0708, role: 0),
+            .join(instance: 0x0102_0304_0506_0708, role: .viewer),
             .leave(reason: 2),
             .profile(Profile(nickname: "小明", avatar: "https://example.com/a.png", gender: 2, location: "Berlin")),
             .profile(Profile()),
@@ -91,7 +91,7 @@ import Testing
     }
 
     @Test func joinVector() throws {
-        let e = try make(.join(instance: 0x0102_0304_0506_0708, role: 0))
+        let e = try make(.join(instance: 0x0102_0304_0506_0708, role: .viewer))
         #expect(e.encoded == signedWire(kind: 4, body: [1, 2, 3, 4, 5, 6, 7, 8, 0]))
         #expect(Hex.encode(e.encoded) == joinHex)
     }

@@ -1,25 +1,11 @@
 import LVBCore
+import LVBTestSupport
 import Testing
 @testable import LVBMedia
 
-/// A clock that moves only when the test says (LVBTestSupport's ManualClock is
-/// not a dependency of this test target).
-final class ReceiverTestClock: Clock {
-    static let start = Instant(nanoseconds: 1_000_000_000_000)
-    private(set) var current = ReceiverTestClock.start
-
-    func now() -> Instant { current }
-    func wallTime() -> WallTime {
-        let elapsed = current.nanoseconds - Self.start.nanoseconds
-        return WallTime(seconds: 1_700_000_000 + elapsed / 1_000_000_000, nanoseconds: UInt32(elapsed % 1_000_000_000))
-    }
-    func advance(by d: Duration) { current = current + d }
-    func advance(to t: Instant) { if t > current { current = t } }
-}
-
 fileprivate extension Instant {
     static func ms(_ value: Double) -> Instant {
-        ReceiverTestClock.start + .nanoseconds(Int64(value * 1e6))
+        ManualClock.defaultStart + .nanoseconds(Int64(value * 1e6))
     }
 }
 

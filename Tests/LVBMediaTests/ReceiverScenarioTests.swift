@@ -1,4 +1,5 @@
 import LVBCore
+import LVBTestSupport
 import Testing
 @testable import LVBMedia
 
@@ -35,71 +36,74 @@ private struct SimulatedLink {
     var nextDelivery: Instant? { inFlight.map(\.at).min() }
 }
 
-/// The host's video path as the sender engineer describes it: VP8 at 30 fps
-/// with a 2 s GOP, PictureID packetizer, capture-time extension, a send
-/// history answering NACKs with the same bytes, and a keyframe on PLI.
+/// Hands out scripted values, so the library's encoder starts its RTP
+/// sequence numbers, timestamps and PictureIDs where the test wants them
+/// (close to wrapping).
+private final class ScriptedRandom: RandomSource {
+    private var values: [UInt64]
+    init(_ values: [UInt64]) { self.values = values }
+    func fill(_ buffer: UnsafeMutableRawBufferPointer) {
+        var v = values.isEmpty ? 0 : values.removeFirst()
+        withUnsafeBytes(of: &v) { raw in for i in buffer.indices { buffer[i] = raw[i % 8] } }
+    }
+}
+
+/// The host's video path, the library's own: `VideoStreamEncoder` (VP8 at
+/// 30 fps, 2 s GOP, PictureID packetizer, capture-time extension) feeding a
+/// `MediaOrigin` whose fan-out answers NACKs from its send history and whose
+/// origin turns PLIs into keyframes. Subscriber 0 is the receiver under test.
 private final class TestVideoSender {
     static let ssrc: UInt32 = 0x5EED_0001
-    static let timestampBase: UInt32 = 0xFFF0_0000  // wraps within the run
     let source: SyntheticVideo
-    let encoder: VP8Encoder
-    var packetizer: VP8Packetizer
-    var sequence: UInt16 = 64_000  // wraps within the run
-    var history: [UInt16: [UInt8]] = [:]
+    let encoder: VideoStreamEncoder
+    let origin: MediaOrigin<Int>
+    private var sent: [[UInt8]] = []
+    /// A keyframe asked for outside RTCP (a test's shortcut).
     var keyframeRequested = false
-    var keyframes = 0, retransmissions = 0, plis = 0, packets = 0, bytes = 0
+    var keyframes = 0, packets = 0, bytes = 0
+    var retransmissions: Int { origin.fanOut.stats.retransmissions }
+    var plis: Int { origin.stats.plisReceived }
 
-    init(maxPayloadSize: Int = 1100) throws {
+    init(clock: Clock, maxPayloadSize: Int = 1100) throws {
         source = try SyntheticVideo(width: 320, height: 180)
-        encoder = try VP8Encoder(width: 320, height: 180, fps: 30, bitrateKbps: 400, keyframeInterval: 60)
-        packetizer = try VP8Packetizer(maxPayloadSize: maxPayloadSize, firstPictureID: 32_700)
+        // PictureID 32 700, sequence 64 000 and timestamp 0xFFF0_0000: all wrap within a run.
+        encoder = try VideoStreamEncoder(width: 320, height: 180, fps: 30, bitrateKbps: 400, gopSeconds: 2, ssrc: Self.ssrc,
+                                         maxPacketSize: maxPayloadSize + MediaConstants.rtpOverhead,
+                                         random: ScriptedRandom([32_700, 64_000, 0xFFF0_0000]))
+        origin = MediaOrigin(clock: clock, videoSSRC: Self.ssrc, audioSSRC: Self.ssrc + 1, maxVideoKbps: 400)
+        origin.send = { [unowned self] _, _, bytes in sent.append(bytes) }
+        origin.receiveRTCP(RTCPPacket.receiverReport(try RTCPReceiverReport(ssrc: 1)).serialized()[...], from: 0)
+        sent.removeAll()
     }
 
-    static func timestamp(_ number: Int) -> UInt32 { timestampBase &+ UInt32(number) &* 3000 }
-
-    /// Encodes frame `number` captured at `wall`; returns its packets on the wire.
+    /// Encodes frame `number` captured at `wall`; returns what went on the wire.
     func capture(_ number: Int, wall: WallTime) throws -> [[UInt8]] {
-        var out: [[UInt8]] = []
-        for frame in try encoder.encode(source.frame(number: number), pts: Int64(number),
-                                        forceKeyframe: keyframeRequested) {
-            keyframeRequested = false
-            if frame.isKeyframe { keyframes += 1 }
-            bytes += frame.data.count
-            let payloads = try packetizer.packetize(frame.data)
-            for (i, payload) in payloads.enumerated() {
-                var p = try RTPPacket(marker: i == payloads.count - 1, payloadType: 96, sequenceNumber: sequence,
-                                      timestamp: Self.timestamp(number), ssrc: Self.ssrc, payload: payload[...])
-                p.setCaptureTime(NTPTime.from(wall))
-                let bytes = p.serialized()
-                history[sequence] = bytes
-                history[sequence &- 2048] = nil
-                sequence &+= 1
-                packets += 1
-                out.append(bytes)
-            }
-        }
-        return out
+        let force = origin.takeKeyframeRequest() || keyframeRequested
+        keyframeRequested = false
+        guard let frame = try encoder.encode(source.frame(number: number), mediaTime: .nanoseconds(Int64(number) * 1_000_000_000 / 30),
+                                             captureTime: NTPTime.from(wall), forceKeyframe: force) else { return [] }
+        if frame.isKeyframe { keyframes += 1 }
+        bytes += frame.bytes
+        packets += frame.packets.count
+        origin.publishVideo(frame)
+        return take()
     }
 
-    /// Answers the viewer's RTCP: NACKed packets again, a keyframe on PLI.
+    /// The viewer's RTCP: NACKed packets come back from the history, a PLI asks for a keyframe.
     func handleFeedback(_ bytes: [UInt8]) throws -> [[UInt8]] {
-        var out: [[UInt8]] = []
-        for packet in try RTCPPacket.parseCompound(bytes) {
-            switch packet {
-            case let .nack(nack):
-                for seq in nack.lostSequenceNumbers {
-                    guard let bytes = history[seq] else { continue }
-                    out.append(bytes)
-                    retransmissions += 1
-                }
-            case .pli:
-                plis += 1
-                keyframeRequested = true
-            default:
-                break
-            }
-        }
-        return out
+        origin.receiveRTCP(bytes[...], from: 0)
+        return take()
+    }
+
+    /// Timers: sender reports (they share the simulated wire).
+    func tick() -> [[UInt8]] {
+        origin.tick()
+        return take()
+    }
+
+    private func take() -> [[UInt8]] {
+        defer { sent.removeAll() }
+        return sent
     }
 }
 
@@ -155,10 +159,10 @@ private struct VideoRun {
 /// 1–5 ms (or to the next event, whichever is sooner).
 private func runVideo(seconds: Int, loss: Double, delay: Duration, jitter: Duration, seed: UInt64,
                       maxPayloadSize: Int = 1100) throws -> VideoRun {
-    let clock = ReceiverTestClock()
+    let clock = ManualClock()
     let receiver = try VideoReceiver(clock: clock, ssrc: 0xC0FF_EE01)
     receiver.rtt = delay * 2 + jitter
-    let sender = try TestVideoSender(maxPayloadSize: maxPayloadSize)
+    let sender = try TestVideoSender(clock: clock, maxPayloadSize: maxPayloadSize)
     var down = SimulatedLink(loss: loss, delay: delay, jitter: jitter, seed: seed)
     var up = SimulatedLink(loss: loss, delay: delay, jitter: jitter, seed: seed &+ 1)
     let steps = SeededRandom(seed: seed &+ 2)
@@ -166,7 +170,7 @@ private func runVideo(seconds: Int, loss: Double, delay: Duration, jitter: Durat
     var run = VideoRun()
     var captured: [Int: Instant] = [:]
     func nextCapture() -> Instant { start + .nanoseconds(Int64(run.framesSent) * 1_000_000_000 / 30) }
-    var nextSR = start
+    var nextTick = start
 
     while clock.now() < end {
         let now = clock.now()
@@ -175,11 +179,9 @@ private func runVideo(seconds: Int, loss: Double, delay: Duration, jitter: Durat
             for bytes in try sender.capture(run.framesSent, wall: clock.wallTime()) { down.send(bytes, now: now) }
             run.framesSent += 1
         }
-        if now >= nextSR {
-            let sr = try RTCPSenderReport(ssrc: TestVideoSender.ssrc, ntpTimestamp: NTPTime.from(clock.wallTime()),
-                                          rtpTimestamp: 0, packetCount: 0, octetCount: 0)
-            down.send(RTCPPacket.senderReport(sr).serialized(), now: now)
-            nextSR = now + .seconds(1)
+        if now >= nextTick {
+            for bytes in sender.tick() { down.send(bytes, now: now) }
+            nextTick = now + .milliseconds(100)
         }
         for bytes in down.deliver(now: now) {
             if bytes[1] == 200 {  // RTCP SR shares the simulated wire
@@ -268,9 +270,9 @@ struct ReceiverScenarioTests {
 
     @Test("A GOP burst is decoded on the poll it arrives, and live frames after it are not delayed")
     func gopBurstGivesInstantFirstFrame() throws {
-        let clock = ReceiverTestClock()
+        let clock = ManualClock()
         let receiver = try VideoReceiver(clock: clock, ssrc: 0xC0FF_EE02)
-        let sender = try TestVideoSender()
+        let sender = try TestVideoSender(clock: clock)
         let start = clock.now()
         // The host's cache: the 60 frames of the current GOP, captured before we joined.
         var cached: [[UInt8]] = []
@@ -342,7 +344,7 @@ struct ReceiverScenarioTests {
 
     @Test("Audio joining with a burst of old packets skips to live")
     func audioBurstSkipsToLive() throws {
-        let clock = ReceiverTestClock()
+        let clock = ManualClock()
         let receiver = try AudioReceiver(clock: clock, ssrc: 0xC0FF_EE03)
         let sender = try TestAudioSender()
         let start = clock.now()
@@ -379,11 +381,11 @@ struct ReceiverScenarioTests {
     /// Sends frames `range` of `sender` straight to `receiver` at 30 fps (no loss), answering
     /// PLIs with a keyframe; `alter` may change a frame's packets. Returns the frame numbers shown.
     private func stream(_ range: Range<Int>, from sender: TestVideoSender, to receiver: VideoReceiver,
-                        clock: ReceiverTestClock, plis: inout [Instant],
+                        clock: ManualClock, plis: inout [Instant],
                         alter: (Int, inout [RTPPacket]) -> Void = { _, _ in }) throws -> [Int] {
         var shown: [Int] = []
         for n in range {
-            clock.advance(to: ReceiverTestClock.start + .nanoseconds(Int64(n) * 1_000_000_000 / 30))
+            clock.advance(to: ManualClock.defaultStart + .nanoseconds(Int64(n) * 1_000_000_000 / 30))
             var packets = try sender.capture(n, wall: clock.wallTime()).map { try RTPPacket.parse($0) }
             alter(n, &packets)
             for packet in packets { receiver.receive(packet) }
@@ -404,9 +406,9 @@ struct ReceiverScenarioTests {
 
     @Test("A corrupt frame is counted, a keyframe is requested, and decoding resumes with it")
     func corruptFrameRequestsKeyframe() throws {
-        let clock = ReceiverTestClock()
+        let clock = ManualClock()
         let receiver = try VideoReceiver(clock: clock, ssrc: 0xC0FF_EE05)
-        let sender = try TestVideoSender()
+        let sender = try TestVideoSender(clock: clock)
         var plis: [Instant] = []
         let shown = try stream(0..<40, from: sender, to: receiver, clock: clock, plis: &plis) { n, packets in
             guard n == 10, var payload = packets.first.map({ Array($0.payload) }), payload.count > 7 else { return }
@@ -427,13 +429,13 @@ struct ReceiverScenarioTests {
 
     @Test("Joining mid-GOP: inter frames are dropped and a PLI goes out 300 ms after the first packet")
     func joinWithoutKeyframeAsksForOne() throws {
-        let clock = ReceiverTestClock()
+        let clock = ManualClock()
         let receiver = try VideoReceiver(clock: clock, ssrc: 0xC0FF_EE06)
-        let sender = try TestVideoSender()
+        let sender = try TestVideoSender(clock: clock)
         var plis: [Instant] = []
         var ignored: [Instant] = []
         _ = try stream(0..<5, from: sender, to: try VideoReceiver(clock: clock, ssrc: 1), clock: clock, plis: &ignored)
-        let firstPacket = ReceiverTestClock.start + .nanoseconds(5 * 1_000_000_000 / 30)
+        let firstPacket = ManualClock.defaultStart + .nanoseconds(5 * 1_000_000_000 / 30)
         let shown = try stream(5..<40, from: sender, to: receiver, clock: clock, plis: &plis)
         #expect(plis.count == 1)
         if let pli = plis.first {
@@ -447,7 +449,7 @@ struct ReceiverScenarioTests {
 
     @Test("Garbage from the media source is counted and dropped, never a crash")
     func garbageNeverCrashes() throws {
-        let clock = ReceiverTestClock()
+        let clock = ManualClock()
         let video = try VideoReceiver(clock: clock, ssrc: 0xC0FF_EE07)
         let audio = try AudioReceiver(clock: clock, ssrc: 0xC0FF_EE08)
         let rng = SeededRandom(seed: 99)
@@ -481,7 +483,7 @@ private struct AudioRun {
 }
 
 private func runAudio(frames: Int, loss: Double, jitter: Duration, seed: UInt64) throws -> AudioRun {
-    let clock = ReceiverTestClock()
+    let clock = ManualClock()
     let receiver = try AudioReceiver(clock: clock, ssrc: 0xC0FF_EE04)
     let sender = try TestAudioSender()
     var down = SimulatedLink(loss: loss, delay: .milliseconds(10), jitter: jitter, seed: seed)

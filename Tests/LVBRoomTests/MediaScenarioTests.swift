@@ -7,25 +7,18 @@ import LVBTestSupport
 import LVBTransport
 import Testing
 
-/// A host streaming to viewers over the virtual network and clock: the whole
-/// media path (encoder → RTP → session → loss/jitter → receive pipeline →
-/// decoder, feedback back) with the room's admission in front of it.
+/// A host streaming to viewers over the virtual network and clock, each node
+/// the library's own driver (`LiveNode`): sources, encode pump, RTP, sessions,
+/// loss/jitter, receive pipelines, decoders and feedback, with the room's
+/// admission in front — no real threads, no sleeping, no test-side sender.
 private final class MediaRoom {
     let net: VirtualNetwork
-    let host: RoomSim
-    let hostMedia: HostMedia
-    var viewers: [RoomSim] = []
-    var viewerMedia: [ViewerMedia] = []
+    let host: SimLiveNode
+    var viewers: [SimLiveNode] = []
     /// Decoded frame numbers (read from the picture) and the time each came out, per viewer.
     var decoded: [[(number: Int, at: Instant)]] = []
     var audioBlocks: [Int] = []
-    var sentFrames = 0
-    private let encoder: VideoStreamEncoder
-    private let audio: AudioStreamEncoder
-    private let pattern: SyntheticVideo
-    private var tone: SyntheticAudio
-    private var timers: [TimerHandle] = []
-    private let roomID: RoomID
+    let roomID: RoomID
     private let random: SeededRandom
     private let nodes: [SimulatedNode]
 
@@ -35,59 +28,41 @@ private final class MediaRoom {
         random = SeededRandom(seed: seed ^ 0x3ED1A)
         roomID = RoomID.random(random)
         let policy = AdmissionPolicy(room: roomID, host: nodes[0].core.identity, mode: .open, clock: net.clock)
-        let hostRoom = RoomNode(hosting: policy, core: nodes[0].core, clock: net.clock, random: random, info: RoomInfo(title: "live"))
-        hostMedia = HostMedia(core: nodes[0].core, clock: net.clock, videoSSRC: 0x1111, audioSSRC: 0x2222,
-                              maxVideoKbps: 600, useGOPCache: gopCache)
-        hostRoom.media = hostMedia
-        host = RoomSim(nodes[0], hostRoom, network: net)
-        encoder = try VideoStreamEncoder(width: 160, height: 96, fps: 30, bitrateKbps: 600, gopSeconds: 1, ssrc: 0x1111,
-                                         maxPacketSize: MessageSize.maxTransportPlaintext - 1, random: random)
-        audio = try AudioStreamEncoder(ssrc: 0x2222, random: random)
-        pattern = try SyntheticVideo(width: 160, height: 96)
-        tone = try SyntheticAudio()
-        // The host's sources on the virtual clock: a picture every 33 ms, sound every 20 ms.
-        let start = net.clock.now()
-        var frame = 0, block = 0
-        timers.append(net.every(.milliseconds(33)) { [unowned self] in
-            let keyframe = hostMedia.broadcaster.takeKeyframeRequest()
-            try? encoder.setBitrate(kbps: hostMedia.broadcaster.targetVideoKbps)
-            let ntp = NTPTime.from(net.clock.wallTime())
-            if let f = try? encoder.encode(pattern.frame(number: frame), mediaTime: net.clock.now() - start,
-                                           captureTime: ntp, forceKeyframe: keyframe) {
-                hostMedia.broadcaster.publishVideo(f)
-                sentFrames += 1
-            }
-            frame += 1
-        })
-        timers.append(net.every(.milliseconds(20)) { [unowned self] in
-            if let p = try? audio.encode(tone.next20ms(), mediaTime: .milliseconds(20 * Int64(block)),
-                                         captureTime: NTPTime.from(net.clock.wallTime())) {
-                hostMedia.broadcaster.publishAudio(p)
-            }
-            block += 1
-        })
+        var plan = NodePlan(part: .host(policy, info: RoomInfo(title: "live")))
+        plan.publish = try Self.sources(net, width: 160, height: 96, kbps: 600, gopCache: gopCache)
+        host = try SimLiveNode(nodes[0], plan: plan, network: net, random: random)
         for _ in 0..<count { try addViewer() }
     }
+
+    /// The library's synthetic sources at 30 fps with a 1 s GOP.
+    static func sources(_ net: VirtualNetwork, width: Int, height: Int, kbps: Int, gopCache: Bool = true) throws -> PublisherSetup {
+        var setup = try PublisherSetup.open(video: .synthetic, audio: .synthetic, size: (width, height), fps: 30, clock: net.clock)
+        setup.gopSeconds = 1
+        setup.bitrateKbps = kbps
+        setup.gopCache = gopCache
+        return setup
+    }
+
+    var origin: MediaOrigin<NodeID> { host.node.media.publisher! }  // invariant: the host publishes
 
     @discardableResult
     func addViewer() throws -> Int {
         let i = viewers.count
         let n = nodes.count > i + 1 ? nodes[i + 1] : net.makeNodes(1, seed: UInt64(100 + i))[0]
-        let room = RoomNode(joining: roomID, host: nodes[0].id, proof: .none, core: n.core, clock: net.clock, random: random)
-        let media = try ViewerMedia(core: n.core, clock: net.clock, ssrc: 0x9000 + UInt32(i))
-        room.media = media
+        var plan = NodePlan(part: .join(room: roomID, host: host.id, proof: .none, addresses: [host.sim.address]))
+        plan.receive = SinkOptions()
+        let viewer = try SimLiveNode(n, plan: plan, network: net, random: random)
         decoded.append([])
         audioBlocks.append(0)
-        media.onVideo = { [unowned self] f in
+        viewer.node.onHostVideo = { [unowned self] f in
             decoded[i].append((SyntheticVideo.readFrameNumber(f.image) ?? -1, net.clock.now()))
         }
-        media.onAudio = { [unowned self] _ in audioBlocks[i] += 1 }
-        n.core.connect(to: nodes[0].address, expecting: nodes[0].id)
-        viewers.append(RoomSim(n, room, network: net))
-        viewerMedia.append(media)
-        timers.append(net.every(.milliseconds(5)) { media.poll() })
+        viewer.node.onHostAudio = { [unowned self] _ in audioBlocks[i] += 1 }
+        viewers.append(viewer)
         return i
     }
+
+    func receiver(_ i: Int) -> StreamReceiver? { viewers[i].node.media.receivers[host.id] }
 
     /// The longest time between two decoded pictures after the first.
     func longestStall(_ i: Int) -> Duration {
@@ -96,13 +71,31 @@ private final class MediaRoom {
 }
 
 @Suite struct MediaScenarioTests {
+    @Test func aHostAndTwoViewersOnACleanLinkDecodeEveryPictureInOrder() throws {
+        let m = try MediaRoom(viewers: 2, seed: 40, impairment: Impairment(delay: .milliseconds(15)))
+        #expect(m.net.run(until: { m.viewers.allSatisfy(\.room.isAdmitted) }, timeout: .seconds(10)))
+        m.net.run(for: .seconds(5))
+        for i in 0..<2 {
+            let numbers = m.decoded[i].map(\.number)
+            let v = try #require(m.receiver(i)).video.stats
+            // Every picture since the first one this viewer saw, in order, none skipped.
+            #expect(numbers.count > 140, "\(numbers.count) pictures in ~5 s")
+            #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $1 == $0 + 1 }, "\(numbers.prefix(40))")
+            #expect(v.skippedFrames == 0 && v.lost == 0, "\(v)")
+            #expect(m.audioBlocks[i] >= 240, "\(m.audioBlocks[i]) audio blocks in ~5 s")
+            #expect(m.longestStall(i) < .milliseconds(100))
+        }
+        #expect(m.origin.subscriberCount == 2)
+    }
+
     @Test func tenPercentLossWithJitterIsRepairedOrSkippedCleanlyWithoutLongStalls() throws {
         let m = try MediaRoom(viewers: 2, seed: 41, impairment: Impairment(loss: 0.10, delay: .milliseconds(20), jitter: .milliseconds(15)))
         #expect(m.net.run(until: { m.viewers.allSatisfy(\.room.isAdmitted) }, timeout: .seconds(20)))
         m.net.run(for: .seconds(20))
-        for (i, media) in m.viewerMedia.enumerated() {
+        for i in 0..<2 {
             let numbers = m.decoded[i].map(\.number)
-            let v = media.video.stats
+            let receiver = try #require(m.receiver(i))
+            let v = receiver.video.stats
             // Pictures come out in order, each the host's (the barcode reads back).
             #expect(!numbers.contains(-1))
             #expect(zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 })
@@ -110,17 +103,17 @@ private final class MediaRoom {
             #expect(v.recovered > 0 && v.nacksSent > 0)
             // Of the pictures sent since this viewer's first, most decode; the rest were skipped.
             let span = (numbers.last ?? 0) - (numbers.first ?? 0) + 1
-            #expect(numbers.count >= span * 9 / 10, "decoded \(numbers.count) of \(span): \(v), host \(m.hostMedia.broadcaster.stats)")
+            #expect(numbers.count >= span * 9 / 10, "decoded \(numbers.count) of \(span): \(v), host \(m.origin.fanOut.stats)")
             #expect(v.framesDecoded + v.skippedFrames >= span - 5)
             #expect(m.longestStall(i) < .seconds(1), "stall of \(m.longestStall(i)) (GOP 1 s)")
             // Audio plays a 20 ms block every 20 ms: loss is concealed or recovered by FEC.
             #expect(m.audioBlocks[i] >= 900, "\(m.audioBlocks[i]) audio blocks in ~20 s")
             // After the first losses a gap waits one frame for the next packet,
             // so in-band FEC rebuilds a good share of them.
-            let a = media.audio.stats
+            let a = receiver.audio.stats
             #expect(a.fecRecovered * 2 >= a.lost, "audio \(a)")
         }
-        #expect(m.hostMedia.broadcaster.stats.retransmissions > 0)
+        #expect(m.origin.fanOut.stats.retransmissions > 0)
         // Admission gates media: nobody else's RTCP was taken.
         #expect(m.host.room.droppedMedia == 0)
     }
@@ -129,13 +122,13 @@ private final class MediaRoom {
         let m = try MediaRoom(viewers: 1, seed: 42, impairment: Impairment(loss: 0.25, delay: .milliseconds(10)))
         #expect(m.net.run(until: { m.viewers.allSatisfy(\.room.isAdmitted) }, timeout: .seconds(30)))
         m.net.run(for: .seconds(8))
-        let lowered = m.hostMedia.broadcaster.targetVideoKbps
+        let lowered = m.origin.targetVideoKbps
         #expect(lowered < 400, "target \(lowered) kbit/s under 25 % loss")
         m.net.defaultImpairment = Impairment(delay: .milliseconds(10))
         m.net.setImpairment(Impairment(delay: .milliseconds(10)), between: m.host.sim.address, and: m.viewers[0].sim.address)
         // +8 %/s: from the 100 kbit/s floor back to the 600 ceiling takes ~23 s.
         m.net.run(for: .seconds(30))
-        let restored = m.hostMedia.broadcaster.targetVideoKbps
+        let restored = m.origin.targetVideoKbps
         #expect(restored >= 550, "target \(restored) kbit/s after 30 s without loss (was \(lowered))")
     }
 
@@ -150,7 +143,7 @@ private final class MediaRoom {
             if cache {
                 // Handshake, admission and the burst: a few one-way delays.
                 #expect(wait < .milliseconds(150), "first picture after \(wait) with the GOP cache")
-                #expect(m.hostMedia.broadcaster.stats.gopBursts == 1)
+                #expect(m.origin.fanOut.stats.gopBursts == 1)
             } else {
                 // Without it the viewer waits for a keyframe (requested, or the next one).
                 #expect(wait > .milliseconds(100), "first picture after \(wait) without the GOP cache")
@@ -171,6 +164,40 @@ private final class MediaRoom {
         m.net.run(for: .seconds(2))
         #expect(rtpSeen == 0)
         #expect(m.host.room.droppedMedia == 10)
-        #expect(m.hostMedia.broadcaster.subscriberCount == 0)
+        #expect(m.origin.subscriberCount == 0)
+    }
+
+    /// The shape of a co-host: the host publishes its stream to a viewer while
+    /// it receives two members' streams, each a different picture size and
+    /// pattern, and each decodes whole and in order.
+    @Test func aNodePublishesWhileReceivingTwoOtherStreams() throws {
+        let m = try MediaRoom(viewers: 1, seed: 45, impairment: Impairment(loss: 0.02, delay: .milliseconds(10)))
+        var guests: [SimLiveNode] = []
+        for (n, size) in [(200, (176, 144)), (201, (320, 180))] {
+            let sim = m.net.makeNodes(1, seed: UInt64(n))[0]
+            var plan = NodePlan(part: .join(room: m.roomID, host: m.host.id, proof: .none, addresses: [m.host.sim.address]))
+            plan.publish = try MediaRoom.sources(m.net, width: size.0, height: size.1, kbps: 400)
+            guests.append(try SimLiveNode(sim, plan: plan, network: m.net, random: SeededRandom(seed: UInt64(n))))
+        }
+        #expect(m.net.run(until: { (m.viewers + guests).allSatisfy(\.room.isAdmitted) }, timeout: .seconds(10)))
+        var pictures: [[(number: Int, width: Int)]] = [[], []]
+        for (g, guest) in guests.enumerated() {
+            let receiver = try m.host.node.media.receive(from: guest.id)
+            receiver.onVideo = { f in pictures[g].append((SyntheticVideo.readFrameNumber(f.image) ?? -1, f.image.width)) }
+        }
+        m.net.run(for: .seconds(6))
+        for (g, expectedWidth) in [176, 320].enumerated() {
+            let numbers = pictures[g].map(\.number)
+            #expect(numbers.count > 150, "guest \(g): \(numbers.count) pictures in ~6 s")
+            #expect(!numbers.contains(-1) && zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 })
+            #expect(pictures[g].allSatisfy { $0.width == expectedWidth })
+            #expect(guests[g].node.media.publisher?.subscriberCount == 1)
+        }
+        // Meanwhile the host's own stream reached its viewer.
+        let seen = m.decoded[0].map(\.number)
+        #expect(seen.count > 150 && zip(seen, seen.dropFirst()).allSatisfy { $0 < $1 })
+        #expect(m.decoded[0].count > 150)
+        // Media is routed by stream: no RTP arrived from a node we did not ask.
+        #expect(m.host.node.media.unrequestedRTP == 0 && m.viewers[0].node.media.unrequestedRTP == 0)
     }
 }

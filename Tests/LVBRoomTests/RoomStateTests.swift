@@ -59,7 +59,7 @@ import Testing
             (alice.event(.mute(target: bob.id, muted: true)), .mute),
             (alice.event(.roomInfo(RoomInfo(title: "mine now"))), .roomInfo),
             (alice.event(.roomClosed), .roomClosed),
-            (alice.join(role: 1), .join),
+            (alice.join(role: .host), .join),
         ]
         for (event, kind) in forged {
             #expect(state.apply(event) == .rejected(.notHost(kind)))
@@ -72,11 +72,11 @@ import Testing
 
     @Test func onlyTheHostJoinsAsHostAndSetsRoomInfo() {
         let state = makeState()
-        #expect(state.apply(host.join(role: 1)) == .accepted([.joined(host.id, role: 1)]))
+        #expect(state.apply(host.join(role: .host)) == .accepted([.joined(host.id, role: .host)]))
         let info = RoomInfo(title: "Evening stream", startedAt: 1_700_000_000_000)
         #expect(state.apply(host.event(.roomInfo(info))) == .accepted([.roomInfo(info)]))
         #expect(state.info == info)
-        #expect(state.members.first?.role == 1)
+        #expect(state.members.first?.role == .host)
     }
 
     @Test func muteAndUnmute() {
@@ -114,7 +114,7 @@ import Testing
         for later in [alice.chat("after"), alice.join(instance: 2), alice.like(1), alice.event(.profile(Profile(nickname: "a")))] {
             #expect(state.apply(later) == .rejected(.authorKicked))
         }
-        #expect(!state.noteActivity(from: alice.id).contains(.joined(alice.id, role: 0)))
+        #expect(!state.noteActivity(from: alice.id).contains(.joined(alice.id, role: .viewer)))
         #expect(state.members.map(\.id) == [bob.id])
         // The host cannot be kicked or muted out of its own room.
         #expect(state.apply(host.event(.kick(target: host.id))) == .accepted([]))
@@ -235,11 +235,11 @@ import Testing
 
     @Test func joinLeaveAndRejoin() {
         let state = makeState()
-        #expect(state.apply(alice.join(instance: 7)) == .accepted([.joined(alice.id, role: 0)]))
+        #expect(state.apply(alice.join(instance: 7)) == .accepted([.joined(alice.id, role: .viewer)]))
         #expect(state.members.map(\.instance) == [7])
         #expect(state.apply(alice.event(.leave(reason: 0))) == .accepted([.left(alice.id, reason: 0)]))
         #expect(state.members.isEmpty)
-        #expect(state.apply(alice.join(instance: 7)) == .accepted([.joined(alice.id, role: 0)]))
+        #expect(state.apply(alice.join(instance: 7)) == .accepted([.joined(alice.id, role: .viewer)]))
         #expect(state.members.map(\.id) == [alice.id])
     }
 
@@ -269,8 +269,8 @@ import Testing
         #expect(state.members.isEmpty)
         // Heard from again (any event, or traffic): back without a new join.
         let line = bob.chat("back")
-        #expect(state.apply(line) == .accepted([.joined(bob.id, role: 0), .chat(line)]))
-        #expect(state.noteActivity(from: alice.id) == [.joined(alice.id, role: 0)])
+        #expect(state.apply(line) == .accepted([.joined(bob.id, role: .viewer), .chat(line)]))
+        #expect(state.noteActivity(from: alice.id) == [.joined(alice.id, role: .viewer)])
         #expect(Set(state.members.map(\.id)) == [alice.id, bob.id])
     }
 
@@ -278,7 +278,7 @@ import Testing
         let state = makeState()
         let first = alice.join(instance: 111)
         let second = alice.join(instance: 222)
-        #expect(state.apply(first) == .accepted([.joined(alice.id, role: 0)]))
+        #expect(state.apply(first) == .accepted([.joined(alice.id, role: .viewer)]))
         #expect(state.apply(second) == .accepted([.signedInElsewhere(alice.id, oldInstance: 111, newInstance: 222)]))
         #expect(state.members.map(\.instance) == [222])
         #expect(state.apply(first) == .duplicate)
@@ -294,7 +294,7 @@ import Testing
     @Test func retainedEventsAreBoundedAndIdenticalWhateverTheArrivalOrder() {
         let authors = (20..<25).map { Author(UInt8($0)) }
         var events = [RoomEvent]()  // content: converges in any order
-        events.append(host.join(role: 1))
+        events.append(host.join(role: .host))
         events.append(host.event(.roomInfo(RoomInfo(title: "Live"))))
         for a in authors {
             events.append(a.join())

@@ -44,7 +44,7 @@ final class Author {
     }
 
     func chat(_ text: String = "hello", timestamp: UInt64? = nil) -> RoomEvent { event(.chat(text: text), timestamp: timestamp) }
-    func join(instance: UInt64 = 1, role: UInt8 = 0) -> RoomEvent { event(.join(instance: instance, role: role)) }
+    func join(instance: UInt64 = 1, role: NodeRole = .viewer) -> RoomEvent { event(.join(instance: instance, role: role)) }
     func like(_ total: UInt64) -> RoomEvent { event(.like(total: total)) }
 }
 

@@ -11,7 +11,7 @@ import LVBMedia
 // jitter-buffer deadlines, NACK retries and keyframe waits all fire); the
 // top bit picks where the bytes go: 0 → parsed as RTP and given to the
 // video or audio receiver (by payload type), 1 → parsed as RTCP and given
-// to a host-side MediaBroadcaster (as one subscribed viewer) and to the
+// to a host-side MediaOrigin (as one subscribed viewer) and to the
 // receivers (sender reports). After each record both receivers are polled.
 // Nothing may trap; outputs stay bounded.
 
@@ -27,7 +27,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let clock = FuzzClock()
     guard let video = try? VideoReceiver(clock: clock, ssrc: 1),
           let audio = try? AudioReceiver(clock: clock, ssrc: 1) else { return 0 }
-    let host = MediaBroadcaster<Int>(clock: clock, videoSSRC: 0x1122_3344, audioSSRC: 0x5566_7788, maxVideoKbps: 1000)
+    let host = MediaOrigin<Int>(clock: clock, videoSSRC: 0x1122_3344, audioSSRC: 0x5566_7788, maxVideoKbps: 1000)
     var sent = 0
     host.send = { _, _, b in
         sent += 1
@@ -55,7 +55,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 if packet.payloadType == 111 { audio.receive(packet) } else { video.receive(packet) }
             }
         } else {
-            host.receiveRTCP(body, from: 1)
+            host.receiveRTCP(body[...], from: 1)
             if let packets = try? RTCPPacket.parseCompound(body) {
                 for p in packets {
                     video.receiveRTCP(p)
@@ -81,7 +81,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     host.tick()
     // Retransmissions are bounded by the history and the budget, not by the input.
-    fuzzCheck(host.stats.retransmissions <= 8 * max(1, host.stats.nacksReceived), "FuzzMediaReceive", "more repairs than held packets")
+    fuzzCheck(host.fanOut.stats.retransmissions <= 8 * max(1, host.fanOut.stats.nacksReceived), "FuzzMediaReceive", "more repairs than held packets")
     _ = sent
     return 0
 }

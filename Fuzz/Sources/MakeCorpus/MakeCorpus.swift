@@ -166,7 +166,7 @@ import LVBTransport
             "chat": .chat(text: "hello, room 你好"),
             "danmaku": .danmaku(text: "666", color: 0xFF_8800, lane: 3),
             "like": .like(total: 12),
-            "join": .join(instance: 0x0102_0304_0506_0708, role: 1),
+            "join": .join(instance: 0x0102_0304_0506_0708, role: .host),
             "leave": .leave(reason: 2),
             "profile": .profile(Profile(nickname: "小明", avatar: "https://example.com/a.png", gender: 2, location: "Berlin")),
             "room-info": .roomInfo(RoomInfo(title: "Evening set", cover: "ipfs:bafy", location: "東京", startedAt: 1_699_999_000_000)),

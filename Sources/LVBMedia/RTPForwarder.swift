@@ -2,21 +2,20 @@
 import Glibc
 #endif
 import LVBCore
-import LVBMedia
 
 /// `--rtp-out`: the host's RTP packets, unchanged, to a local UDP port (video)
 /// and the port two above it (audio), with an SDP file describing them
 /// (RFC 8866; payload formats RFC 7741 and RFC 7587), so ffplay, ffmpeg,
 /// GStreamer or VLC can play the room. Sends never block: a full socket
 /// buffer drops the packet and counts it.
-final class RTPForwarder {
+public final class RTPForwarder {
     private let fd: Int32
     private let video: PeerAddress
     private let audio: PeerAddress
-    private(set) var sent = 0
-    private(set) var dropped = 0
+    public private(set) var sent = 0
+    public private(set) var dropped = 0
 
-    init(target: PeerAddress) throws(MediaError) {
+    public init(target: PeerAddress) throws(MediaError) {
         video = target
         audio = PeerAddress(host: target.host, port: target.port + 2)
         let family: Int32 = if case .v4 = target.host { AF_INET } else { AF_INET6 }
@@ -26,7 +25,7 @@ final class RTPForwarder {
 
     deinit { close(fd) }
 
-    func forward(_ packet: RTPPacket, _ bytes: ArraySlice<UInt8>) {
+    public func forward(_ packet: RTPPacket, _ bytes: ArraySlice<UInt8>) {
         let to = packet.payloadType == MediaConstants.videoPayloadType ? video : audio
         let n = bytes.withUnsafeBytes { b in
             withSockaddr(to) { sa, len in sendto(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT), sa, len) }
@@ -35,7 +34,7 @@ final class RTPForwarder {
     }
 
     /// The SDP text for this target (both media, fixed payload types).
-    static func sdp(for target: PeerAddress) -> String {
+    public static func sdp(for target: PeerAddress) -> String {
         let (family, ip): (String, String) = switch target.host {
         case .v4: ("IP4", hostText(target))
         case .v6: ("IP6", hostText(target))

@@ -1,21 +1,22 @@
 /// Glass-to-glass latencies (ms) of one stats interval, and of the whole run.
-struct LatencySamples {
+public struct LatencySamples: Sendable {
+    public init() {}
     private var interval: [Double] = []
     private var all: [Double] = []
     private static let maxKept = 100_000
 
-    mutating func add(_ ms: Double) {
+    public mutating func add(_ ms: Double) {
         interval.append(ms)
         if all.count < Self.maxKept { all.append(ms) }
     }
 
     /// p50 and p95 of the samples since the last call, then starts a new interval.
-    mutating func takeInterval() -> (p50: Double, p95: Double, count: Int)? {
+    public mutating func takeInterval() -> (p50: Double, p95: Double, count: Int)? {
         defer { interval.removeAll(keepingCapacity: true) }
         return Self.percentiles(interval)
     }
 
-    var overall: (p50: Double, p95: Double, count: Int)? { Self.percentiles(all) }
+    public var overall: (p50: Double, p95: Double, count: Int)? { Self.percentiles(all) }
 
     static func percentiles(_ values: [Double]) -> (p50: Double, p95: Double, count: Int)? {
         guard !values.isEmpty else { return nil }

@@ -1,0 +1,156 @@
+import LVBCore
+
+/// Which media channel a packet goes on.
+public enum MediaChannel: Sendable { case rtp, rtcp }
+
+/// What a fan-out stage did, for `stats` lines.
+public struct FanOutStats: Sendable, Equatable {
+    /// Bytes sent to subscribers: live packets, GOP bursts and retransmissions.
+    public var bytesSent = 0
+    public var retransmissions = 0
+    public var nacksReceived = 0
+    /// NACKed packets not resent because the subscriber's repair budget was spent.
+    public var retransmitsRefused = 0
+    public var gopBursts = 0
+}
+
+/// The fan-out stage of one stream, sans-IO: sends each packet to every
+/// subscriber, keeps the send history (a NACK is answered with the same bytes,
+/// within a per-subscriber budget) and the GOP cache (a new subscriber gets the
+/// current GOP at once). It knows nothing of encoders, sender reports or rate
+/// control, so the origin of a stream and a relay of it use it alike.
+public final class FanOut<Peer: Hashable> {
+    private struct Subscriber {
+        var lastHeard: Instant
+        /// Repair budget: a token bucket in bytes, refilled at this rate.
+        var budgetKbps: Double
+        var tokens: Double = 0
+        var tokensAt: Instant
+        /// Video packets sent and distinct sequence numbers NACKed since the
+        /// last `takeRepairCounts`: loss before repair.
+        var sentSinceReport = 0
+        var nacked: Set<UInt16> = []
+    }
+
+    public let useGOPCache: Bool
+    /// Sends one packet to one subscriber (the owner seals it into the session).
+    public var send: ((Peer, MediaChannel, [UInt8]) -> Void)?
+    public private(set) var stats = FanOutStats()
+
+    private var subscribers: [Peer: Subscriber] = [:]
+    private var history = SendHistory()
+    private var gop = GOPCache()
+    /// When each peer last got the GOP cache.
+    private var lastBurst: [Peer: Instant] = [:]
+    private let defaultBudgetKbps: Double
+
+    /// - Parameter budgetKbps: a subscriber's repair budget until the owner sets one.
+    public init(useGOPCache: Bool = true, budgetKbps: Int) {
+        self.useGOPCache = useGOPCache
+        defaultBudgetKbps = Double(budgetKbps)
+    }
+
+    public var peers: [Peer] { Array(subscribers.keys) }
+    public var count: Int { subscribers.count }
+    public func isSubscribed(_ peer: Peer) -> Bool { subscribers[peer] != nil }
+
+    /// Adds `peer` (or notes that it is still there). A new subscriber gets the
+    /// cached GOP at once, at most once per `gopBurstInterval` so that leaving
+    /// and subscribing again cannot turn the cache into an amplifier. Returns
+    /// true when the peer is new and got no picture to start from: the origin
+    /// should make a keyframe.
+    @discardableResult
+    public func subscribe(_ peer: Peer, now: Instant) -> Bool {
+        if subscribers[peer] != nil {
+            subscribers[peer]?.lastHeard = now
+            return false
+        }
+        subscribers[peer] = Subscriber(lastHeard: now, budgetKbps: defaultBudgetKbps, tokensAt: now)
+        lastBurst = lastBurst.filter { now - $0.value < MediaConstants.gopBurstInterval }
+        guard useGOPCache else { return false }
+        if lastBurst[peer] == nil, gop.isComplete, !gop.packets.isEmpty, let send {
+            lastBurst[peer] = now
+            stats.gopBursts += 1
+            for b in gop.packets { send(peer, .rtp, b) }
+            stats.bytesSent += gop.bytes
+            return false
+        }
+        // Nothing cached (an over-long GOP, no picture yet): start a GOP now.
+        return true
+    }
+
+    /// Forgets `peer` (its session ended, it left, or it went silent).
+    public func unsubscribe(_ peer: Peer) { subscribers[peer] = nil }
+
+    /// The repair budget of `peer`: a multiple of what it is sent.
+    public func setBudget(_ peer: Peer, kbps: Double) { subscribers[peer]?.budgetKbps = kbps }
+
+    /// Sends one video frame's packets (`sequences` are their RTP sequence numbers).
+    public func sendVideo(_ packets: [[UInt8]], sequences: [UInt16], keyframe: Bool) {
+        for (s, b) in zip(sequences, packets) { history.store(s, b) }
+        if useGOPCache { gop.add(packets, keyframe: keyframe) }
+        fanOut(packets)
+        for peer in subscribers.keys { subscribers[peer]?.sentSinceReport += packets.count }
+    }
+
+    /// Sends one audio packet (audio is never retransmitted: FEC and concealment repair it).
+    public func sendAudio(_ packet: [UInt8]) { fanOut([packet]) }
+
+    /// Sends one packet to one subscriber only (RTCP for it, such as a sender report).
+    public func send(_ bytes: [UInt8], channel: MediaChannel, to peer: Peer) {
+        guard subscribers[peer] != nil else { return }
+        send?(peer, channel, bytes)
+    }
+
+    private func fanOut(_ packets: [[UInt8]]) {
+        guard let send, !subscribers.isEmpty else { return }
+        for peer in subscribers.keys {
+            for b in packets { send(peer, .rtp, b) }
+        }
+        stats.bytesSent += packets.reduce(0) { $0 + $1.count } * subscribers.count
+    }
+
+    /// A generic NACK (RFC 4585 §6.2.1) from `peer`: resends what the history
+    /// still holds while the peer's budget allows.
+    public func nack(_ sequences: [UInt16], from peer: Peer, now: Instant) {
+        guard var s = subscribers[peer], let send else { return }
+        stats.nacksReceived += 1
+        if s.nacked.count < MediaConstants.maxTrackedNacks { s.nacked.formUnion(sequences) }
+        // Token bucket in bytes, one second deep.
+        let perSecond = s.budgetKbps * 125
+        s.tokens = min(perSecond, s.tokens + perSecond * (now - s.tokensAt).seconds)
+        s.tokensAt = now
+        for seq in sequences {
+            guard let b = history.packet(seq) else { continue }
+            guard s.tokens >= Double(b.count) else {
+                stats.retransmitsRefused += 1
+                continue
+            }
+            s.tokens -= Double(b.count)
+            send(peer, .rtp, b)
+            stats.retransmissions += 1
+            stats.bytesSent += b.count
+        }
+        subscribers[peer] = s
+    }
+
+    /// Video packets sent to `peer` and distinct ones it NACKed since the last
+    /// call: the loss on its link before repair (retransmissions on the same
+    /// SSRC hide it from the receiver report's fraction lost).
+    public func takeRepairCounts(_ peer: Peer) -> (sent: Int, nacked: Int) {
+        guard var s = subscribers[peer] else { return (0, 0) }
+        defer {
+            s.sentSinceReport = 0
+            s.nacked.removeAll(keepingCapacity: true)
+            subscribers[peer] = s
+        }
+        return (s.sentSinceReport, s.nacked.count)
+    }
+
+    /// Drops subscribers silent for `subscriberTimeout`; returns them.
+    public func expire(now: Instant) -> [Peer] {
+        let gone = subscribers.filter { now - $0.value.lastHeard >= MediaConstants.subscriberTimeout }.map(\.key)
+        for p in gone { subscribers[p] = nil }
+        return gone
+    }
+}

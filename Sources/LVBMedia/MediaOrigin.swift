@@ -1,0 +1,198 @@
+import LVBCore
+import Logging
+
+/// What a stream's origin did, for `stats` lines.
+public struct OriginStats: Sendable, Equatable {
+    public var videoPackets = 0
+    public var audioPackets = 0
+    public var plisReceived = 0
+    public var receiverReports = 0
+    public var malformedRTCP = 0
+}
+
+/// The origin stage of one published stream, sans-IO on the node's loop: the
+/// encoder's side of the feedback loop. Packets go out through its `fanOut`;
+/// it turns subscribers' receiver feedback into keyframe requests (PLI, a
+/// subscriber with nothing to start from) and a target bitrate per subscriber
+/// (the encoder follows the lowest), measures round trips, and sends sender
+/// reports. A peer subscribes by sending receiver feedback (RR, NACK or PLI);
+/// it is dropped after `subscriberTimeout` without any.
+public final class MediaOrigin<Peer: Hashable> {
+    private struct Subscriber {
+        var rate: RateController
+        var lastSenderReport: Instant
+        var lossFraction = 0.0
+        var rtt: Duration?
+    }
+
+    public let videoSSRC: UInt32
+    public let audioSSRC: UInt32
+    public let maxVideoKbps: Int
+    public let fanOut: FanOut<Peer>
+    public private(set) var stats = OriginStats()
+
+    private let clock: Clock
+    private let log = Log.logger("media")
+    private var subscribers: [Peer: Subscriber] = [:]
+    private var keyframeWanted = false
+    private var lastKeyframeRequest: Instant?
+    // Sender report bookkeeping (RFC 3550 §6.4.1).
+    private var videoCount: (packets: UInt32, octets: UInt32, timestamp: UInt32) = (0, 0, 0)
+    private var audioCount: (packets: UInt32, octets: UInt32, timestamp: UInt32) = (0, 0, 0)
+
+    public init(clock: Clock, videoSSRC: UInt32, audioSSRC: UInt32, maxVideoKbps: Int, useGOPCache: Bool = true) {
+        self.clock = clock
+        self.videoSSRC = videoSSRC
+        self.audioSSRC = audioSSRC
+        self.maxVideoKbps = maxVideoKbps
+        fanOut = FanOut(useGOPCache: useGOPCache,
+                        budgetKbps: Int(MediaConstants.retransmitBudgetFactor * Double(maxVideoKbps)))
+    }
+
+    /// Sends one packet to one subscriber (the owner seals it into the session).
+    public var send: ((Peer, MediaChannel, [UInt8]) -> Void)? {
+        get { fanOut.send }
+        set { fanOut.send = newValue }
+    }
+
+    public var subscriberCount: Int { fanOut.count }
+    public var subscribers_: [Peer] { fanOut.peers }
+
+    /// The video target: the lowest any subscriber's rate control allows.
+    public var targetVideoKbps: Int {
+        subscribers.values.map { Int($0.rate.targetKbps) }.min() ?? maxVideoKbps
+    }
+
+    /// Mean loss fraction and worst round-trip time the subscribers report.
+    public var subscriberLoss: Double {
+        subscribers.isEmpty ? 0 : subscribers.values.reduce(0) { $0 + $1.lossFraction } / Double(subscribers.count)
+    }
+    public var subscriberRTT: Duration? { subscribers.values.compactMap(\.rtt).max() }
+
+    /// True once after a subscriber asked for a keyframe (PLI) or joined with
+    /// nothing cached to start from; the encoder forces one on its next frame.
+    public func takeKeyframeRequest() -> Bool {
+        defer { keyframeWanted = false }
+        return keyframeWanted
+    }
+
+    /// Publishes one encoded video frame.
+    public func publishVideo(_ frame: EncodedMediaFrame) {
+        var bytes: [[UInt8]] = []
+        var sequences: [UInt16] = []
+        bytes.reserveCapacity(frame.packets.count)
+        sequences.reserveCapacity(frame.packets.count)
+        for p in frame.packets {
+            bytes.append(p.serialized())
+            sequences.append(p.sequenceNumber)
+            videoCount.packets &+= 1
+            videoCount.octets &+= UInt32(truncatingIfNeeded: p.payload.count)
+            videoCount.timestamp = p.timestamp
+        }
+        stats.videoPackets += bytes.count
+        fanOut.sendVideo(bytes, sequences: sequences, keyframe: frame.isKeyframe)
+    }
+
+    /// Publishes one audio packet.
+    public func publishAudio(_ packet: RTPPacket) {
+        audioCount.packets &+= 1
+        audioCount.octets &+= UInt32(truncatingIfNeeded: packet.payload.count)
+        audioCount.timestamp = packet.timestamp
+        stats.audioPackets += 1
+        fanOut.sendAudio(packet.serialized())
+    }
+
+    /// RTCP from a peer the owner lets subscribe (an admitted member).
+    /// Receiver feedback subscribes it; the first time, it gets the cached GOP.
+    public func receiveRTCP(_ bytes: ArraySlice<UInt8>, from peer: Peer) {
+        let packets: [RTCPPacket]
+        do { packets = try RTCPPacket.parseCompound(bytes) } catch {
+            stats.malformedRTCP += 1
+            log.debug("malformed RTCP: \(error)")
+            return
+        }
+        let now = clock.now()
+        let isFeedback = packets.contains {
+            switch $0 {
+            case .receiverReport, .nack, .pli: true
+            default: false
+            }
+        }
+        guard isFeedback else { return }
+        if subscribers[peer] == nil {
+            subscribers[peer] = Subscriber(rate: RateController(maxKbps: maxVideoKbps), lastSenderReport: now)
+            log.debug("subscriber added")
+        }
+        if fanOut.subscribe(peer, now: now) { requestKeyframe(now: now) }
+        for packet in packets {
+            switch packet {
+            case .nack(let nack) where nack.mediaSSRC == videoSSRC:
+                fanOut.nack(nack.lostSequenceNumbers, from: peer, now: now)
+            case .pli(let pli) where pli.mediaSSRC == videoSSRC:
+                stats.plisReceived += 1
+                requestKeyframe(now: now)
+            case .receiverReport(let rr):
+                stats.receiverReports += 1
+                for block in rr.reportBlocks where block.ssrc == videoSSRC {
+                    noteReport(block, from: peer, now: now)
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    /// Forgets a subscriber (its session ended or it left).
+    public func unsubscribe(_ peer: Peer) {
+        subscribers[peer] = nil
+        fanOut.unsubscribe(peer)
+    }
+
+    private func requestKeyframe(now: Instant) {
+        if let last = lastKeyframeRequest, now - last < MediaConstants.keyframeRequestInterval { return }
+        lastKeyframeRequest = now
+        keyframeWanted = true
+    }
+
+    private func noteReport(_ block: RTCPReportBlock, from peer: Peer, now: Instant) {
+        guard var s = subscribers[peer] else { return }
+        let repair = fanOut.takeRepairCounts(peer)
+        let beforeRepair = repair.sent > 0 ? min(1, Double(repair.nacked) / Double(repair.sent)) : 0
+        let loss = max(Double(block.fractionLost) / 256, beforeRepair)
+        s.lossFraction = loss
+        s.rate.report(fractionLost: loss, at: now)
+        fanOut.setBudget(peer, kbps: MediaConstants.retransmitBudgetFactor * s.rate.targetKbps)
+        // RFC 3550 §6.4.1: RTT = A − LSR − DLSR, in 1/65536 s.
+        if block.lastSenderReport != 0 {
+            let a = NTPTime.middle32(NTPTime.from(clock.wallTime()))
+            let rtt = a &- block.lastSenderReport &- block.delaySinceLastSenderReport
+            if rtt < 65536 * 10 { s.rtt = .nanoseconds(Int64(rtt) * 1_000_000_000 / 65536) }
+        }
+        subscribers[peer] = s
+    }
+
+    /// Runs timers (call every 100 ms): sender reports, silent subscribers dropped.
+    public func tick() {
+        let now = clock.now()
+        for peer in fanOut.expire(now: now) {
+            subscribers[peer] = nil
+            log.debug("subscriber timed out")
+        }
+        for (peer, s) in subscribers where now - s.lastSenderReport >= MediaConstants.senderReportInterval {
+            subscribers[peer]?.lastSenderReport = now
+            fanOut.send(senderReports(), channel: .rtcp, to: peer)
+        }
+    }
+
+    private func senderReports() -> [UInt8] {
+        let ntp = NTPTime.from(clock.wallTime())
+        var out: [RTCPPacket] = []
+        for (ssrc, count) in [(videoSSRC, videoCount), (audioSSRC, audioCount)] where count.packets > 0 {
+            if let sr = try? RTCPSenderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: count.timestamp,
+                                              packetCount: count.packets, octetCount: count.octets) {
+                out.append(.senderReport(sr))
+            }
+        }
+        return RTCPPacket.serializeCompound(out)
+    }
+}

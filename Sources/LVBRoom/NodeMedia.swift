@@ -1,0 +1,110 @@
+import LVBCore
+import LVBCrypto
+import LVBMedia
+import LVBTransport
+
+/// A node's media, routed by stream rather than by role: the stream this node
+/// publishes (its `MediaOrigin`, if any) and the streams it receives, one
+/// `StreamReceiver` per origin node it subscribed to. A co-host publishes
+/// while it receives; a host receives its guests while it publishes. RTP is
+/// taken only from nodes whose stream we asked for; RTCP goes to the
+/// publisher (subscribers' feedback) and to the receiver of that node's
+/// stream (its sender reports). `RoomNode` passes on the media channels of
+/// admitted members only.
+public final class NodeMedia {
+    public private(set) var publisher: MediaOrigin<NodeID>?
+    public private(set) var receivers: [NodeID: StreamReceiver] = [:]
+    /// RTP from a node whose stream this node did not ask for.
+    public private(set) var unrequestedRTP = 0
+
+    private let core: TransportCore
+    private let clock: Clock
+    private let random: RandomSource
+    private var lastProbe: [NodeID: Instant] = [:]
+
+    public init(core: TransportCore, clock: Clock, random: RandomSource) {
+        self.core = core
+        self.clock = clock
+        self.random = random
+    }
+
+    /// Starts publishing a stream with fresh SSRCs; returns its origin stage.
+    @discardableResult
+    public func publish(maxVideoKbps: Int, useGOPCache: Bool) -> MediaOrigin<NodeID> {
+        let origin = MediaOrigin<NodeID>(clock: clock, videoSSRC: random.uint32(), audioSSRC: random.uint32(),
+                                         maxVideoKbps: maxVideoKbps, useGOPCache: useGOPCache)
+        origin.send = { [unowned core] peer, channel, bytes in
+            try? core.send(bytes, channel: channel == .rtp ? .rtp : .rtcp, to: peer)
+        }
+        publisher = origin
+        return origin
+    }
+
+    /// Receives `origin`'s stream: a receive pipeline that subscribes at once
+    /// and keeps the subscription up. Returns the existing one if there is.
+    @discardableResult
+    public func receive(from origin: NodeID) throws(MediaError) -> StreamReceiver {
+        if let existing = receivers[origin] { return existing }
+        let receiver = try StreamReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload)
+        receiver.sendFeedback = { [unowned core] bytes in try? core.send(bytes, channel: .rtcp, to: origin) }
+        receivers[origin] = receiver
+        receiver.subscribe()
+        return receiver
+    }
+
+    /// Stops receiving `origin`'s stream.
+    public func stopReceiving(from origin: NodeID) {
+        receivers.removeValue(forKey: origin)?.unsubscribe()
+    }
+
+    /// A payload on `.rtp` or `.rtcp` from an admitted member.
+    func route(_ payload: ArraySlice<UInt8>, channel: DataChannel, from peer: NodeID) {
+        switch channel {
+        case .rtp:
+            guard let receiver = receivers[peer] else {
+                unrequestedRTP += 1
+                return
+            }
+            receiver.receiveRTP(payload)
+        case .rtcp:
+            publisher?.receiveRTCP(payload, from: peer)
+            receivers[peer]?.receiveRTCP(payload)
+        default:
+            break
+        }
+    }
+
+    /// The session with `peer` ended.
+    func peerGone(_ peer: NodeID) {
+        publisher?.unsubscribe(peer)
+    }
+
+    /// A fresh round-trip time to `peer` (transport pings): NACK retries and
+    /// the wait for a repair follow it.
+    func roundTrip(_ rtt: Duration, to peer: NodeID) {
+        receivers[peer]?.video.rtt = rtt
+    }
+
+    /// Timers; called with the room's tick.
+    func tick() {
+        publisher?.tick()
+        let now = clock.now()
+        for (origin, receiver) in receivers {
+            receiver.tick()
+            // A busy session sends no keepalives, so nothing measures its
+            // round trip: ping the node we receive from now and then.
+            if lastProbe[origin].map({ now - $0 >= MediaConstants.rttProbeInterval }) ?? true {
+                lastProbe[origin] = now
+                core.probeRoundTrip(to: origin)
+            }
+        }
+    }
+
+    /// Runs every receive pipeline now (decode what is due, send feedback).
+    public func poll() {
+        for receiver in receivers.values { receiver.poll() }
+    }
+
+    /// The earliest time any receive pipeline has work.
+    public var nextWakeup: Instant? { receivers.values.compactMap(\.nextWakeup).min() }
+}

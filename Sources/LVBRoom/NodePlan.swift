@@ -1,0 +1,41 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBMedia
+import LVBTransport
+
+/// What one node runs: its part in a room and its media roles. The CLI maps
+/// options onto it; tests build it directly.
+public struct NodePlan {
+    /// Host a room, or join one.
+    public enum Part {
+        case host(AdmissionPolicy, info: RoomInfo)
+        /// `host` nil: joined by bare address (Noise XX), the node that answers hosts the room.
+        case join(room: RoomID, host: NodeID?, proof: JoinProof, addresses: [PeerAddress])
+    }
+
+    public var part: Part
+    public var profile = Profile()
+    /// Publish a stream from these sources (the host today; a co-host later).
+    public var publish: PublisherSetup?
+    /// Receive the host's stream into these sinks once admitted (nil: no media).
+    public var receive: SinkOptions?
+
+    public init(part: Part) { self.part = part }
+
+    public var role: NodeRole {
+        if case .host = part { .host } else { .viewer }
+    }
+}
+
+/// Everything a running node reports to its user interfaces, in order.
+public enum NodeOutput {
+    /// A session event (established, hello, rtt, gone, unreachable).
+    case transport(TransportEvent)
+    /// A room event (admitted, denied, a change, removed).
+    case room(RoomOutput)
+    /// The received stream's outputs (first frame, recording, failures).
+    case sink(SinkEvent)
+    /// The published stream's input ended or failed.
+    case mediaEnded(String)
+}

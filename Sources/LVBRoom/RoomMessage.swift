@@ -1,0 +1,80 @@
+import LVBCore
+
+/// A message on the room channel (man/lvbnode-protocol.7, ROOM MESSAGES):
+/// one type byte, then that type's body. The room layer owns this
+/// vocabulary; the transport only carries the channel. A type this node does
+/// not know is counted and dropped without penalty, so a newer node can talk
+/// to an older one.
+///
+///     1 admission request    room(16) ‖ proof …        (AdmissionMessage)
+///     2 admission response   room(16) ‖ result …       (AdmissionMessage)
+///     3 leaving              pass(120) ‖ count(1) ‖ (length(2) ‖ event)…:
+///                            the sender's pass and last events, its leave last
+///     4 leave ack            seq(8): those events applied
+public enum RoomMessage: Equatable, Sendable {
+    case admission(AdmissionMessage)
+    /// The sender is leaving: its last signed events, its leave event last,
+    /// sent straight to every member it holds a session with (its sessions
+    /// end right after, so nobody could fetch them from it later).
+    case leaving(pass: MembershipPass, events: [[UInt8]])
+    /// The receiver's leave event with this sequence number was applied.
+    case leaveAck(seq: UInt64)
+
+    /// The type bytes this version knows.
+    public enum Kind: UInt8, Sendable {
+        case admissionRequest = 1
+        case admissionResponse = 2
+        case leaving = 3
+        case leaveAck = 4
+    }
+
+    public var encoded: [UInt8] {
+        switch self {
+        case .admission(let m):
+            return m.encoded
+        case let .leaving(pass, events):
+            var w = ByteWriter(capacity: 2 + MembershipPass.encodedLength + events.reduce(0) { $0 + 2 + $1.count })
+            w.write(Kind.leaving.rawValue)
+            w.write(bytes: pass.encoded)
+            w.write(UInt8(events.count))
+            for e in events {
+                w.write(UInt16(e.count))
+                w.write(bytes: e)
+            }
+            return w.bytes
+        case .leaveAck(let seq):
+            var w = ByteWriter(capacity: 9)
+            w.write(Kind.leaveAck.rawValue)
+            w.write(seq)
+            return w.bytes
+        }
+    }
+
+    /// Parses a room-channel payload. An unknown type throws
+    /// `RoomError.unknownMessage` (not misbehaviour); any deviation from a
+    /// known type's layout throws another `RoomError` (misbehaviour).
+    public static func parse(_ bytes: ArraySlice<UInt8>) throws(RoomError) -> RoomMessage {
+        guard let first = bytes.first else { throw .truncated }
+        guard let kind = Kind(rawValue: first) else { throw .unknownMessage(first) }
+        switch kind {
+        case .admissionRequest, .admissionResponse:
+            return .admission(try AdmissionMessage.parse(bytes))
+        case .leaving:
+            var r = ByteReader(bytes.dropFirst())
+            let pass = try MembershipPass.read(from: &r)
+            guard let count = try? r.readUInt8(), count > 0 else { throw .truncated }
+            var events: [[UInt8]] = []
+            for _ in 0..<count {
+                guard let length = try? r.readUInt16(), let e = try? r.readBytes(Int(length)) else { throw .truncated }
+                events.append(Array(e))
+            }
+            guard r.isAtEnd else { throw .trailingBytes }
+            return .leaving(pass: pass, events: events)
+        case .leaveAck:
+            var r = ByteReader(bytes.dropFirst())
+            guard let seq = try? r.readUInt64() else { throw .truncated }
+            guard r.isAtEnd else { throw .trailingBytes }
+            return .leaveAck(seq: seq)
+        }
+    }
+}

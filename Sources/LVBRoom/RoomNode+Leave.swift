@@ -1,0 +1,88 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBTransport
+
+// Leaving so that everyone knows: the leave event goes to the room by gossip
+// and, because our sessions end right after, straight to every member we hold
+// a session with, together with our last events (a member that only heard of
+// them lazily could no longer fetch them from us). Each acknowledges; we
+// repeat to the silent ones until all have or the owner's bounded wait ends.
+extension RoomNode {
+    /// Announces that we leave. Keep feeding events and ticks until
+    /// `leaveSettled`, then close the transport.
+    public func leave() {
+        guard let state, let pass, phase.isActive, case .success(let event) = publish(.leave(reason: 0)) else { return }
+        gossip.tick()
+        let present = Set(state.members.map(\.id))
+        let members = core.peers.filter { $0.established && present.contains($0.id) }.map(\.id)
+        let words = lastWords(ending: event)
+        departure = (words, event.id.seq, Set(members), clock.now())
+        phase = .departing(since: clock.now())
+        for id in members { send(.leaving(pass: pass, events: words), to: id) }
+    }
+
+    /// Our own events of the last `leaveReplay`, oldest first, then the leave:
+    /// as many as one datagram holds.
+    private func lastWords(ending leave: RoomEvent) -> [[UInt8]] {
+        let since = wallMs() - UInt64(RoomConstants.leaveReplay.milliseconds)
+        var room = core.maxPayload - 2 - MembershipPass.encodedLength - (2 + leave.encoded.count)
+        var words: [[UInt8]] = []
+        let own = (state?.retainedEvents() ?? []).filter { $0.id.author == core.nodeID && $0.timestamp >= since && $0.id != leave.id }
+        for e in own.sorted(by: { $0.id.seq > $1.id.seq }) where words.count < 32 && 2 + e.encoded.count <= room {
+            room -= 2 + e.encoded.count
+            words.insert(e.encoded, at: 0)
+        }
+        return words + [leave.encoded]
+    }
+
+    /// True once every member we held a session with acknowledged our leave
+    /// (or there was nothing to announce).
+    public var leaveSettled: Bool {
+        guard case .departing = phase, let departure else { return true }
+        return departure.awaiting.isEmpty
+    }
+
+    /// Members yet to acknowledge our leave.
+    public var departureAwaiting: [NodeID] { departure.map { Array($0.awaiting) } ?? [] }
+
+    /// While departing: repeats the leave to members that have not acknowledged it.
+    func repeatLeave() {
+        guard let d = departure, let pass, !d.awaiting.isEmpty, clock.now() - d.lastSent >= RoomConstants.leaveRepeat else { return }
+        // A member whose session ended, or who left meanwhile, cannot answer.
+        let present = Set(state?.members.map(\.id) ?? [])
+        let awaiting = d.awaiting.filter { core.isEstablished(with: $0) && present.contains($0) }
+        departure?.awaiting = awaiting
+        departure?.lastSent = clock.now()
+        for id in awaiting { send(.leaving(pass: pass, events: d.events), to: id) }
+    }
+
+    /// A member says it is leaving: apply its last events and its leave
+    /// (through gossip, which validates, deduplicates and passes them on) and
+    /// acknowledge them. All must be its own, for this room, the leave last.
+    func memberLeaving(_ events: [[UInt8]], pass theirPass: MembershipPass, from peer: NodeID) {
+        // The pass comes along: the one it showed us may have been lost.
+        guard phase.isActive, isAdmitted else { return }
+        guard peer == host || verified.contains(peer) || AdmissionPolicy.verifyPass(theirPass, room: room, host: host, member: peer) else {
+            penalize(peer)
+            return
+        }
+        let parsed = events.compactMap { try? RoomEvent.parse($0[...]) }
+        guard parsed.count == events.count, parsed.allSatisfy({ $0.id.author == peer && $0.room == room }),
+              let leave = parsed.last, case .leave = leave.body else {
+            penalize(peer)
+            return
+        }
+        for bytes in events { gossip.receive(GossipMessage.repair(bytes[...]).bytes[...], from: peer) }
+        send(.leaveAck(seq: leave.id.seq), to: peer)
+    }
+
+    func leaveAcknowledged(_ seq: UInt64, by peer: NodeID) {
+        guard let d = departure, d.leaveSeq == seq else { return }
+        departure?.awaiting.remove(peer)
+    }
+
+    func send(_ message: RoomMessage, to peer: NodeID) {
+        try? core.send(message.encoded, channel: .room, to: peer)
+    }
+}

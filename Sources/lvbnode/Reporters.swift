@@ -1,0 +1,105 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBMedia
+import LVBRoom
+import LVBTransport
+import NIOCore
+
+/// Everything a running node reports, turned into output lines: sessions
+/// (`EventReporter`), the room (`RoomReporter`), media (`MediaStatsReporter`
+/// and the sinks' events). Runs on the node's loop.
+final class Reporters: @unchecked Sendable {
+    let out: Output
+    let sessions: EventReporter
+    let room: RoomReporter
+    let media = MediaStatsReporter()
+    private let termination: Termination
+    private var statsTask: RepeatedTask?
+
+    init(out: Output, termination: Termination, setup: RoomSetup) {
+        self.out = out
+        self.termination = termination
+        var dialled: (addresses: [PeerAddress], id: NodeID?)?
+        if case let .join(_, host, _, addresses, _) = setup { dialled = (addresses, host) }
+        sessions = EventReporter(out: out, termination: termination, dialled: dialled)
+        room = RoomReporter(out: out, termination: termination)
+    }
+
+    /// The node is built (on its loop, before it starts).
+    func attach(_ node: LiveNode) {
+        room.room = node.room
+        media.node = node
+    }
+
+    /// With `--json`, a `stats` line every 2 s while the node has media.
+    func startStats(on live: UDPLiveNode) {
+        guard out.json else { return }
+        statsTask = live.udp.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(2), delay: .seconds(2)) { [self] _ in
+            guard let json = media.json(final: false) else { return }
+            var line = JSONLine(event: "stats")
+            line.addRaw("media", json)
+            out.emit(line, human: "", kind: "stats")
+        }
+    }
+
+    func report(_ output: NodeOutput) {
+        switch output {
+        case .transport(let event): sessions.report(event)
+        case .room(let event): room.report(event)
+        case .sink(let event): report(event)
+        case .mediaEnded(let why):
+            out.emit(JSONLine(event: "media_ended", ("reason", why)), human: "media input stopped: \(why)", kind: "media")
+        }
+    }
+
+    private func report(_ event: SinkEvent) {
+        switch event {
+        case let .firstFrame(ms, width, height, keyframe):
+            var line = JSONLine(event: "first_frame")
+            line.add("ms", ms)
+            line.add("width", width)
+            line.add("height", height)
+            line.add("keyframe", keyframe)
+            out.emit(line, human: "first picture \(Duration.milliseconds(ms).millisecondsText) ms after starting (\(width)x\(height))", kind: "media")
+        case .recording(let path):
+            out.emit(JSONLine(event: "recording", ("path", path)), human: "recording to \(path)", kind: "media")
+        case .failed(let why):
+            Output.fail(why)
+        }
+    }
+
+    /// Our leave was not acknowledged by every member in time.
+    func leaveUnconfirmed(_ live: UDPLiveNode) {
+        let message = "the leave was not acknowledged by every member within \(RoomConstants.leaveWait.seconds) s; some may show us a while longer"
+        out.emit(JSONLine(event: "warning", ("message", message)), human: message, kind: "leave")
+    }
+
+    /// How the run ended, for the exit line and status: a joiner that never
+    /// got into the room did not succeed, whatever stopped it.
+    func outcome(of reason: ExitReason, dialled setup: RoomSetup) -> Outcome {
+        statsTask?.cancel()
+        switch reason {
+        case .failed(let why): return Outcome(text: reason.text, status: reason.status, failure: why)
+        case .removed(let why): return Outcome(text: reason.text, status: reason.status, failure: why)
+        default: break
+        }
+        if case let .join(_, _, _, addresses, _) = setup, !room.admitted {
+            let waited = Int(sessions.startedAt.map { (SystemClock.shared.now() - $0).seconds.rounded() } ?? 0)
+            let where_ = addresses.map(\.description).joined(separator: ", ")
+            let why = sessions.reachedHost
+                ? "never admitted: \(where_) answered but did not let us into the room within \(waited) s"
+                : "never connected: no answer from \(where_) within \(waited) s; check the address or ticket and that the host is running"
+            return Outcome(text: why, status: 1, failure: why)
+        }
+        return Outcome(text: reason.text, status: reason.status, failure: nil)
+    }
+}
+
+/// The end of a run as the user sees it.
+struct Outcome {
+    var text: String
+    var status: Int32
+    /// One line for stderr, if the run failed.
+    var failure: String?
+}
