@@ -113,10 +113,12 @@ let package = Package(
             ],
             swiftSettings: swift5),
 
+        // Test-only assertions shared by the test targets (never in a product).
+        .target(name: "TestAssertions", path: "Tests/TestAssertions", swiftSettings: swift5),
         .testTarget(
             name: "LVBCoreTests", dependencies: ["LVBCore"], swiftSettings: swift5),
         .testTarget(
-            name: "LVBCryptoTests", dependencies: ["LVBCore", "LVBCrypto"],
+            name: "LVBCryptoTests", dependencies: ["LVBCore", "LVBCrypto", "TestAssertions"],
             resources: [.copy("Fixtures")], swiftSettings: swift5),
         .testTarget(
             name: "LVBTransportTests",
@@ -129,15 +131,15 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "LVBGossipTests",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom", "LVBTestSupport"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom", "LVBTestSupport", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBMediaTests",
-            dependencies: ["LVBCore", "LVBMedia", "LVBTestSupport"],
+            dependencies: ["LVBCore", "LVBMedia", "LVBTestSupport", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRoomTests",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBTestSupport"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBTestSupport", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "EndToEndTests",

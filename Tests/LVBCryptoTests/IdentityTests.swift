@@ -1,5 +1,6 @@
 import Foundation
 import LVBCore
+import TestAssertions
 import Testing
 @testable import LVBCrypto
 

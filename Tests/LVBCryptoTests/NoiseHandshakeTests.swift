@@ -1,4 +1,5 @@
 import LVBCore
+import TestAssertions
 import Testing
 @testable import LVBCrypto
 

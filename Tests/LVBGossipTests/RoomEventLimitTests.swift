@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import TestAssertions
 import Testing
 
 // The limits and text rules of room event bodies. Each rejection is checked
@@ -48,9 +49,9 @@ extension RoomEventTests {
         ]
         for bytes in cases {
             let chat = signedWire(kind: 1, body: bytes)
-            expectEventError(.invalidUTF8) { () throws(EventError) in try RoomEvent.parse(chat[...]) }
+            expectError(.invalidUTF8) { () throws(EventError) in try RoomEvent.parse(chat[...]) }
             let nickname = signedWire(kind: 6, body: [1, UInt8(bytes.count)] + bytes)
-            expectEventError(.invalidUTF8) { () throws(EventError) in try RoomEvent.parse(nickname[...]) }
+            expectError(.invalidUTF8) { () throws(EventError) in try RoomEvent.parse(nickname[...]) }
         }
     }
 
@@ -60,9 +61,9 @@ extension RoomEventTests {
         expectRejected(.badValue("leave reason 4 is unknown"), .leave(reason: 4), wireBody: [4])
         expectRejected(.badValue("gender 4 is unknown"), .profile(Profile(gender: 4)), wireBody: [3, 1, 4])
         let mute = signedWire(kind: 9, body: target.publicKey + [2])
-        expectEventError(.badValue("mute flag 2 is not 0 or 1")) { () throws(EventError) in try RoomEvent.parse(mute[...]) }
+        expectError(.badValue("mute flag 2 is not 0 or 1")) { () throws(EventError) in try RoomEvent.parse(mute[...]) }
         let kick = signedWire(kind: 8, body: [UInt8](repeating: 0xFF, count: 32))
-        expectEventError(.badValue("target is not a valid node key")) { () throws(EventError) in try RoomEvent.parse(kick[...]) }
+        expectError(.badValue("target is not a valid node key")) { () throws(EventError) in try RoomEvent.parse(kick[...]) }
     }
 
     // MARK: profile and room-info fields
@@ -88,23 +89,23 @@ extension RoomEventTests {
         func parse(_ kind: UInt8, _ body: [UInt8]) throws(EventError) -> RoomEvent {
             try RoomEvent.parse(signedWire(kind: kind, body: body)[...])
         }
-        expectEventError(.badValue("profile fields out of order or repeated (type 1 after 2)")) { () throws(EventError) in
+        expectError(.badValue("profile fields out of order or repeated (type 1 after 2)")) { () throws(EventError) in
             try parse(6, [2, 1, 0x61, 1, 1, 0x62])
         }
-        expectEventError(.badValue("profile fields out of order or repeated (type 1 after 1)")) { () throws(EventError) in
+        expectError(.badValue("profile fields out of order or repeated (type 1 after 1)")) { () throws(EventError) in
             try parse(6, [1, 1, 0x61, 1, 1, 0x62])
         }
-        expectEventError(.badValue("profile field type 5 is unknown")) { () throws(EventError) in try parse(6, [5, 1, 0x61]) }
-        expectEventError(.badValue("profile field type 0 is unknown")) { () throws(EventError) in try parse(6, [0, 1, 0x61]) }
-        expectEventError(.badValue("room info field type 9 is unknown")) { () throws(EventError) in try parse(7, [9, 0]) }
-        expectEventError(.badValue("room info fields out of order or repeated (type 3 after 4)")) { () throws(EventError) in
+        expectError(.badValue("profile field type 5 is unknown")) { () throws(EventError) in try parse(6, [5, 1, 0x61]) }
+        expectError(.badValue("profile field type 0 is unknown")) { () throws(EventError) in try parse(6, [0, 1, 0x61]) }
+        expectError(.badValue("room info field type 9 is unknown")) { () throws(EventError) in try parse(7, [9, 0]) }
+        expectError(.badValue("room info fields out of order or repeated (type 3 after 4)")) { () throws(EventError) in
             try parse(7, [4, 8, 0, 0, 0, 0, 0, 0, 0, 1, 3, 1, 0x61])
         }
-        expectEventError(.emptyText) { () throws(EventError) in try parse(6, [1, 0]) }
-        expectEventError(.badValue("gender is 1 byte")) { () throws(EventError) in try parse(6, [3, 0]) }
-        expectEventError(.badValue("gender is 1 byte")) { () throws(EventError) in try parse(6, [3, 2, 0, 1]) }
-        expectEventError(.badValue("startedAt is 8 bytes")) { () throws(EventError) in try parse(7, [4, 0]) }
-        expectEventError(.truncated) { () throws(EventError) in try parse(6, [1, 5, 0x61]) }   // length past the body
-        expectEventError(.truncated) { () throws(EventError) in try parse(6, [1]) }            // type without length
+        expectError(.emptyText) { () throws(EventError) in try parse(6, [1, 0]) }
+        expectError(.badValue("gender is 1 byte")) { () throws(EventError) in try parse(6, [3, 0]) }
+        expectError(.badValue("gender is 1 byte")) { () throws(EventError) in try parse(6, [3, 2, 0, 1]) }
+        expectError(.badValue("startedAt is 8 bytes")) { () throws(EventError) in try parse(7, [4, 0]) }
+        expectError(.truncated) { () throws(EventError) in try parse(6, [1, 5, 0x61]) }   // length past the body
+        expectError(.truncated) { () throws(EventError) in try parse(6, [1]) }            // type without length
     }
 }

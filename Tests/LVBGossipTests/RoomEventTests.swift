@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import TestAssertions
 import Testing
 
 // Byte vectors and malformed inputs for the signed room event format
@@ -38,23 +39,12 @@ import Testing
         try RoomEvent.make(room: room ?? self.room, author: author, seq: seq, timestamp: timestamp, body: body)
     }
 
-    /// Expects `body` to throw exactly `expected`.
-    func expectEventError<T>(_ expected: EventError, _ body: () throws(EventError) -> T,
-                             sourceLocation: SourceLocation = #_sourceLocation) {
-        do {
-            _ = try body()
-            Issue.record("expected \(expected), got success", sourceLocation: sourceLocation)
-        } catch {
-            #expect(error == expected, sourceLocation: sourceLocation)
-        }
-    }
-
     /// Expects the same error from `make` on `body` and from `parse` on its bytes, validly signed.
     func expectRejected(_ expected: EventError, _ body: EventBody, wireBody: [UInt8],
                         sourceLocation: SourceLocation = #_sourceLocation) {
-        expectEventError(expected, { () throws(EventError) in try make(body) }, sourceLocation: sourceLocation)
+        expectError(expected, { () throws(EventError) in try make(body) }, sourceLocation: sourceLocation)
         let wire = signedWire(kind: body.kind.rawValue, body: wireBody)
-        expectEventError(expected, { () throws(EventError) in try RoomEvent.parse(wire[...]) }, sourceLocation: sourceLocation)
+        expectError(expected, { () throws(EventError) in try RoomEvent.parse(wire[...]) }, sourceLocation: sourceLocation)
     }
 
     var everyKind: [EventBody] {
@@ -178,22 +168,22 @@ import Testing
                 #expect(throws: EventError.self) { try RoomEvent.parse(encoded[..<n]) }
             }
         }
-        expectEventError(.truncated) { () throws(EventError) in try RoomEvent.parse([][...]) }
+        expectError(.truncated) { () throws(EventError) in try RoomEvent.parse([][...]) }
     }
 
     @Test func trailingBytesAreRejected() throws {
         let encoded = try make(.like(total: 1)).encoded
-        expectEventError(.trailingBytes) { () throws(EventError) in try RoomEvent.parse((encoded + [0])[...]) }
+        expectError(.trailingBytes) { () throws(EventError) in try RoomEvent.parse((encoded + [0])[...]) }
         // A fixed-size body with more bytes than its kind holds, validly signed.
         let long = signedWire(kind: 3, body: [0, 0, 0, 0, 0, 0, 0, 1, 0])
-        expectEventError(.trailingBytes) { () throws(EventError) in try RoomEvent.parse(long[...]) }
+        expectError(.trailingBytes) { () throws(EventError) in try RoomEvent.parse(long[...]) }
         let short = signedWire(kind: 3, body: [0, 0, 0, 1])
-        expectEventError(.truncated) { () throws(EventError) in try RoomEvent.parse(short[...]) }
+        expectError(.truncated) { () throws(EventError) in try RoomEvent.parse(short[...]) }
     }
 
     @Test func signatureByAnotherIdentityIsRejected() {
         let forged = signedWire(kind: 1, body: Array("I am the host".utf8), signer: other)
-        expectEventError(.badSignature) { () throws(EventError) in try RoomEvent.parse(forged[...]) }
+        expectError(.badSignature) { () throws(EventError) in try RoomEvent.parse(forged[...]) }
     }
 
     @Test func theRoomIsSigned() throws {
@@ -204,28 +194,28 @@ import Testing
         // Moving an event into another room breaks its signature.
         var moved = here.encoded
         moved.replaceSubrange(1..<17, with: elsewhere.bytes)
-        expectEventError(.badSignature) { () throws(EventError) in try RoomEvent.parse(moved[...]) }
+        expectError(.badSignature) { () throws(EventError) in try RoomEvent.parse(moved[...]) }
     }
 
     @Test func headerErrors() throws {
         var wire = signedWire(kind: 1, body: Array("x".utf8))
         wire[0] = 2
-        expectEventError(.badVersion(2)) { () throws(EventError) in try RoomEvent.parse(wire[...]) }
+        expectError(.badVersion(2)) { () throws(EventError) in try RoomEvent.parse(wire[...]) }
         let unknown = signedWire(kind: 11, body: [])
-        expectEventError(.unknownKind(11)) { () throws(EventError) in try RoomEvent.parse(unknown[...]) }
+        expectError(.unknownKind(11)) { () throws(EventError) in try RoomEvent.parse(unknown[...]) }
         let zero = signedWire(kind: 0, body: [])
-        expectEventError(.unknownKind(0)) { () throws(EventError) in try RoomEvent.parse(zero[...]) }
+        expectError(.unknownKind(0)) { () throws(EventError) in try RoomEvent.parse(zero[...]) }
         // 32 bytes that are not a point on the curve.
         var badKey = signedWire(kind: 10, body: [])
         badKey.replaceSubrange(17..<49, with: [UInt8](repeating: 0xFF, count: 32))
-        expectEventError(.badAuthor) { () throws(EventError) in try RoomEvent.parse(badKey[...]) }
+        expectError(.badAuthor) { () throws(EventError) in try RoomEvent.parse(badKey[...]) }
     }
 
     // MARK: room ids
 
     @Test func roomIDs() throws {
-        expectEventError(.badRoomID) { () throws(EventError) in try RoomID(bytes: [UInt8](repeating: 0, count: 15)) }
-        expectEventError(.badRoomID) { () throws(EventError) in try RoomID(bytes: [UInt8](repeating: 0, count: 17)) }
+        expectError(.badRoomID) { () throws(EventError) in try RoomID(bytes: [UInt8](repeating: 0, count: 15)) }
+        expectError(.badRoomID) { () throws(EventError) in try RoomID(bytes: [UInt8](repeating: 0, count: 17)) }
         #expect(room.text == "vov2xk5lvov2xk5lvov2xk5lvm")
         #expect(room.description == room.text)
         let a = RoomID.random(SeededRandom(seed: 1))

@@ -1,21 +1,10 @@
 import Foundation
 import LVBMedia
+import TestAssertions
 import Testing
 
 @Suite("Codecs")
 struct CodecTests {
-    /// Expects `body` to throw an error that `matches` accepts, never to succeed or crash.
-    private func expectMediaError<T>(_ what: String, _ matches: (MediaError) -> Bool,
-                                     _ body: () throws(MediaError) -> T,
-                                     sourceLocation: SourceLocation = #_sourceLocation) {
-        do {
-            _ = try body()
-            Issue.record("\(what): expected a MediaError, got success", sourceLocation: sourceLocation)
-        } catch {
-            #expect(matches(error), "\(what): \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     private static func isInvalidParameter(_ e: MediaError) -> Bool {
         if case .invalidParameter = e { return true } else { return false }
     }
@@ -62,7 +51,7 @@ struct CodecTests {
         try encoder.setBitrate(kbps: 200)
         let packets = try encoder.encode(source.frame(number: 1), pts: 1, forceKeyframe: false)
         #expect(!packets.isEmpty)
-        expectMediaError("0 kbit/s", Self.isInvalidParameter) { () throws(MediaError) in
+        expectError("0 kbit/s", Self.isInvalidParameter) { () throws(MediaError) in
             try encoder.setBitrate(kbps: 0)
         }
     }
@@ -70,17 +59,17 @@ struct CodecTests {
     @Test("VP8 rejects bad parameters with typed errors")
     func vp8InvalidParameters() throws {
         for (w, h, fps) in [(641, 360, 30), (0, 0, 30), (640, 0, 30), (640, 360, 0), (8, 8, 30), (640, 361, 30)] {
-            expectMediaError("\(w)x\(h)@\(fps)", Self.isInvalidParameter) { () throws(MediaError) in
+            expectError("\(w)x\(h)@\(fps)", Self.isInvalidParameter) { () throws(MediaError) in
                 try VP8Encoder(width: w, height: h, fps: fps, bitrateKbps: 1000, keyframeInterval: 30)
             }
         }
-        expectMediaError("odd frame", Self.isInvalidParameter) { () throws(MediaError) in
+        expectError("odd frame", Self.isInvalidParameter) { () throws(MediaError) in
             try I420Frame(width: 17, height: 16)
         }
         let encoder = try VP8Encoder(width: 320, height: 240, fps: 30, bitrateKbps: 300,
                                      keyframeInterval: 30)
         let wrongSize = try I420Frame(width: 160, height: 120)
-        expectMediaError("frame of the wrong size", Self.isInvalidParameter) { () throws(MediaError) in
+        expectError("frame of the wrong size", Self.isInvalidParameter) { () throws(MediaError) in
             try encoder.encode(wrongSize, pts: 0, forceKeyframe: false)
         }
     }
@@ -122,12 +111,12 @@ struct CodecTests {
                 state ^= state << 13; state ^= state >> 17; state ^= state << 5
                 return UInt8(truncatingIfNeeded: state)
             }
-            expectMediaError("\(length) random bytes", Self.isRejection) { () throws(MediaError) in
+            expectError("\(length) random bytes", Self.isRejection) { () throws(MediaError) in
                 try decoder.decode(garbage)
             }
         }
         // A keyframe start code with a truncated body.
-        expectMediaError("truncated keyframe", Self.isRejection) { () throws(MediaError) in
+        expectError("truncated keyframe", Self.isRejection) { () throws(MediaError) in
             try decoder.decode([0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x80, 0x02])
         }
         // The decoder still works after garbage.
@@ -196,19 +185,19 @@ struct CodecTests {
     func opusInvalidParameters() throws {
         let encoder = try OpusEncoder(sampleRate: 48000, channels: 1, bitrate: 32000)
         for count in [0, 959, 961, 1920] {
-            expectMediaError("\(count) samples", Self.isInvalidParameter) { () throws(MediaError) in
+            expectError("\(count) samples", Self.isInvalidParameter) { () throws(MediaError) in
                 try encoder.encode([Int16](repeating: 0, count: count))
             }
         }
-        expectMediaError("3 channels", Self.isInvalidParameter) { () throws(MediaError) in
+        expectError("3 channels", Self.isInvalidParameter) { () throws(MediaError) in
             try OpusEncoder(sampleRate: 48000, channels: 3, bitrate: 32000)
         }
-        expectMediaError("44.1 kHz", Self.isInvalidParameter) { () throws(MediaError) in
+        expectError("44.1 kHz", Self.isInvalidParameter) { () throws(MediaError) in
             try OpusDecoder(sampleRate: 44100, channels: 1)
         }
         let decoder = try OpusDecoder(sampleRate: 48000, channels: 1)
         // TOC code 3 with a frame count of 0 is invalid (RFC 6716 §3.2.5).
-        expectMediaError("bad packet", Self.isCodec) { () throws(MediaError) in
+        expectError("bad packet", Self.isCodec) { () throws(MediaError) in
             try decoder.decode([0x03, 0x00])
         }
     }

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import LVBCore
+import TestAssertions
 import Testing
 @testable import LVBMedia
 
@@ -97,22 +98,22 @@ struct MediaFileTests {
         defer { dir.remove() }
         let path = dir.file("bad.y4m")
         writeFile(path, Array("RIFF....WAVEfmt \n".utf8))
-        expectMediaError(.file("\(path): not a YUV4MPEG2 (Y4M) file; convert with ffmpeg -i IN -pix_fmt yuv420p OUT.y4m")) {
+        expectError(.file("\(path): not a YUV4MPEG2 (Y4M) file; convert with ffmpeg -i IN -pix_fmt yuv420p OUT.y4m")) {
             () throws(MediaError) in try Y4MReader(path: path)
         }
         writeFile(path, Array("YUV4MPEG2 W64 H48 F30:1 Ip A1:1 C444\nFRAME\n".utf8))
-        expectMediaError(.file("\(path): Y4M colour space C444 is not supported; use 4:2:0 (ffmpeg -pix_fmt yuv420p)")) {
+        expectError(.file("\(path): Y4M colour space C444 is not supported; use 4:2:0 (ffmpeg -pix_fmt yuv420p)")) {
             () throws(MediaError) in try Y4MReader(path: path)
         }
         writeFile(path, Array("YUV4MPEG2 W63 H48 F30:1\n".utf8))
-        expectMediaError(.file("\(path): Y4M frame size 63x48 is not supported; both edges must be even and in 16...4096 "
+        expectError(.file("\(path): Y4M frame size 63x48 is not supported; both edges must be even and in 16...4096 "
             + "(ffmpeg -i IN -vf scale=640:360 -pix_fmt yuv420p OUT.y4m)")) { () throws(MediaError) in try Y4MReader(path: path) }
         writeFile(path, Array("YUV4MPEG2 W64 H48 F30:1 ".utf8) + [UInt8](repeating: 0x41, count: 2000) + [0x0A])
-        expectMediaError(.file("\(path): Y4M header is longer than 1024 bytes")) {
+        expectError(.file("\(path): Y4M header is longer than 1024 bytes")) {
             () throws(MediaError) in try Y4MReader(path: path)
         }
         let missing = dir.file("missing.y4m")
-        expectMediaError(.file("\(missing): cannot open (No such file or directory)")) {
+        expectError(.file("\(missing): cannot open (No such file or directory)")) {
             () throws(MediaError) in try Y4MReader(path: missing)
         }
         let writer = try Y4MWriter(path: dir.file("w.y4m"), width: 64, height: 48, fps: 30)
@@ -176,18 +177,18 @@ struct MediaFileTests {
         let hint = "use 48000 Hz 16-bit PCM mono or stereo (ffmpeg -i IN -ar 48000 -ac 1 -c:a pcm_s16le OUT.wav)"
         let writer = try WAVWriter(path: path, sampleRate: 44100, channels: 1)
         writer.close()
-        expectMediaError(.file("\(path): 44100 Hz audio is not supported; \(hint)")) {
+        expectError(.file("\(path): 44100 Hz audio is not supported; \(hint)")) {
             () throws(MediaError) in try WAVReader(path: path)
         }
         var float = readFile(path)
         float[20] = 3  // IEEE float
         float[34] = 32
         writeFile(path, float)
-        expectMediaError(.file("\(path): 44100 Hz 32-bit float audio is not supported; \(hint)")) {
+        expectError(.file("\(path): 44100 Hz 32-bit float audio is not supported; \(hint)")) {
             () throws(MediaError) in try WAVReader(path: path)
         }
         writeFile(path, Array("YUV4MPEG2 W64 H48\n".utf8))
-        expectMediaError(.file("\(path): not a WAV (RIFF/WAVE) file; convert with ffmpeg -i IN -ar 48000 -ac 1 -c:a pcm_s16le OUT.wav")) {
+        expectError(.file("\(path): not a WAV (RIFF/WAVE) file; convert with ffmpeg -i IN -ar 48000 -ac 1 -c:a pcm_s16le OUT.wav")) {
             () throws(MediaError) in try WAVReader(path: path)
         }
     }

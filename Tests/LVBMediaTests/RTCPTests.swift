@@ -1,4 +1,5 @@
 import LVBCore
+import TestAssertions
 import Testing
 @testable import LVBMedia
 
@@ -46,7 +47,7 @@ import Testing
         #expect(RTCPPacket.nack(built).serialized() == Self.nack)
         #expect(try RTCPPacket.parseCompound(Self.nack) == [.nack(built)])
         #expect(built.lostSequenceNumbers == [100, 101, 117])
-        expectMediaError(.invalidParameter("NACK needs at least one lost sequence number")) { () throws(MediaError) in
+        expectError(.invalidParameter("NACK needs at least one lost sequence number")) { () throws(MediaError) in
             try RTCPGenericNACK(senderSSRC: 1, mediaSSRC: 2, lost: [])
         }
     }
@@ -79,35 +80,35 @@ import Testing
                 #expect(throws: MediaError.self) { try RTCPPacket.parseCompound(Array(vector.prefix(n))) }
             }
         }
-        expectMediaError(.truncated("RTCP packet")) { () throws(MediaError) in try RTCPPacket.parseCompound([UInt8]()) }
-        expectMediaError(.truncated("RTCP header")) { () throws(MediaError) in try RTCPPacket.parseCompound(Array(Self.pli.prefix(3))) }
-        expectMediaError(.truncated("RTCP packet")) { () throws(MediaError) in try RTCPPacket.parseCompound(Array(Self.pli.prefix(11))) }
+        expectError(.truncated("RTCP packet")) { () throws(MediaError) in try RTCPPacket.parseCompound([UInt8]()) }
+        expectError(.truncated("RTCP header")) { () throws(MediaError) in try RTCPPacket.parseCompound(Array(Self.pli.prefix(3))) }
+        expectError(.truncated("RTCP packet")) { () throws(MediaError) in try RTCPPacket.parseCompound(Array(Self.pli.prefix(11))) }
         // A whole packet followed by a cut one fails the whole datagram.
-        expectMediaError(.truncated("RTCP header")) { () throws(MediaError) in try RTCPPacket.parseCompound(Self.pli + [0x81]) }
+        expectError(.truncated("RTCP header")) { () throws(MediaError) in try RTCPPacket.parseCompound(Self.pli + [0x81]) }
     }
 
     @Test func malformedValuesRaiseTheirError() {
-        expectMediaError(.malformed("RTCP version 1")) { () throws(MediaError) in
+        expectError(.malformed("RTCP version 1")) { () throws(MediaError) in
             try RTCPPacket.parseCompound(hex("41ce0002" + "00000001" + "01020304"))
         }
-        expectMediaError(.malformed("generic NACK length must cover whole FCI entries")) { () throws(MediaError) in
+        expectError(.malformed("generic NACK length must cover whole FCI entries")) { () throws(MediaError) in
             try RTCPPacket.parseCompound(hex("81cd0002" + "00000001" + "01020304"))
         }
-        expectMediaError(.malformed("PLI length must be 2")) { () throws(MediaError) in
+        expectError(.malformed("PLI length must be 2")) { () throws(MediaError) in
             try RTCPPacket.parseCompound(hex("81ce0003" + "00000001" + "01020304" + "00000000"))
         }
         // RC 2 but room for one block.
-        expectMediaError(.malformed("RR length does not cover its report blocks")) { () throws(MediaError) in
+        expectError(.malformed("RR length does not cover its report blocks")) { () throws(MediaError) in
             var bytes = Self.rr
             bytes[0] = 0x82
             return try RTCPPacket.parseCompound(bytes)
         }
-        expectMediaError(.malformed("SR length does not cover its report blocks")) { () throws(MediaError) in
+        expectError(.malformed("SR length does not cover its report blocks")) { () throws(MediaError) in
             var bytes = Self.sr
             bytes[0] = 0x81
             return try RTCPPacket.parseCompound(bytes)
         }
-        expectMediaError(.malformed("RTCP padding longer than packet")) { () throws(MediaError) in
+        expectError(.malformed("RTCP padding longer than packet")) { () throws(MediaError) in
             try RTCPPacket.parseCompound(hex("a1ce0002" + "00000001" + "010203ff"))
         }
     }

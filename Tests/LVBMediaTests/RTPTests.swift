@@ -1,17 +1,7 @@
 import LVBCore
+import TestAssertions
 import Testing
 @testable import LVBMedia
-
-/// Expects `body` to throw exactly `expected`.
-func expectMediaError<T>(_ expected: MediaError, _ body: () throws(MediaError) -> T,
-                         sourceLocation: SourceLocation = #_sourceLocation) {
-    do {
-        _ = try body()
-        Issue.record("expected \(expected), got success", sourceLocation: sourceLocation)
-    } catch {
-        #expect(error == expected, sourceLocation: sourceLocation)
-    }
-}
 
 func hex(_ s: String) -> [UInt8] { (try? Hex.decode(s)) ?? [] }
 
@@ -51,32 +41,32 @@ func hex(_ s: String) -> [UInt8] { (try? Hex.decode(s)) ?? [] }
 
     @Test func everyTruncationFails() {
         for n in 0..<MediaConstants.RTP.fixedHeaderSize {
-            expectMediaError(.truncated("RTP header")) { () throws(MediaError) in try RTPPacket.parse(Array(Self.minimal.prefix(n))) }
+            expectError(.truncated("RTP header")) { () throws(MediaError) in try RTPPacket.parse(Array(Self.minimal.prefix(n))) }
         }
         // Padding makes the full vector self-delimiting: no prefix of it is a packet.
         for n in 0..<Self.full.count {
             #expect(throws: MediaError.self) { try RTPPacket.parse(Array(Self.full.prefix(n))) }
         }
-        expectMediaError(.truncated("RTP CSRC list")) { () throws(MediaError) in try RTPPacket.parse(Array(Self.full.prefix(14))) }
-        expectMediaError(.truncated("RTP header extension")) { () throws(MediaError) in try RTPPacket.parse(Array(Self.full.prefix(20))) }
-        expectMediaError(.malformed("RTP padding longer than payload")) { () throws(MediaError) in
+        expectError(.truncated("RTP CSRC list")) { () throws(MediaError) in try RTPPacket.parse(Array(Self.full.prefix(14))) }
+        expectError(.truncated("RTP header extension")) { () throws(MediaError) in try RTPPacket.parse(Array(Self.full.prefix(20))) }
+        expectError(.malformed("RTP padding longer than payload")) { () throws(MediaError) in
             try RTPPacket.parse(Array(Self.full.prefix(Self.full.count - 3)))
         }
     }
 
     @Test func malformedValuesRaiseTheirError() {
-        expectMediaError(.malformed("RTP version 1")) { () throws(MediaError) in try RTPPacket.parse(hex("4060123411223344aabbccdd010203")) }
-        expectMediaError(.malformed("RTP padding longer than payload")) { () throws(MediaError) in
+        expectError(.malformed("RTP version 1")) { () throws(MediaError) in try RTPPacket.parse(hex("4060123411223344aabbccdd010203")) }
+        expectError(.malformed("RTP padding longer than payload")) { () throws(MediaError) in
             try RTPPacket.parse(hex("a060123411223344aabbccdd010210"))
         }
-        expectMediaError(.malformed("RTP padding count 0")) { () throws(MediaError) in
+        expectError(.malformed("RTP padding count 0")) { () throws(MediaError) in
             try RTPPacket.parse(hex("a060123411223344aabbccdd010200"))
         }
-        expectMediaError(.truncated("RTP header extension")) { () throws(MediaError) in
+        expectError(.truncated("RTP header extension")) { () throws(MediaError) in
             try RTPPacket.parse(hex("9060123411223344aabbccdd" + "bede0002" + "10ff0000"))
         }
         // Element id 3 claims 16 bytes inside a one-word block.
-        expectMediaError(.malformed("RTP extension element longer than its block")) { () throws(MediaError) in
+        expectError(.malformed("RTP extension element longer than its block")) { () throws(MediaError) in
             try RTPPacket.parse(hex("9060123411223344aabbccdd" + "bede0001" + "3f000000"))
         }
     }
@@ -92,19 +82,19 @@ func hex(_ s: String) -> [UInt8] { (try? Hex.decode(s)) ?? [] }
     }
 
     @Test func invalidParametersAreRejected() throws {
-        expectMediaError(.invalidParameter("RTP payload type 128 above 127")) { () throws(MediaError) in
+        expectError(.invalidParameter("RTP payload type 128 above 127")) { () throws(MediaError) in
             try RTPPacket(payloadType: 128, sequenceNumber: 0, timestamp: 0, ssrc: 0, payload: [])
         }
         var p = try RTPPacket(payloadType: 96, sequenceNumber: 0, timestamp: 0, ssrc: 0, payload: [])
-        expectMediaError(.invalidParameter("extension id 15 outside 1...14")) { () throws(MediaError) in try p.setExtension(id: 15, [1]) }
+        expectError(.invalidParameter("extension id 15 outside 1...14")) { () throws(MediaError) in try p.setExtension(id: 15, [1]) }
         #expect(throws: MediaError.self) { try p.setExtension(id: 2, Array(repeating: 0, count: 17)) }
     }
 
     @Test func opusPayloadHelpers() throws {
         #expect(OpusPayload.frameIncrement20ms == 960)
         #expect(OpusPayload.timestampIncrement(milliseconds: 60) == 2880)
-        expectMediaError(.truncated("Opus payload")) { () throws(MediaError) in try OpusPayload.toc(of: []) }
-        expectMediaError(.truncated("Opus frame count byte")) { () throws(MediaError) in try OpusPayload.toc(of: [0xFB]) }
+        expectError(.truncated("Opus payload")) { () throws(MediaError) in try OpusPayload.toc(of: []) }
+        expectError(.truncated("Opus frame count byte")) { () throws(MediaError) in try OpusPayload.toc(of: [0xFB]) }
         let toc = try OpusPayload.toc(of: [0xFC, 0x01])  // config 31, stereo, code 0
         #expect(toc.config == 31 && toc.stereo && toc.frameCountCode == 0)
     }

@@ -1,4 +1,5 @@
 import LVBCore
+import TestAssertions
 import Testing
 @testable import LVBMedia
 
@@ -32,8 +33,8 @@ import Testing
                 #expect(throws: MediaError.self) { try VP8PayloadDescriptor.parse(vector.prefix(n)) }
             }
         }
-        expectMediaError(.truncated("VP8 payload descriptor")) { () throws(MediaError) in try VP8PayloadDescriptor.parse(Self.long.prefix(3)) }
-        expectMediaError(.truncated("VP8 payload data")) { () throws(MediaError) in try VP8PayloadDescriptor.parse(Self.long.prefix(4)) }
+        expectError(.truncated("VP8 payload descriptor")) { () throws(MediaError) in try VP8PayloadDescriptor.parse(Self.long.prefix(3)) }
+        expectError(.truncated("VP8 payload data")) { () throws(MediaError) in try VP8PayloadDescriptor.parse(Self.long.prefix(4)) }
     }
 
     static func fakeFrame(_ count: Int, keyframe: Bool, seed: UInt8) -> [UInt8] {
@@ -56,7 +57,7 @@ import Testing
         #expect(Hex.encode(payloads[0].prefix(4)) == "9080ffff" && Hex.encode(payloads[1].prefix(4)) == "8080ffff")
         let next = try packetizer.packetize([0x01])
         #expect(Hex.encode(next[0]) == "9080800001")  // PictureID wrapped to 0
-        expectMediaError(.invalidParameter("empty VP8 frame")) { () throws(MediaError) in try packetizer.packetize([]) }
+        expectError(.invalidParameter("empty VP8 frame")) { () throws(MediaError) in try packetizer.packetize([]) }
         #expect(throws: MediaError.self) { try VP8Packetizer(maxPayloadSize: 4) }
     }
 
@@ -106,6 +107,6 @@ import Testing
         _ = try assembler.insert(packets[1])
         #expect(assembler.flush() == [.incomplete(VP8IncompleteFrame(timestamp: 1, missing: [], hasStart: false, hasEnd: false))])
         let empty = try RTPPacket(payloadType: 96, sequenceNumber: 1, timestamp: 1, ssrc: 1, payload: [])
-        expectMediaError(.truncated("VP8 payload descriptor")) { () throws(MediaError) in try assembler.insert(empty) }
+        expectError(.truncated("VP8 payload descriptor")) { () throws(MediaError) in try assembler.insert(empty) }
     }
 }

@@ -3,6 +3,7 @@ import LVBCrypto
 import LVBGossip
 import LVBRoom
 import LVBTestSupport
+import TestAssertions
 import Testing
 
 /// Private rooms: password proofs bound to the session, host-signed invites

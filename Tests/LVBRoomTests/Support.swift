@@ -3,18 +3,8 @@ import LVBCrypto
 import LVBGossip
 import LVBRoom
 import LVBTestSupport
+import TestAssertions
 import Testing
-
-/// Expects `body` to throw exactly `expected` (typed throws keep the error type).
-func expectError<E: Error & Equatable, T>(_ expected: E, _ body: () throws(E) -> T,
-                                          sourceLocation: SourceLocation = #_sourceLocation) {
-    do {
-        _ = try body()
-        Issue.record("expected \(expected), got success", sourceLocation: sourceLocation)
-    } catch {
-        #expect(error == expected, sourceLocation: sourceLocation)
-    }
-}
 
 /// A deterministic identity: the seed is 32 copies of `n`.
 func identity(_ n: UInt8) -> Identity {
