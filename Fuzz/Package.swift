@@ -61,6 +61,10 @@ let package = Package(
             name: "FuzzMediaReceive",
             dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBMedia")],
             swiftSettings: swift5),
+        .executableTarget(
+            name: "FuzzRoom",
+            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBRoom")],
+            swiftSettings: swift5),
         // Writes the seed corpora in Corpus/ (`swift run --package-path Fuzz MakeCorpus`).
         .executableTarget(
             name: "MakeCorpus",

@@ -31,6 +31,7 @@ import LVBTransport
             "FuzzGossip": try gossipSeeds(),
             "FuzzMedia": try mediaSeeds(),
             "FuzzMediaReceive": try mediaReceiveSeeds(),
+            "FuzzRoom": try roomSeeds(),
         ]
         for (target, seeds) in corpora {
             let targetDir = dir + "/" + target
@@ -132,6 +133,22 @@ import LVBTransport
             throw SetupFailed(description: "no \(name) datagram was captured")
         }
         return seeds
+    }
+
+    /// One message of each room-channel type.
+    static func roomSeeds() throws -> [String: [UInt8]] {
+        let room = [UInt8](1...16)
+        let pass = [UInt8](repeating: 0x50, count: 120)
+        let event = [UInt8](repeating: 0x45, count: 40)
+        return [
+            "request-open": [1] + room + [0],
+            "request-password": [1] + room + [1] + [UInt8](repeating: 0x70, count: 32),
+            "response-admitted": [2] + room + [0] + pass,
+            "response-denied": [2] + room + [1, 4],
+            "leaving": [3] + pass + [2, 0, 40] + event + [0, 40] + event,
+            "leave-ack": [4, 0, 0, 0, 0, 0, 0, 0, 42],
+            "unknown-type": [200, 1, 2, 3],
+        ]
     }
 
     static func ticketSeeds() throws -> [String: [UInt8]] {
