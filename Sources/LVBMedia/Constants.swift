@@ -15,6 +15,8 @@ public enum MediaConstants {
     public static let audioClockRate = 48_000
     /// Samples per 20 ms Opus frame at 48 kHz.
     public static let audioFrameSamples = 960
+    /// One Opus frame's span: sound is captured, encoded and sent in these steps.
+    public static let audioFrameDuration: Duration = .milliseconds(20)
     /// RTP header (12) + one-byte extension header (4) + capture time element
     /// (1 + 8, padded to 12): what every media packet spends before its payload.
     public static let rtpOverhead = 28

@@ -96,7 +96,7 @@ public final class EncodePump: @unchecked Sendable {
             scheduler.repeating(from: start, every: frameInterval) { [self] n in run { () throws(MediaError) in try encodeVideo(slot: n) } }
         }
         if audio != nil {
-            scheduler.repeating(from: start, every: .milliseconds(20)) { [self] n in run { () throws(MediaError) in try encodeAudio(slot: n) } }
+            scheduler.repeating(from: start, every: MediaConstants.audioFrameDuration) { [self] n in run { () throws(MediaError) in try encodeAudio(slot: n) } }
         }
     }
 
@@ -136,7 +136,7 @@ public final class EncodePump: @unchecked Sendable {
         guard let (source, encoder) = audio, let pcm = try source.next() else { return false }
         // The block's first sample was captured 20 ms before it was complete.
         let ntp = NTPTime.from(clock.wallTime()) &- (UInt64(1) << 32) / 50
-        let packet = try encoder.encode(pcm, mediaTime: .milliseconds(20 * Int64(n)), captureTime: ntp)
+        let packet = try encoder.encode(pcm, mediaTime: MediaConstants.audioFrameDuration * n, captureTime: ntp)
         counters.addAudio(bytes: packet.payload.count)
         onAudio?(packet)
         return true

@@ -56,7 +56,7 @@ public final class MediaOrigin<Peer: Hashable> {
     }
 
     public var subscriberCount: Int { fanOut.count }
-    public var subscribers_: [Peer] { fanOut.peers }
+    public var subscriberIDs: [Peer] { fanOut.peers }
 
     /// The video target: the lowest any subscriber's rate control allows.
     public var targetVideoKbps: Int {

@@ -46,6 +46,14 @@ public enum RoomConstants {
     /// A kicked member's sessions end this long after the kick, so the kick
     /// still reaches it (and its other neighbours) first.
     public static let kickGrace: Duration = .seconds(1)
+    /// Presence is swept (members silent for `presenceTimeout` shown as left) this often.
+    public static let presenceSweep: Duration = .seconds(1)
+    /// How long an invite made with /invite is valid.
+    public static let inviteLifetime: Duration = .seconds(86_400)
+    /// The receive pipelines are polled at least this often, and at most
+    /// this often however soon they say work is due.
+    public static let pollCeiling: Duration = .milliseconds(100)
+    public static let pollFloor: Duration = .milliseconds(1)
     /// A member shows its pass to a peer at most this often (unless forced).
     public static let passRepeat: Duration = .seconds(1)
     /// Events timestamped more than this before our admission come as history:

@@ -106,7 +106,7 @@ extension RoomNode {
     /// An invite for `id` to this invite-only (or password) room, valid a day.
     public func makeInvite(for id: NodeID) throws(RoomActionError) -> Invite {
         guard let policy else { throw .hostOnly }
-        return policy.makeInvite(for: id, validFor: .seconds(86_400))
+        return policy.makeInvite(for: id, validFor: RoomConstants.inviteLifetime)
     }
 
     /// Finds a member by node id (or its start) or nickname.

@@ -270,7 +270,7 @@ public final class RoomNode {
             lastHeartbeat = now
             publish(.join(instance: instance, role: isHost ? .host : .viewer))
         }
-        if now - lastSweep >= .seconds(1) {
+        if now - lastSweep >= RoomConstants.presenceSweep {
             lastSweep = now
             _ = state.noteActivity(from: core.nodeID)
             state.expirePresence().forEach(report)

@@ -127,9 +127,10 @@ public final class UDPLiveNode: @unchecked Sendable {
     /// 100 ms, at most every millisecond), until `stop`. On the loop.
     private func schedulePoll() {
         let now = SystemClock.shared.now()
-        let wait = min(max(((node.nextWakeup ?? now + .milliseconds(100)) - now).nanosecondsClamped, 1_000_000), 100_000_000)
-        pollDue = now + .nanoseconds(wait)
-        pollTask = udp.eventLoop.scheduleTask(in: .nanoseconds(wait)) { [weak self] in
+        let due = node.nextWakeup ?? now + RoomConstants.pollCeiling
+        let wait = min(max(due - now, RoomConstants.pollFloor), RoomConstants.pollCeiling)
+        pollDue = now + wait
+        pollTask = udp.eventLoop.scheduleTask(in: .nanoseconds(wait.nanosecondsClamped)) { [weak self] in
             guard let self, !self.stopped else { return }
             node.poll()
             schedulePoll()
@@ -138,7 +139,7 @@ public final class UDPLiveNode: @unchecked Sendable {
 
     /// A packet that brings the next work closer moves the poll up. On the loop.
     private func pollSoonerIfDue() {
-        guard !stopped, let due = pollDue, let next = node.nextWakeup, next < due, due - next > .milliseconds(1) else { return }
+        guard !stopped, let due = pollDue, let next = node.nextWakeup, next < due, due - next > RoomConstants.pollFloor else { return }
         pollTask?.cancel()
         schedulePoll()
     }

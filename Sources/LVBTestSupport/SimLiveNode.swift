@@ -46,8 +46,8 @@ public final class SimLiveNode {
 
     private func schedulePoll() {
         let now = network.clock.now()
-        let due = node.nextWakeup ?? now + .milliseconds(100)
-        let wait = min(max(due - now, .milliseconds(1)), .milliseconds(100))
+        let due = node.nextWakeup ?? now + RoomConstants.pollCeiling
+        let wait = min(max(due - now, RoomConstants.pollFloor), RoomConstants.pollCeiling)
         pollDue = now + wait
         pollTimer = network.schedule(after: wait) { [weak self] in
             guard let self else { return }
@@ -57,7 +57,7 @@ public final class SimLiveNode {
     }
 
     private func pollSoonerIfDue() {
-        guard let due = pollDue, let next = node.nextWakeup, next < due, due - next > .milliseconds(1) else { return }
+        guard let due = pollDue, let next = node.nextWakeup, next < due, due - next > RoomConstants.pollFloor else { return }
         pollTimer?.cancel()
         schedulePoll()
     }
