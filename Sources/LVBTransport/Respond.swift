@@ -141,14 +141,9 @@ extension TransportCore {
         latestTimestamps[id] = t
     }
 
-    /// True when handshake messages arrive faster than `underLoadThreshold` per second.
+    /// Call once per initiation whose mac1 is valid: true when it is over
+    /// `underLoadThreshold` in the last second.
     func isUnderLoad() -> Bool {
-        let now = clock.now()
-        if now - loadWindowStart >= .seconds(1) {
-            loadWindowStart = now
-            handshakesThisWindow = 0
-        }
-        handshakesThisWindow += 1
-        return handshakesThisWindow > config.underLoadThreshold
+        loadMeter.isOverThreshold(arrivalAt: clock.now(), threshold: config.underLoadThreshold)
     }
 }
