@@ -277,4 +277,40 @@ extension JitterBufferTests {
             #expect(nack.missing == [0, 1])
         }
     }
+
+    /// The target kept by inserting and removing in a sorted list equals the
+    /// 95th percentile taken the slow way: every lateness returned within the
+    /// last 3 s (at most 600), sorted.
+    @Test func targetIsThePercentileOfTheLastThreeSecondsOfLateness() {
+        var buffer = JitterBuffer(clockRate: 90_000)
+        var rng = SplitMix(seed: 42)
+        var history: [(at: Instant, late: Int64)] = []
+        var last = Instant.ms(0)
+        for n in 0..<2_000 {
+            // 30 fps with 0–80 ms of jitter (arrival times only move forward) and stalls.
+            let at = max(last, Instant.ms(Double(n) * 33.3 + Double(rng.next() % 80) + (n % 500 < 20 ? 900 : 0)))
+            last = at
+            let late = buffer.recordArrival(timestamp: UInt32(truncatingIfNeeded: n * 3000), at: at)
+            history.append((at, late.nanosecondsClamped))
+            let window = history.filter { $0.at + ReceiverConstants.latenessWindow > at }.suffix(ReceiverConstants.maxLatenessSamples)
+            let sorted = window.map(\.late).sorted()
+            let rank = Int((Double(sorted.count - 1) * ReceiverConstants.latenessPercentile).rounded(.up))
+            let expected = min(max(0, sorted[min(rank, sorted.count - 1)]), ReceiverConstants.maxTargetDelay.nanosecondsClamped)
+            #expect(buffer.targetDelay == .nanoseconds(expected), "arrival \(n)")
+            if buffer.targetDelay != .nanoseconds(expected) { return }
+        }
+    }
+}
+
+/// A small deterministic generator (LVBCore's SeededRandom is a class; this keeps the test self-contained).
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
