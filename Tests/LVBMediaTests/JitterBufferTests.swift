@@ -283,7 +283,7 @@ extension JitterBufferTests {
     /// last 3 s (at most 600), sorted.
     @Test func targetIsThePercentileOfTheLastThreeSecondsOfLateness() {
         var buffer = JitterBuffer(clockRate: 90_000)
-        var rng = SplitMix(seed: 42)
+        let rng = SeededRandom(seed: 42)
         var history: [(at: Instant, late: Int64)] = []
         var last = Instant.ms(0)
         for n in 0..<2_000 {
@@ -299,18 +299,5 @@ extension JitterBufferTests {
             #expect(buffer.targetDelay == .nanoseconds(expected), "arrival \(n)")
             if buffer.targetDelay != .nanoseconds(expected) { return }
         }
-    }
-}
-
-/// A small deterministic generator (LVBCore's SeededRandom is a class; this keeps the test self-contained).
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
