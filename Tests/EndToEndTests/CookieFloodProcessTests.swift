@@ -114,5 +114,9 @@ import Testing
         #expect(hostCookies > above.cookies + flood.cookies, "the joiner was never asked for a cookie")
         // Nothing was sent to an unauthenticated source that was larger than what it sent.
         #expect((stats["bytes_out"] as? Int ?? .max) <= (stats["bytes_in"] as? Int ?? 0))
+        print("cookie flood: \(exactlyAtThreshold.count) in 0.5 s → \(atThreshold.responses) responses, "
+            + "\(atThreshold.cookies) cookie replies; \(justAbove.count) in 0.6 s → \(above.responses) / \(above.cookies); "
+            + "\(sent) more at ~330/s while a joiner dialled → \(flood.responses) / \(flood.cookies), joiner admitted; "
+            + "host cookie_replies \(hostCookies), bytes in \(stats["bytes_in"] ?? "?") / out \(stats["bytes_out"] ?? "?")")
     }
 }
