@@ -28,8 +28,6 @@ public enum TransportConstants {
     public static let peerGoneTimeout: Duration = .seconds(15)
     /// Cookie secrets change this often.
     public static let cookieSecretLifetime: Duration = .seconds(120)
-    /// The span over which initiations are counted against `underLoadHandshakesPerSecond`.
-    public static let loadWindow: Duration = .seconds(1)
 
     // MARK: Tuning
 
@@ -44,6 +42,8 @@ public enum TransportConstants {
     /// honest joiner above it pays one round trip (it resends at once with
     /// mac2), and the protocol page has said 200 all along.
     public static let underLoadHandshakesPerSecond = 200
+    /// The span over which initiations are counted against `underLoadHandshakesPerSecond`.
+    public static let loadWindow: Duration = .seconds(1)
     /// Messages queued per peer while its session is being set up.
     public static let maxQueuedPerPeer = 128
     /// Responder-side XX handshakes awaiting message 3.
