@@ -143,7 +143,8 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["LVBCore", "LVBMedia", "LVBTestSupport"],
+            // LVBCrypto and LVBTransport craft real handshakes to flood the binary with.
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBMedia", "LVBTestSupport"],
             swiftSettings: swift5),
     ]
 )

@@ -19,7 +19,11 @@ import Glibc
 //    that run, as % of one core. Reference, right after, in the same run: ffmpeg
 //    encoding the same Y4M in real time with libvpx (realtime, cpu-used -6 as the
 //    host's encoder, 1 Mbit/s, GOP 2 s, 1 thread) piped into an ffmpeg decoding it
-//    (1 thread), over the same window.
+//    (1 thread), over the same window. The fair viewer reference, in the same
+//    window as the viewer: a second viewer forwards the stream with --rtp-out to
+//    an ffmpeg that reads its SDP, receives the RTP and decodes video and audio
+//    to null (1 thread) — what the viewer does, minus the session. Goal: viewer /
+//    that ffmpeg ≤ 1.3.
 // 2. 5 % loss each way through the relay, otherwise as 1. Goal: video p95 ≤ 120 ms.
 // 3. Join → first decoded frame (the viewer's first_frame event: ms from its start):
 //    a host with GOP 2 s (synthetic source), 15 viewers one after another, each
@@ -48,6 +52,7 @@ enum MediaBench {
         var hostEncodeMS: Double?
         var hostCPU: Double?               // % of one core
         var viewerCPU: Double?
+        var rtpReference: Result<Double, TextError>?  // ffmpeg receiving --rtp-out, % of one core
         var cpuWindow: Double = 0
         var relay: Substring?              // the relay's exit stats
     }
@@ -83,7 +88,7 @@ enum MediaBench {
 
         // 1. Clean loopback, with the CPU window.
         say("clean loopback, 1 viewer, \(fixed(streamSeconds, 0)) s")
-        switch Result(catching: { try streamRun(binary, dir, video, loss: nil, seconds: streamSeconds, cpu: true) }) {
+        switch Result(catching: { try streamRun(binary, dir, video, loss: nil, seconds: streamSeconds, cpu: true, ffmpeg: ffmpeg) }) {
         case .failure(let error):
             say("  FAILED: \(error)")
         case .success(let r):
@@ -91,7 +96,7 @@ enum MediaBench {
             latencyRow("video", r.media, goal: goalVideoP95)
             latencyRow("audio", r.media, goal: goalAudioP95)
             let reference = ffmpeg.flatMap { ffmpeg in y4m.map { cpuReference(ffmpeg, $0, dir, window: r.cpuWindow) } }
-            printCPU(r, reference)
+            printCPU(r, reference, ffmpegInstalled: ffmpeg != nil)
         }
 
         // 2. 5 % loss through the relay.
@@ -154,8 +159,11 @@ enum MediaBench {
     // MARK: - Steps
 
     /// Host + one viewer (through the relay when `loss` is given) for `seconds`.
+    /// With `cpu`, CPU is measured over a window; with `ffmpeg` as well, a second
+    /// viewer forwards the stream by --rtp-out to an ffmpeg that receives and
+    /// decodes it, measured in the same window (the fair viewer reference).
     static func streamRun(_ binary: String, _ dir: String, _ video: [String], loss: Double?,
-                          seconds: Double, cpu: Bool) throws -> StreamResult {
+                          seconds: Double, cpu: Bool, ffmpeg: String? = nil) throws -> StreamResult {
         let tag = loss == nil ? "clean" : "loss"
         let (host, hostAddress, ticket) = try startHost(binary, dir, tag, video + [
             "--size", "\(width)x\(height)", "--fps", "\(fps)", "--gop", fixed(gopSeconds, 0),
@@ -187,14 +195,32 @@ enum MediaBench {
         }
         var result = StreamResult()
         if cpu {
-            ProcessRunner.sleep(1.5)
-            let window = min(cpuWindowSeconds, seconds - 3)
-            let h0 = host.cpuSeconds(), v0 = viewer.cpuSeconds(), t0 = ProcessRunner.now()
+            var reference: RTPReference?
+            defer { reference?.stop() }
+            if let ffmpeg {
+                switch Result(catching: { try RTPReference(binary, ffmpeg, ticket: peer, dir: dir, seconds: seconds) }) {
+                case .success(let r): reference = r
+                case .failure(let error): result.rtpReference = .failure(TextError("\(error)"))
+                }
+            }
+            // Long enough for the reference ffmpeg to meet a keyframe (GOP 2 s).
+            ProcessRunner.sleep(reference == nil ? 1.5 : gopSeconds + 0.5)
+            let window = min(cpuWindowSeconds, seconds - 4)
+            let h0 = host.cpuSeconds(), v0 = viewer.cpuSeconds(), f0 = reference?.ffmpeg.cpuSeconds()
+            let t0 = ProcessRunner.now()
             ProcessRunner.sleep(window)
-            let h1 = host.cpuSeconds(), v1 = viewer.cpuSeconds(), t1 = ProcessRunner.now()
+            let h1 = host.cpuSeconds(), v1 = viewer.cpuSeconds(), f1 = reference?.ffmpeg.cpuSeconds()
+            let t1 = ProcessRunner.now()
             result.cpuWindow = t1 - t0
             if let h0, let h1 { result.hostCPU = (h1 - h0) / (t1 - t0) * 100 }
             if let v0, let v1 { result.viewerCPU = (v1 - v0) / (t1 - t0) * 100 }
+            if let reference {
+                if let f0, let f1, reference.ffmpeg.isRunning() {
+                    result.rtpReference = .success((f1 - f0) / (t1 - t0) * 100)
+                } else {
+                    result.rtpReference = .failure(TextError("ffmpeg exited early" + exitNote(reference.ffmpeg, reference.log)))
+                }
+            }
         }
         guard let exit = viewer.waitForLine(timeout: seconds + 10, { isEvent($0, "exit") }) else {
             throw TextError("viewer: no exit event within \(fixed(seconds + 10, 0)) s" + exitNote(viewer, viewerLog))
@@ -270,55 +296,6 @@ enum MediaBench {
             throw TextError("host printed no ready event with a ticket within 10 s" + exitNote(host, log))
         }
         return (host, "127.0.0.1:\(port)", ticket)
-    }
-
-    /// ffmpeg encoding `y4m` in real time with libvpx piped into an ffmpeg decoding it;
-    /// their CPU (% of one core) over `window` seconds, or what failed.
-    static func cpuReference(_ ffmpeg: String, _ y4m: String, _ dir: String,
-                             window: Double) -> Result<(encode: Double, decode: Double), TextError> {
-        guard let fds = ProcessRunner.makePipe() else {
-            return .failure(TextError("pipe: " + String(cString: strerror(errno))))
-        }
-        var open = [fds[0], fds[1]]
-        defer { for fd in open { close(fd) } }
-        let encodeLog = dir + "/ffmpeg-encode.err", decodeLog = dir + "/ffmpeg-decode.err"
-        let encoder: ChildProcess, decoder: ChildProcess
-        do {
-            encoder = try ChildProcess(ffmpeg, ["-v", "error", "-re", "-stream_loop", "-1", "-i", y4m,
-                                                "-t", fixed(window + 5, 0)] + referenceEncoderSettings + ["-f", "webm", "-"],
-                                       stdout: .descriptor(fds[1]), stderr: .file(encodeLog))
-        } catch {
-            return .failure(TextError("\(error)"))
-        }
-        defer { encoder.terminate() }
-        do {
-            decoder = try ChildProcess(ffmpeg, ["-v", "error", "-threads", "1", "-i", "-", "-f", "null", "-"],
-                                       stdin: fds[0], stdout: .null, stderr: .file(decodeLog))
-        } catch {
-            return .failure(TextError("\(error)"))
-        }
-        defer { decoder.terminate() }
-        for fd in open { close(fd) }
-        open = []
-
-        ProcessRunner.sleep(1.5)
-        let e0 = encoder.cpuSeconds(), d0 = decoder.cpuSeconds(), t0 = ProcessRunner.now()
-        ProcessRunner.sleep(window)
-        let e1 = encoder.cpuSeconds(), d1 = decoder.cpuSeconds(), t1 = ProcessRunner.now()
-        guard encoder.isRunning() else {
-            return .failure(TextError("ffmpeg encoder exited early" + exitNote(encoder, encodeLog)))
-        }
-        guard decoder.isRunning() else {
-            return .failure(TextError("ffmpeg decoder exited early" + exitNote(decoder, decodeLog)))
-        }
-        guard let e0, let e1, let d0, let d1 else { return .failure(TextError("cannot read /proc/PID/stat of ffmpeg")) }
-        return .success(((e1 - e0) / (t1 - t0) * 100, (d1 - d0) / (t1 - t0) * 100))
-    }
-
-    /// libvpx as the host's VP8Encoder sets it: realtime, cpu-used -6, 1 Mbit/s, GOP 2 s, 1 thread.
-    static var referenceEncoderSettings: [String] {
-        ["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "-6", "-b:v", "\(bitrateKbps)k",
-         "-g", "\(Int(gopSeconds) * fps)", "-threads", "1"]
     }
 
     /// A 10 s testsrc2 clip at the stream's size and rate.

@@ -26,29 +26,39 @@ extension MediaBench {
         }
     }
 
-    static func printCPU(_ r: StreamResult, _ reference: Result<(encode: Double, decode: Double), TextError>?) {
+    static func printCPU(_ r: StreamResult, _ reference: Result<(encode: Double, decode: Double), TextError>?,
+                         ffmpegInstalled: Bool) {
         func percent(_ v: Double?) -> String { v.map { fixed($0, 1) + " % of one core" } ?? "? (cannot read /proc)" }
         let window = fixed(r.cpuWindow, 1)
-        var host = percent(r.hostCPU), viewer = percent(r.viewerCPU)
+        var host = percent(r.hostCPU)
         if let encode = r.hostEncodeMS { host += " (encode \(fixed(encode, 1)) ms/frame)" }
+        row("host CPU (\(window) s)", host)
+        row("viewer CPU (\(window) s)", percent(r.viewerCPU))
         switch reference {
         case .success(let ref)?:
-            row("host CPU (\(window) s)", host)
-            row("viewer CPU (\(window) s)", viewer)
             row("ffmpeg libvpx encode (ref.)", fixed(ref.encode, 1) + " %",
                 note: r.hostCPU.map { "host / ffmpeg encode \(fixed($0 / ref.encode, 2))" })
-            row("ffmpeg VP8 decode (ref.)", fixed(ref.decode, 1) + " %",
+            row("ffmpeg VP8 decode, file (ref.)", fixed(ref.decode, 1) + " %",
                 note: r.viewerCPU.map { "viewer / ffmpeg decode \(fixed($0 / ref.decode, 2))" })
             say("    reference: ffmpeg -re -stream_loop -1 -i IN.y4m " + referenceEncoderSettings.joined(separator: " ")
                 + " -f webm - | ffmpeg -threads 1 -i - -f null -   (video only; the host also encodes Opus)")
         case .failure(let error)?:
-            row("host CPU (\(window) s)", host)
-            row("viewer CPU (\(window) s)", viewer)
-            say("    no reference: \(error)")
+            say("    no encode/decode reference: \(error)")
         case nil:
-            row("host CPU (\(window) s)", host)
-            row("viewer CPU (\(window) s)", viewer)
-            say("    no reference (ffmpeg not installed)")
+            say("    no encode/decode reference (" + (ffmpegInstalled ? "no Y4M source" : "ffmpeg not installed") + ")")
+        }
+        switch r.rtpReference {
+        case .success(let cpu)?:
+            let ratio = r.viewerCPU.map { $0 / cpu }
+            row("ffmpeg RTP receive+decode (ref.)", fixed(cpu, 1) + " %")
+            row("viewer / ffmpeg RTP receive+decode", ratio.map { fixed($0, 2) } ?? "?",
+                goal: "≤ \(fixed(goalViewerOverRTPReference, 1))", ok: ratio.map { $0 <= goalViewerOverRTPReference } ?? false)
+            say("    reference: a second viewer with --rtp-out and --sdp, then ffmpeg "
+                + RTPReference.arguments.joined(separator: " ") + "   (video and audio, same window)")
+        case .failure(let error)?:
+            say("    no RTP reference: \(error)")
+        case nil:
+            if !ffmpegInstalled { say("    no RTP reference (ffmpeg not installed)") }
         }
     }
 

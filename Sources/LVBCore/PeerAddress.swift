@@ -53,16 +53,53 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
 
     public var isIPv4: Bool { if case .v4 = host { true } else { false } }
 
+    /// `[::]:port`: every address of both families, on a dual-stack socket.
+    public static func anyDualStack(port: UInt16) -> PeerAddress {
+        PeerAddress(host: .v6([UInt8](repeating: 0, count: 16)), port: port)
+    }
+
+    public var isIPv6Unspecified: Bool {
+        if case .v6(let b) = host { return b.allSatisfy { $0 == 0 } }
+        return false
+    }
+
+    /// The same endpoint as an IPv6 socket names it: an IPv4 address becomes
+    /// ::ffff:a.b.c.d (RFC 4291 §2.5.5.2); an IPv6 one is unchanged.
+    public var ipv4Mapped: PeerAddress {
+        guard case .v4(let a) = host else { return self }
+        let bytes = [UInt8](repeating: 0, count: 10) + [0xFF, 0xFF, UInt8(a >> 24), UInt8((a >> 16) & 255), UInt8((a >> 8) & 255), UInt8(a & 255)]
+        return PeerAddress(host: .v6(bytes), port: port)
+    }
+
     public var hostString: String {
         switch host {
         case let .v4(a): return "\(a >> 24).\((a >> 16) & 255).\((a >> 8) & 255).\(a & 255)"
-        case let .v6(b):
-            var groups = [String]()
-            for i in stride(from: 0, to: 16, by: 2) {
-                groups.append(String(UInt16(b[i]) << 8 | UInt16(b[i + 1]), radix: 16))
-            }
-            return groups.joined(separator: ":")
+        case let .v6(b): return PeerAddress.canonicalIPv6(b)
         }
+    }
+
+    /// RFC 5952 §4 text of 16 address bytes: lowercase hex without leading
+    /// zeros, the longest run of two or more zero groups (the first of equal
+    /// runs) as "::", and (§5) an IPv4-mapped address as ::ffff:a.b.c.d.
+    static func canonicalIPv6(_ b: [UInt8]) -> String {
+        let groups = (0..<8).map { UInt16(b[2 * $0]) << 8 | UInt16(b[2 * $0 + 1]) }
+        if groups[0..<5].allSatisfy({ $0 == 0 }), groups[5] == 0xFFFF {
+            return "::ffff:\(b[12]).\(b[13]).\(b[14]).\(b[15])"
+        }
+        var bestStart = -1, bestLength = 1, runStart = -1
+        for i in 0...8 {
+            if i < 8 && groups[i] == 0 {
+                if runStart < 0 { runStart = i }
+            } else if runStart >= 0 {
+                if i - runStart > bestLength { bestStart = runStart; bestLength = i - runStart }
+                runStart = -1
+            }
+        }
+        func hex(_ range: Range<Int>) -> String {
+            groups[range].map { String($0, radix: 16) }.joined(separator: ":")
+        }
+        guard bestStart >= 0 else { return hex(0..<8) }
+        return hex(0..<bestStart) + "::" + hex((bestStart + bestLength)..<8)
     }
 
     public var description: String {
@@ -83,19 +120,29 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
     static func parseIPv6(_ s: Substring) -> [UInt8]? {
         let halves = s.components(separatedBy: "::")
         guard halves.count <= 2 else { return nil }
-        func groups(_ part: Substring) -> [UInt16]? {
+        // RFC 4291 §2.2: the last 32 bits may be written as an IPv4 address
+        // (::ffff:192.0.2.1), the form RFC 5952 §5 prints mapped addresses in.
+        let last = halves.count - 1
+        func groups(_ part: Substring, mayEndInIPv4: Bool) -> [UInt16]? {
             if part.isEmpty { return [] }
             var out = [UInt16]()
-            for g in part.split(separator: ":", omittingEmptySubsequences: false) {
+            var texts = part.split(separator: ":", omittingEmptySubsequences: false)
+            var tail = [UInt16]()
+            if mayEndInIPv4, let final = texts.last, final.contains(".") {
+                guard let v4 = parseIPv4(final) else { return nil }
+                tail = [UInt16(v4 >> 16), UInt16(v4 & 0xFFFF)]
+                texts.removeLast()
+            }
+            for g in texts {
                 guard !g.isEmpty, g.count <= 4, g.allSatisfy({ $0.isASCII && $0.isHexDigit }), let n = UInt16(g, radix: 16) else { return nil }
                 out.append(n)
             }
-            return out
+            return out + tail
         }
-        guard let head = groups(Substring(halves[0])) else { return nil }
+        guard let head = groups(Substring(halves[0]), mayEndInIPv4: last == 0) else { return nil }
         var all: [UInt16]
         if halves.count == 2 {
-            guard let tail = groups(Substring(halves[1])), head.count + tail.count <= 7 else { return nil }
+            guard let tail = groups(Substring(halves[1]), mayEndInIPv4: true), head.count + tail.count <= 7 else { return nil }
             all = head + [UInt16](repeating: 0, count: 8 - head.count - tail.count) + tail
         } else {
             guard head.count == 8 else { return nil }

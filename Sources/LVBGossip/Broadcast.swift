@@ -23,7 +23,7 @@ extension GossipNode {
     /// tree link, nor a repair arriving first make its sender a parent.
     func handleEvent(_ bytes: ArraySlice<UInt8>, from peer: NodeID, repair: Bool) {
         stats.eventCopiesReceived += 1
-        guard let peeked = Self.peekID(bytes) else { invalid(from: peer); return }
+        guard let peeked = Self.peekID(bytes) else { invalid(from: peer, "event too short for its id"); return }
         if store.contains(peeked) {
             stats.duplicates += 1
             // A second copy along an eager link: make that link lazy.
@@ -36,13 +36,14 @@ extension GossipNode {
         }
         let event: RoomEvent
         do { event = try RoomEvent.parse(bytes) } catch {
-            invalid(from: peer)
+            invalid(from: peer, "event \(peeked.author.short)#\(peeked.seq) refused: \(error)")
             return
         }
-        guard event.id == peeked else { invalid(from: peer); return }
+        guard event.id == peeked else { invalid(from: peer, "event id does not match its body"); return }
         switch accept?(event, peer) ?? .accept {
         case .reject:
-            invalid(from: peer)
+            // The room logged why (RoomNode: "event … rejected").
+            invalid(from: peer, nil)
             return
         case .duplicate:
             store.insert(event)
@@ -153,8 +154,11 @@ extension GossipNode {
         }
     }
 
-    func invalid(from peer: NodeID) {
+    /// Counts a malformed message or refused event from `peer` and, at debug
+    /// level, says why (lvbnode(1) --log-level); nil when already logged.
+    func invalid(from peer: NodeID, _ reason: @autoclosure () -> String?) {
         stats.invalid += 1
+        if log.logLevel <= .debug, let why = reason() { log.debug("from \(peer.short): \(why)") }
         onInvalid?(peer)
     }
 }

@@ -8,7 +8,7 @@ extension GossipNode {
         let message: GossipMessage
         do { message = try GossipMessage.parse(payload) } catch {
             stats.malformed += 1
-            invalid(from: peer)
+            invalid(from: peer, "malformed gossip message: \(error)")
             return
         }
         // Neighbour-only traffic from a non-neighbour: the views disagree.

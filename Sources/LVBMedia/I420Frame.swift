@@ -30,6 +30,15 @@ public struct I420Frame: Equatable, Sendable {
         self.init(uncheckedWidth: width, height: height)
     }
 
+    /// For decoded pictures: planes already filled, sized for `width` x `height`.
+    init(uncheckedWidth width: Int, height: Int, y: [UInt8], u: [UInt8], v: [UInt8]) {
+        self.width = width
+        self.height = height
+        self.y = y
+        self.u = u
+        self.v = v
+    }
+
     /// For decoded pictures, whose size the bitstream chose (odd sizes allowed).
     init(uncheckedWidth width: Int, height: Int) {
         self.width = width

@@ -69,21 +69,23 @@ public final class VP8Decoder {
         guard let py = img.planes.0, let pu = img.planes.1, let pv = img.planes.2 else {
             throw .codec("vpx_codec_get_frame returned a picture without planes")
         }
-        var frame = I420Frame(uncheckedWidth: w, height: h)
-        copyPlane(from: py, stride: Int(img.stride.0), width: w, height: h, into: &frame.y)
-        let cw = frame.chromaStride, ch = frame.chromaHeight
-        copyPlane(from: pu, stride: Int(img.stride.1), width: cw, height: ch, into: &frame.u)
-        copyPlane(from: pv, stride: Int(img.stride.2), width: cw, height: ch, into: &frame.v)
-        return frame
+        let cw = (w + 1) / 2, ch = (h + 1) / 2
+        return I420Frame(uncheckedWidth: w, height: h,
+                         y: plane(from: py, stride: Int(img.stride.0), width: w, height: h),
+                         u: plane(from: pu, stride: Int(img.stride.1), width: cw, height: ch),
+                         v: plane(from: pv, stride: Int(img.stride.2), width: cw, height: ch))
     }
 
-    private static func copyPlane(from src: UnsafeMutablePointer<UInt8>, stride: Int,
-                                  width: Int, height: Int, into dst: inout [UInt8]) {
-        dst.withUnsafeMutableBufferPointer { out in
-            guard let base = out.baseAddress else { return }
-            for row in 0..<height {
-                (base + row * width).update(from: src + row * stride, count: width)
+    /// One plane, tightly packed, written once: no zero fill first (at 640x360,
+    /// 30 fps that fill was about 10 MB/s of memset for nothing).
+    private static func plane(from src: UnsafeMutablePointer<UInt8>, stride: Int, width: Int, height: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: width * height) { out, count in
+            if let base = out.baseAddress {
+                for row in 0..<height {
+                    (base + row * width).initialize(from: src + row * stride, count: width)
+                }
             }
+            count = width * height
         }
     }
 }

@@ -41,9 +41,9 @@ extension TransportCore {
         guard case .initiation(let peer)? = indices[m.receiverIndex], let pending = peer.initiation,
               pending.localIndex == m.receiverIndex,
               (m.type == .ikResponse) == (pending.pattern == .IK)
-        else { stats.droppedUnknownIndex += 1; return }
+        else { drop(\.droppedUnknownIndex, from: source, "\(m.type) for unknown index \(m.receiverIndex)"); return }
         let checker = pending.pattern == .IK ? ownChecker : anonymousChecker
-        guard checker.checkMAC1(m.raw) else { stats.droppedMAC1 += 1; return }
+        guard checker.checkMAC1(m.raw) else { drop(\.droppedMAC1, from: source, "\(m.type) with a wrong mac1"); return }
         let payload: [UInt8]
         do { payload = try pending.handshake.readMessage(Array(m.noise)) } catch {
             // The pending state is spent; the retry timer starts a fresh one.
@@ -103,11 +103,19 @@ extension TransportCore {
         return peer
     }
 
-    func consumeCookieReply(_ m: CookieReplyMessage) {
-        guard case .initiation(let peer)? = indices[m.receiverIndex], let pending = peer.initiation,
-              !pending.cookieRetried,
-              peer.cookies.consumeReply(nonce: m.nonce, sealed: m.sealed)
-        else { stats.droppedHandshake += 1; return }
+    func consumeCookieReply(_ m: CookieReplyMessage, from source: PeerAddress) {
+        guard case .initiation(let peer)? = indices[m.receiverIndex], let pending = peer.initiation else {
+            drop(\.droppedUnknownIndex, from: source, "cookie reply for unknown index \(m.receiverIndex)")
+            return
+        }
+        guard !pending.cookieRetried else {
+            drop(\.droppedHandshake, from: source, "second cookie reply to one initiation")
+            return
+        }
+        guard peer.cookies.consumeReply(nonce: m.nonce, sealed: m.sealed) else {
+            drop(\.droppedHandshake, from: source, "cookie reply that does not decrypt")
+            return
+        }
         // Resend at once with mac2 rather than after the retry timer: an honest
         // joiner of a busy host pays one round trip, not rekeyTimeout. Once per
         // initiation, so forged or replayed replies cannot make us chatter.

@@ -33,9 +33,10 @@ public enum HandshakePayload {
     }
 }
 
-/// A TAI64N-style label (12 bytes, big-endian: 2^62 + Unix seconds, then
-/// nanoseconds) in each initiation, as WireGuard does to defeat replays of
-/// message 1. Only its order matters: a responder accepts strictly newer ones.
+/// The initiation timestamp (12 bytes, big-endian: 2^62 + Unix seconds, then
+/// nanoseconds), as WireGuard uses to defeat replays of message 1. It has a
+/// TAI64N label's layout but not TAI's offset from UTC (lvbnode-protocol(7),
+/// Timestamps). Only its order matters: a responder accepts strictly newer ones.
 public struct TAI64N: Comparable, Sendable {
     public var seconds: UInt64
     public var nanoseconds: UInt32

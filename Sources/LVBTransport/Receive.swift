@@ -9,9 +9,8 @@ extension TransportCore {
         stats.bytesIn += datagram.count
         let packet: Packet
         do { packet = try Packet.parse(datagram[...]) } catch {
-            stats.droppedMalformed += 1
             stats.unauthenticatedBytesIn += datagram.count
-            log.debug("dropped datagram from \(source): \(error)")
+            drop(\.droppedMalformed, from: source, "malformed: \(error)")
             return
         }
         switch packet {
@@ -19,7 +18,7 @@ extension TransportCore {
             receiveTransport(t, datagram: &datagram, from: source)
         case .cookieReply(let c):
             stats.unauthenticatedBytesIn += datagram.count
-            consumeCookieReply(c)
+            consumeCookieReply(c, from: source)
         case .handshake(let h):
             stats.unauthenticatedBytesIn += datagram.count
             do {
@@ -30,28 +29,27 @@ extension TransportCore {
                 case .cookieReply, .transport: break
                 }
             } catch {
-                stats.droppedHandshake += 1
-                log.debug("handshake from \(source) rejected: \(error)")
+                drop(\.droppedHandshake, from: source, "handshake rejected: \(error)")
             }
         }
     }
 
     private func receiveTransport(_ t: TransportPacket, datagram buffer: inout [UInt8], from source: PeerAddress) {
         guard case .keypair(let peer, let kp)? = indices[t.receiverIndex] else {
-            stats.droppedUnknownIndex += 1
             stats.unauthenticatedBytesIn += buffer.count
+            drop(\.droppedUnknownIndex, from: source, "transport packet for unknown index \(t.receiverIndex)")
             return
         }
         let now = clock.now()
-        guard !kp.isExpired(now: now) else { stats.droppedExpired += 1; return }
+        guard !kp.isExpired(now: now) else { drop(\.droppedExpired, from: source, "transport packet under expired keys"); return }
         let range: Range<Int>
         switch kp.open(t, in: &buffer) {
         case .badTag:
-            stats.droppedDecrypt += 1
             stats.unauthenticatedBytesIn += buffer.count
+            drop(\.droppedDecrypt, from: source, "transport packet failed authentication")
             return
         case .replayed:
-            stats.droppedReplay += 1
+            drop(\.droppedReplay, from: source, "transport packet replayed or too old (counter \(t.counter))")
             return
         case .opened(let r):
             range = r
@@ -74,7 +72,10 @@ extension TransportCore {
             _ = flushQueue(peer)
         }
         guard !range.isEmpty else { stats.keepalivesIn += 1; return }
-        guard let channel = DataChannel(rawValue: buffer[range.lowerBound]) else { stats.droppedMalformed += 1; return }
+        guard let channel = DataChannel(rawValue: buffer[range.lowerBound]) else {
+            drop(\.droppedMalformed, from: source, "unknown channel \(buffer[range.lowerBound])")
+            return
+        }
         let payload = buffer[(range.lowerBound + 1)..<range.upperBound]
         stats.messagesIn += 1
         if channel == .control {
@@ -88,7 +89,7 @@ extension TransportCore {
         guard let id = peer.id else { return }
         let message: ControlMessage
         do { message = try ControlMessage.parse(payload) } catch {
-            stats.droppedMalformed += 1
+            drop(\.droppedMalformed, from: peer.endpoint, "control message: \(error)")
             return
         }
         switch message {

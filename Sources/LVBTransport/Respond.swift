@@ -8,15 +8,15 @@ import LVBCrypto
 extension TransportCore {
     /// IK or XX message 1.
     func consumeInitiation(_ m: HandshakeMessage, from source: PeerAddress) throws(TransportError) {
-        guard config.acceptIncoming else { stats.droppedHandshake += 1; return }
+        guard config.acceptIncoming else { drop(\.droppedHandshake, from: source, "initiation: not accepting sessions"); return }
         let ik = m.type == .ikInitiation
         let checker = ik ? ownChecker : anonymousChecker
-        guard checker.checkMAC1(m.raw) else { stats.droppedMAC1 += 1; return }
+        guard checker.checkMAC1(m.raw) else { drop(\.droppedMAC1, from: source, "\(m.type) with a wrong mac1"); return }
         if isUnderLoad(), !checker.checkMAC2(m.raw, source: source) {
             let (nonce, sealed) = checker.makeReply(to: m.raw, source: source)
             transmit(Packet.cookieReply(receiver: m.senderIndex, nonce: nonce, sealed: sealed), to: source, unauthenticatedReply: true)
             stats.cookieRepliesSent += 1
-            stats.droppedNeedsCookie += 1
+            drop(\.droppedNeedsCookie, from: source, "\(m.type) without a valid mac2 under load; cookie reply sent")
             return
         }
         do {
@@ -40,7 +40,7 @@ extension TransportCore {
         let (id, timestamp) = try HandshakePayload.parseInitiator(payload, remoteStatic: hs.remoteStaticKey)
         guard id != nodeID else { throw TransportError.handshakeFailed("initiation from our own identity") }
         if let last = latestTimestamps[id], timestamp <= last {
-            stats.droppedReplayedInitiation += 1
+            drop(\.droppedReplayedInitiation, from: source, "IK initiation replayed (timestamp not newer)")
             return
         }
         guard let peer = peerForIncoming(id, source: source) else { return }
@@ -76,8 +76,11 @@ extension TransportCore {
 
     /// XX message 3: the initiator reveals and proves its identity.
     func consumeFinal(_ m: HandshakeMessage, from source: PeerAddress) throws(TransportError) {
-        guard case .pendingResponse(let pending)? = indices[m.receiverIndex] else { stats.droppedUnknownIndex += 1; return }
-        guard ownChecker.checkMAC1(m.raw) else { stats.droppedMAC1 += 1; return }
+        guard case .pendingResponse(let pending)? = indices[m.receiverIndex] else {
+            drop(\.droppedUnknownIndex, from: source, "XX final for unknown index \(m.receiverIndex)")
+            return
+        }
+        guard ownChecker.checkMAC1(m.raw) else { drop(\.droppedMAC1, from: source, "XX final with a wrong mac1"); return }
         indices[m.receiverIndex] = nil
         pendingResponses.removeAll { $0 == m.receiverIndex }
         do {
@@ -120,7 +123,10 @@ extension TransportCore {
     /// The peer record an authenticated incoming handshake attaches to.
     private func peerForIncoming(_ id: NodeID, source: PeerAddress) -> Peer? {
         if let p = peersByID[id] { return p }
-        guard peersByID.count < TransportConstants.maxPeers else { stats.droppedHandshake += 1; return nil }
+        guard peersByID.count < TransportConstants.maxPeers else {
+            drop(\.droppedHandshake, from: source, "handshake: peer table full (\(TransportConstants.maxPeers))")
+            return nil
+        }
         let p = Peer(id: id, endpoint: source, persistent: false, cookies: generator(for: id), created: clock.now())
         peersByID[id] = p
         return p
@@ -135,14 +141,9 @@ extension TransportCore {
         latestTimestamps[id] = t
     }
 
-    /// True when handshake messages arrive faster than `underLoadThreshold` per second.
+    /// Call once per initiation whose mac1 is valid: true when it is over
+    /// `underLoadThreshold` in the last second.
     func isUnderLoad() -> Bool {
-        let now = clock.now()
-        if now - loadWindowStart >= .seconds(1) {
-            loadWindowStart = now
-            handshakesThisWindow = 0
-        }
-        handshakesThisWindow += 1
-        return handshakesThisWindow > config.underLoadThreshold
+        loadMeter.isOverThreshold(arrivalAt: clock.now(), threshold: config.underLoadThreshold)
     }
 }

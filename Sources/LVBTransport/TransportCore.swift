@@ -7,7 +7,7 @@ import Logging
 public struct TransportConfig: Sendable {
     /// Accept sessions that other nodes start (hosts do; a pure dialler may not).
     public var acceptIncoming = true
-    /// Handshake messages per second above which a cookie (mac2) is demanded.
+    /// Initiations per second (valid mac1) above which a cookie (mac2) is demanded.
     public var underLoadThreshold = TransportConstants.underLoadHandshakesPerSecond
     /// What this node says in its hello.
     public var hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: .viewer)
@@ -42,8 +42,7 @@ public final class TransportCore {
 
     var lastTimestampSent = TAI64N(seconds: 0, nanoseconds: 0)
     var latestTimestamps: [NodeID: TAI64N] = [:]
-    var loadWindowStart: Instant
-    var handshakesThisWindow = 0
+    var loadMeter = LoadMeter()
 
     public init(identity: Identity, clock: Clock, random: RandomSource, sink: DatagramSink, config: TransportConfig = TransportConfig()) {
         self.identity = identity
@@ -56,7 +55,6 @@ public final class TransportCore {
                                    secretLifetime: TransportConstants.cookieSecretLifetime)
         anonymousChecker = CookieChecker(keyMaterial: MacKeyMaterial.anonymous, clock: clock, random: random,
                                          secretLifetime: TransportConstants.cookieSecretLifetime)
-        loadWindowStart = clock.now()
     }
 
     public var nodeID: NodeID { identity.nodeID }

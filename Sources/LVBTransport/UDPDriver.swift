@@ -14,6 +14,8 @@ public final class UDPNode: @unchecked Sendable {
     private var ticker: RepeatedTask?
 
     /// Binds `listen` and starts ticking. `onEvent` runs on the event loop.
+    /// `[::]` (`PeerAddress.anyDualStack`) is one socket for IPv6 and IPv4
+    /// peers alike; where the host has no IPv6 it falls back to 0.0.0.0.
     public static func start(identity: Identity, listen: PeerAddress, config: TransportConfig = TransportConfig(),
                              group: EventLoopGroup, clock: Clock = SystemClock.shared,
                              onEvent: @escaping (TransportEvent) -> Void) async throws -> UDPNode {
@@ -21,14 +23,39 @@ public final class UDPNode: @unchecked Sendable {
         let sink = ChannelSink()
         let core = TransportCore(identity: identity, clock: clock, random: SodiumRandom.shared, sink: sink, config: config)
         core.onEvent = onEvent
+        let channel: Channel
+        do {
+            channel = try await bind(listen, on: loop, core: core, sink: sink)
+        } catch let error as IOError where listen.isIPv6Unspecified && error.errnoCode == EAFNOSUPPORT {
+            channel = try await bind(.ipv4(0, 0, 0, 0, port: listen.port), on: loop, core: core, sink: sink)
+        }
+        guard let bound = channel.localAddress.flatMap(PeerAddress.init) else {
+            try? await channel.close()
+            throw TransportError.malformed("socket has no local address")
+        }
+        sink.channel = channel
+        sink.mapsIPv4 = channel.localAddress?.protocol == .inet6
+        let node = UDPNode(core: core, channel: channel, localAddress: bound, eventLoop: loop)
+        let interval = TimeAmount.nanoseconds(TransportConstants.tickInterval.nanosecondsClamped)
+        node.ticker = loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in core.tick() }
+        return node
+    }
+
+    private static func bind(_ listen: PeerAddress, on loop: EventLoop, core: TransportCore, sink: ChannelSink) async throws -> Channel {
         // Vectored reads share one receive buffer among the batch: size it so
         // each slot holds a full datagram (a short slot would truncate it).
         let batch = 32
-        let channel = try await DatagramBootstrap(group: loop)
+        var bootstrap = DatagramBootstrap(group: loop)
             // No SO_REUSEADDR: on UDP it would let a second node bind the same
             // port silently and steal its datagrams; "address in use" is right.
             .channelOption(.datagramVectorReadMessageCount, value: batch)
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: batch * 2048))
+        if listen.isIPv6Unspecified {
+            // Dual stack whatever net.ipv6.bindv6only says: IPv4 peers arrive
+            // as ::ffff:a.b.c.d, which PeerAddress turns back into IPv4.
+            bootstrap = bootstrap.channelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 0)
+        }
+        return try await bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(DatagramHandler(core: core, sink: sink))
@@ -36,15 +63,6 @@ public final class UDPNode: @unchecked Sendable {
             }
             .bind(to: listen.socketAddress)
             .get()
-        guard let bound = channel.localAddress.flatMap(PeerAddress.init) else {
-            try? await channel.close()
-            throw TransportError.malformed("socket has no local address")
-        }
-        sink.channel = channel
-        let node = UDPNode(core: core, channel: channel, localAddress: bound, eventLoop: loop)
-        let interval = TimeAmount.nanoseconds(TransportConstants.tickInterval.nanosecondsClamped)
-        node.ticker = loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in core.tick() }
-        return node
     }
 
     private init(core: TransportCore, channel: Channel, localAddress: PeerAddress, eventLoop: EventLoop) {
@@ -86,13 +104,16 @@ public final class UDPNode: @unchecked Sendable {
 /// or tick rather than per datagram when possible.
 final class ChannelSink: DatagramSink {
     var channel: Channel?
+    /// The socket is IPv6 (dual stack): IPv4 peers are addressed as ::ffff:a.b.c.d.
+    var mapsIPv4 = false
     private var pendingFlush = false
     var batching = false
 
     func send(_ datagram: [UInt8], to address: PeerAddress) {
         guard let channel else { return }
         let buffer = channel.allocator.buffer(bytes: datagram)
-        let envelope = AddressedEnvelope(remoteAddress: address.socketAddress, data: buffer)
+        let remote = mapsIPv4 ? address.ipv4Mapped.socketAddress : address.socketAddress
+        let envelope = AddressedEnvelope(remoteAddress: remote, data: buffer)
         if batching {
             channel.write(envelope, promise: nil)
             pendingFlush = true

@@ -11,7 +11,7 @@ struct HostCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "host",
         abstract: "Start a live room and print its join ticket.",
-        discussion: "Listens on 0.0.0.0:7400 unless --listen says otherwise, admits joiners, and runs the room until /close, /quit, SIGINT/SIGTERM or --duration.")
+        discussion: "Listens on [::]:7400 (IPv6 and IPv4) unless --listen says otherwise, admits joiners, and runs the room until /close, /quit, SIGINT/SIGTERM or --duration.")
 
     @OptionGroup var node: NodeOptions
     @OptionGroup var profile: ProfileOptions

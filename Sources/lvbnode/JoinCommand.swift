@@ -14,7 +14,7 @@ struct JoinCommand: AsyncParsableCommand {
         discussion: """
             With a ticket the session uses Noise IK (the ticket carries the host's key) and the room id. \
             With IP:PORT (or localhost:PORT) it uses Noise XX and prints the host's id so you can check it; \
-            private rooms need the ticket. Listens on an ephemeral port unless --listen says otherwise.
+            private rooms need the ticket. Listens on [::] with an ephemeral port (IPv6 and IPv4 peers alike) unless --listen says otherwise.
             """)
 
     @Argument(help: ArgumentHelp("A join ticket (lvb1…), IP:PORT, [IPv6]:PORT or localhost:PORT.", valueName: "peer"))

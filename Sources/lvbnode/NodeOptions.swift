@@ -6,7 +6,7 @@ import LVBCrypto
 struct NodeOptions: ParsableArguments {
     @OptionGroup var identity: IdentityOptions
 
-    @Option(name: .long, help: ArgumentHelp("Local UDP address to bind, as IP:PORT.", valueName: "ip:port"))
+    @Option(name: .long, help: ArgumentHelp("Local UDP address to bind, as IP:PORT or [IPv6]:PORT. Default: [::] (IPv6 and IPv4).", valueName: "ip:port"))
     var listen: String?
 
     @Flag(name: .long, help: "Print one JSON object per line instead of readable text.")
@@ -28,7 +28,9 @@ struct NodeOptions: ParsableArguments {
 
     func listenAddress(defaultPort: UInt16) throws -> PeerAddress {
         if let listen { return try parseAddress(listen, what: "--listen") }
-        return .ipv4(0, 0, 0, 0, port: defaultPort)
+        // One dual-stack socket reaches a peer of either family, whatever the
+        // user dials (the transport falls back to 0.0.0.0 without IPv6).
+        return .anyDualStack(port: defaultPort)
     }
 }
 

@@ -75,9 +75,50 @@ import Testing
     @Test func descriptionForm() {
         #expect(PeerAddress.ipv4(10, 0, 0, 1, port: 7400).description == "10.0.0.1:7400")
         #expect(PeerAddress(host: Self.v6([0x2001, 0xDB8, 0, 0, 0, 0, 0, 1]), port: 443).description
-            == "[2001:db8:0:0:0:0:0:1]:443")
+            == "[2001:db8::1]:443")
         #expect(PeerAddress.ipv4(10, 0, 0, 1, port: 1).isIPv4)
         #expect(!PeerAddress(host: Self.v6([0, 0, 0, 0, 0, 0, 0, 1]), port: 1).isIPv4)
+    }
+
+    /// RFC 5952 §4 (and §5 for IPv4-mapped): one text per address, so logs,
+    /// tickets and JSON output can be compared as strings.
+    @Test(arguments: [
+        ([0, 0, 0, 0, 0, 0, 0, 1], "::1"),
+        ([0, 0, 0, 0, 0, 0, 0, 0], "::"),
+        ([0x2001, 0xDB8, 0, 0, 0, 0, 0, 1], "2001:db8::1"),
+        ([0x2001, 0xDB8, 0, 0, 1, 0, 0, 1], "2001:db8::1:0:0:1"),      // §4.2.3: the first of equal runs
+        ([0x2001, 0xDB8, 0, 0, 0, 1, 0, 0], "2001:db8::1:0:0"),        // §4.2.3: the longest run
+        ([0x2001, 0xDB8, 0, 1, 1, 1, 1, 1], "2001:db8:0:1:1:1:1:1"),   // §4.2.2: one zero group stays
+        ([0x2001, 0xDB8, 0xAA, 0x0B, 0, 0, 0, 0], "2001:db8:aa:b::"),  // §4.1, §4.3: no leading zeros, lowercase
+        ([0xFE80, 0, 0, 0, 0, 0, 1, 2], "fe80::1:2"),
+        ([1, 0, 0, 0, 0, 0, 0, 0], "1::"),
+        ([1, 2, 3, 4, 5, 6, 7, 8], "1:2:3:4:5:6:7:8"),
+        ([0, 0, 0, 0, 0, 0xFFFF, 0xC000, 0x0201], "::ffff:192.0.2.1"),  // §5
+    ] as [([UInt16], String)])
+    func canonicalIPv6Text(groups: [UInt16], text: String) throws {
+        let address = PeerAddress(host: Self.v6(groups), port: 7610)
+        #expect(address.hostString == text)
+        #expect(address.description == "[\(text)]:7610")
+        #expect(try PeerAddress(parsing: "[\(text)]:7610") == address)
+    }
+
+    /// A dual-stack socket names IPv4 peers as ::ffff:a.b.c.d (RFC 4291 §2.5.5.2).
+    @Test func dualStackForms() {
+        let v4 = PeerAddress.ipv4(192, 0, 2, 1, port: 7400)
+        #expect(v4.ipv4Mapped.description == "[::ffff:192.0.2.1]:7400")
+        #expect(v4.ipv4Mapped.ipv4Mapped == v4.ipv4Mapped)
+        #expect(PeerAddress.anyDualStack(port: 7400).description == "[::]:7400")
+        #expect(PeerAddress.anyDualStack(port: 7400).isIPv6Unspecified)
+        #expect(!PeerAddress.ipv4(0, 0, 0, 0, port: 7400).isIPv6Unspecified)
+        #expect(!PeerAddress(host: Self.v6([0, 0, 0, 0, 0, 0, 0, 1]), port: 1).isIPv6Unspecified)
+    }
+
+    @Test func parsesIPv4InIPv6Literal() throws {
+        #expect(try PeerAddress(parsing: "[::ffff:127.0.0.1]:5") == PeerAddress(host: Self.v6([0, 0, 0, 0, 0, 0xFFFF, 0x7F00, 1]), port: 5))
+        #expect(try PeerAddress(parsing: "[64:ff9b::198.51.100.7]:5") == PeerAddress(host: Self.v6([0x64, 0xFF9B, 0, 0, 0, 0, 0xC633, 0x6407]), port: 5))
+        for bad in ["[::ffff:1.2.3]:5", "[::1.2.3.4:5]:5", "[1.2.3.4::]:5", "[::ffff:1.2.3.400]:5"] {
+            #expect(throws: CoreError.badAddress(bad)) { try PeerAddress(parsing: bad) }
+        }
     }
 
     @Test func randomAddressesRoundTripThroughText() throws {

@@ -263,4 +263,27 @@ extension JitterBufferTests {
             #expect(nack.missing == [0, 1])
         }
     }
+
+    /// The target kept by inserting and removing in a sorted list equals the
+    /// 95th percentile taken the slow way: every lateness returned within the
+    /// last 3 s (at most 600), sorted.
+    @Test func targetIsThePercentileOfTheLastThreeSecondsOfLateness() {
+        var buffer = JitterBuffer(clockRate: 90_000)
+        let rng = SeededRandom(seed: 42)
+        var history: [(at: Instant, late: Int64)] = []
+        var last = Instant.ms(0)
+        for n in 0..<2_000 {
+            // 30 fps with 0–80 ms of jitter (arrival times only move forward) and stalls.
+            let at = max(last, Instant.ms(Double(n) * 33.3 + Double(rng.next() % 80) + (n % 500 < 20 ? 900 : 0)))
+            last = at
+            let late = buffer.recordArrival(timestamp: UInt32(truncatingIfNeeded: n * 3000), at: at)
+            history.append((at, late.nanosecondsClamped))
+            let window = history.filter { $0.at + ReceiverConstants.latenessWindow > at }.suffix(ReceiverConstants.maxLatenessSamples)
+            let sorted = window.map(\.late).sorted()
+            let rank = Int((Double(sorted.count - 1) * ReceiverConstants.latenessPercentile).rounded(.up))
+            let expected = min(max(0, sorted[min(rank, sorted.count - 1)]), ReceiverConstants.maxTargetDelay.nanosecondsClamped)
+            #expect(buffer.targetDelay == .nanoseconds(expected), "arrival \(n)")
+            if buffer.targetDelay != .nanoseconds(expected) { return }
+        }
+    }
 }
