@@ -107,27 +107,25 @@ private final class TestVideoSender {
     }
 }
 
+/// The host's audio path, the library's own `AudioStreamEncoder` (Opus
+/// 20 ms mono with in-band FEC, RTP per RFC 7587, capture-time extension),
+/// started close to wrapping its sequence number and timestamp.
 private final class TestAudioSender {
     static let ssrc: UInt32 = 0x5EED_0002
     static let timestampBase: UInt32 = 0xFFFE_0000
-    let encoder: OpusEncoder
+    let encoder: AudioStreamEncoder
     var source: SyntheticAudio
-    var sequence: UInt16 = 65_000
 
     init() throws {
-        encoder = try OpusEncoder(channels: 1, bitrate: 32_000)
+        encoder = try AudioStreamEncoder(ssrc: Self.ssrc, bitrate: 32_000, random: ScriptedRandom([65_000, UInt64(Self.timestampBase)]))
         source = try SyntheticAudio()
     }
 
-    static func timestamp(_ number: Int) -> UInt32 { timestampBase &+ UInt32(number) &* 960 }
     static func number(_ timestamp: UInt32) -> Int { Int(Int32(bitPattern: timestamp &- timestampBase)) / 960 }
 
     func capture(_ number: Int, wall: WallTime) throws -> [UInt8] {
-        var p = try RTPPacket(payloadType: 111, sequenceNumber: sequence, timestamp: Self.timestamp(number),
-                              ssrc: Self.ssrc, payload: try encoder.encode(source.next20ms())[...])
-        p.setCaptureTime(NTPTime.from(wall))
-        sequence &+= 1
-        return p.serialized()
+        try encoder.encode(source.next20ms(), mediaTime: MediaConstants.audioFrameDuration * number,
+                           captureTime: NTPTime.from(wall)).serialized()
     }
 }
 
