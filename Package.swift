@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "LVBGossip", targets: ["LVBGossip"]),
         .library(name: "LVBMedia", targets: ["LVBMedia"]),
         .library(name: "LVBRoom", targets: ["LVBRoom"]),
+        .library(name: "LVBRendezvous", targets: ["LVBRendezvous"]),
         .library(name: "LVBTestSupport", targets: ["LVBTestSupport"]),
     ],
     dependencies: [
@@ -85,6 +86,10 @@ let package = Package(
             ],
             swiftSettings: swift5),
         .target(
+            name: "LVBRendezvous",
+            dependencies: ["LVBCore"],
+            swiftSettings: swift5),
+        .target(
             name: "LVBTestSupport",
             dependencies: [
                 "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom",
@@ -140,6 +145,10 @@ let package = Package(
         .testTarget(
             name: "LVBRoomTests",
             dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBTestSupport", "TestAssertions"],
+            swiftSettings: swift5),
+        .testTarget(
+            name: "LVBRendezvousTests",
+            dependencies: ["LVBCore", "LVBRendezvous", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "EndToEndTests",

@@ -1,0 +1,16 @@
+/// CRC-32 as ISO/IEC 13239 and ITU-T V.42 define it (the zlib/PNG CRC:
+/// reflected polynomial 0xEDB88320, initial and final XOR 0xFFFFFFFF), which
+/// STUN's FINGERPRINT uses (RFC 8489 §14.7).
+enum CRC32 {
+    private static let table: [UInt32] = (0..<256).map { n -> UInt32 in
+        var c = UInt32(n)
+        for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+        return c
+    }
+
+    static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
+        var c: UInt32 = 0xFFFF_FFFF
+        for b in bytes { c = table[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
+        return c ^ 0xFFFF_FFFF
+    }
+}

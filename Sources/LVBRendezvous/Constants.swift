@@ -1,0 +1,60 @@
+/// The rendezvous layer's numbers (STYLE rule 2): STUN values fixed by
+/// RFC 8489, then tuning values.
+public enum RendezvousConstants {
+    // MARK: Specification (RFC 8489)
+
+    /// §6: the magic cookie, bytes 4–7 of every STUN message.
+    public static let magicCookie: UInt32 = 0x2112_A442
+    /// §5: the fixed header (type, length, cookie, 96-bit transaction id).
+    public static let stunHeaderSize = 20
+    public static let transactionIDSize = 12
+    /// §14.7: FINGERPRINT is the CRC-32 of the message XOR this value.
+    public static let fingerprintXOR: UInt32 = 0x5354_554E
+
+    /// §5: message types (method Binding 0x001 with the class bits).
+    public enum MessageType {
+        public static let bindingRequest: UInt16 = 0x0001
+        public static let bindingIndication: UInt16 = 0x0011
+        public static let bindingSuccess: UInt16 = 0x0101
+        public static let bindingError: UInt16 = 0x0111
+    }
+
+    /// §18.3: attribute types this implementation reads or writes.
+    public enum Attribute {
+        public static let mappedAddress: UInt16 = 0x0001
+        public static let username: UInt16 = 0x0006
+        public static let messageIntegrity: UInt16 = 0x0008
+        public static let errorCode: UInt16 = 0x0009
+        public static let unknownAttributes: UInt16 = 0x000A
+        public static let realm: UInt16 = 0x0014
+        public static let nonce: UInt16 = 0x0015
+        public static let messageIntegritySHA256: UInt16 = 0x001C
+        public static let passwordAlgorithm: UInt16 = 0x001D
+        public static let userhash: UInt16 = 0x001E
+        public static let xorMappedAddress: UInt16 = 0x0020
+        /// ICE's connectivity-check attributes (RFC 8445 §16.1): a Binding
+        /// server understands them by ignoring them.
+        public static let priority: UInt16 = 0x0024
+        public static let useCandidate: UInt16 = 0x0025
+        public static let passwordAlgorithms: UInt16 = 0x8002
+        public static let alternateDomain: UInt16 = 0x8003
+        public static let software: UInt16 = 0x8022
+        public static let alternateServer: UInt16 = 0x8023
+        public static let fingerprint: UInt16 = 0x8028
+        /// Types below this are comprehension-required (§14).
+        public static let comprehensionOptionalFrom: UInt16 = 0x8000
+    }
+
+    /// §14.1–14.2: address families in (XOR-)MAPPED-ADDRESS.
+    public static let familyIPv4: UInt8 = 0x01
+    public static let familyIPv6: UInt8 = 0x02
+
+    /// §15: the error code for a request with comprehension-required
+    /// attributes the server does not understand.
+    public static let unknownAttributeError = 420
+
+    // MARK: Tuning
+
+    /// Unknown attributes listed in one 420 answer (the answer stays small).
+    public static let maxListedUnknownAttributes = 4
+}
