@@ -87,7 +87,7 @@ let package = Package(
             swiftSettings: swift5),
         .target(
             name: "LVBRendezvous",
-            dependencies: ["LVBCore"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip"],
             swiftSettings: swift5),
         .target(
             name: "LVBTestSupport",
@@ -148,7 +148,7 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRendezvousTests",
-            dependencies: ["LVBCore", "LVBRendezvous", "TestAssertions"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBRendezvous", "LVBTestSupport", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "EndToEndTests",

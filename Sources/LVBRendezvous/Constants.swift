@@ -53,7 +53,29 @@ public enum RendezvousConstants {
     /// attributes the server does not understand.
     public static let unknownAttributeError = 420
 
+    // MARK: Specification (lvbnode-protocol(7), RENDEZVOUS)
+
+    /// Announcement layout version, and the signature's domain separation.
+    public static let announceVersion: UInt8 = 1
+    public static let announceContext = Array("lvbnode announce v1".utf8)
+    /// A room is listed this long after its latest announcement; hosts
+    /// announce every `announceInterval`.
+    public static let announceTTL: Duration = .seconds(30)
+    public static let announceInterval: Duration = .seconds(10)
+    /// An announcement signed further than this from the rendezvous's clock
+    /// (either way) is stale or from a broken clock, and refused.
+    public static let announceClockSkew: Duration = .seconds(60)
+    /// Rooms per page of the room list.
+    public static let roomsPerPage = 20
+    public static let maxAnnouncedAddresses = 8
+    public static let maxAnnouncement = 1100
+
     // MARK: Tuning
+
+    /// Rooms one rendezvous lists at most (soft state; the oldest are dropped first).
+    public static let maxRooms = 10_000
+    /// A room id stays its host's this long after its last announcement.
+    public static let roomOwnership: Duration = .seconds(600)
 
     /// Unknown attributes listed in one 420 answer (the answer stays small).
     public static let maxListedUnknownAttributes = 4
