@@ -44,6 +44,8 @@ import Testing
         let viewer = try NodeProcess(["join", "localhost:\(port)", "--ephemeral", "--json", "--duration", "20"])
         #expect(viewer.waitFor("connecting")?["pattern"] as? String == "XX")
         #expect(viewer.waitFor("session")?["peer"] as? String == hostID)
+        // Exit 0 means the node was in the room: stop it once admitted.
+        #expect(viewer.waitFor("admitted") != nil)
         viewer.signal(SIGINT)
         #expect(viewer.waitExit() == 0)
         host.signal(SIGINT)
