@@ -87,7 +87,10 @@ let package = Package(
             swiftSettings: swift5),
         .target(
             name: "LVBRendezvous",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom",
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swift5),
         .target(
             name: "LVBTestSupport",

@@ -72,6 +72,8 @@ public enum RendezvousConstants {
 
     // MARK: Tuning
 
+    /// A node asks a rendezvous again this often until it answers.
+    public static let requestRetry: Duration = .milliseconds(500)
     /// Rooms one rendezvous lists at most (soft state; the oldest are dropped first).
     public static let maxRooms = 10_000
     /// A room id stays its host's this long after its last announcement.

@@ -28,6 +28,8 @@ public final class LiveNode {
 
     /// Runs a closure on the node's loop (encoder threads hand frames over with it).
     private let hop: (@escaping () -> Void) -> Void
+    /// Roles from layers above (a host's announcer to a rendezvous), registered with `attach`.
+    public private(set) var roles: [AttachedRole] = []
 
     /// Builds the node's parts; a media source, codec or output that cannot
     /// be set up throws here, before anything is sent.
@@ -98,14 +100,21 @@ public final class LiveNode {
         pump?.start()
     }
 
+    /// Adds a role from a layer above; it sees every transport event and tick from now on.
+    public func attach(_ role: AttachedRole) { roles.append(role) }
+
     /// Feeds a transport event (call from the transport's `onEvent`).
     public func handle(_ event: TransportEvent) {
         onOutput?(.transport(event))
         room.handle(event)
+        for role in roles { role.handle(event) }
     }
 
     /// Runs timers; call every `GossipConstants.tickInterval`.
-    public func tick() { room.tick() }
+    public func tick() {
+        room.tick()
+        for role in roles { role.tick() }
+    }
 
     /// Runs the receive pipelines (decode what is due, send feedback).
     public func poll() { media.poll() }
@@ -116,7 +125,10 @@ public final class LiveNode {
     /// Announces that we leave: the leave event goes to the room by gossip and
     /// straight to every member we hold a session with, repeated until each
     /// acknowledges it. Keep ticking and handling events until `leaveSettled`.
-    public func leave() { room.leave() }
+    public func leave() {
+        room.leave()
+        for role in roles { role.leave() }
+    }
 
     /// True once every member we hold a session with acknowledged our leave
     /// (or we never were in the room).
@@ -126,6 +138,7 @@ public final class LiveNode {
     public func stop() {
         pump?.stop()
         room.shutdown()
+        for role in roles { role.stop() }
     }
 
     /// Finishes the output files; after the loop is done with the sinks.

@@ -11,4 +11,6 @@ public enum DataChannel: UInt8, Sendable, CaseIterable {
     case rtcp = 3
     /// Room admission: join requests, password proofs, invites (LVBRoom).
     case room = 4
+    /// Room announcements and the room list between nodes and a rendezvous (LVBRendezvous).
+    case rendezvous = 5
 }

@@ -7,6 +7,20 @@ extension TransportCore {
     public func receive(_ datagram: consuming [UInt8], from source: PeerAddress) {
         stats.datagramsIn += 1
         stats.bytesIn += datagram.count
+        if let sideChannel {
+            switch sideChannel(datagram[...], source) {
+            case .notMine: break
+            case .consumed:
+                stats.sideChannelIn += 1
+                stats.unauthenticatedBytesIn += datagram.count
+                return
+            case .reply(let answer):
+                stats.sideChannelIn += 1
+                stats.unauthenticatedBytesIn += datagram.count
+                transmit(answer, to: source, unauthenticatedReply: true)
+                return
+            }
+        }
         let packet: Packet
         do { packet = try Packet.parse(datagram[...]) } catch {
             stats.unauthenticatedBytesIn += datagram.count

@@ -23,6 +23,9 @@ public final class TransportCore {
     let staticKey: NoiseKeyPair
     public var config: TransportConfig
     public var onEvent: ((TransportEvent) -> Void)?
+    /// Another protocol sharing the socket (STUN on a rendezvous): sees every
+    /// datagram first and claims its own.
+    public var sideChannel: ((ArraySlice<UInt8>, PeerAddress) -> SideChannelVerdict)?
     public internal(set) var stats = TransportStats()
 
     let clock: Clock

@@ -61,6 +61,9 @@ public struct TransportStats: Sendable, Equatable {
     /// Bytes this node sent in answer to datagrams not yet authenticated.
     public var bytesSentToUnauthenticated = 0
 
+    /// Datagrams another protocol on the socket claimed (`sideChannel`).
+    public var sideChannelIn = 0
+
     public var droppedMalformed = 0
     public var droppedMAC1 = 0
     public var droppedNeedsCookie = 0
@@ -76,4 +79,14 @@ public struct TransportStats: Sendable, Equatable {
         droppedMalformed + droppedMAC1 + droppedNeedsCookie + droppedHandshake + droppedReplayedInitiation
             + droppedUnknownIndex + droppedDecrypt + droppedReplay + droppedExpired
     }
+}
+
+/// What another protocol sharing the socket does with a datagram.
+public enum SideChannelVerdict: Sendable {
+    /// Not its own: the session layer takes it.
+    case notMine
+    /// Its own, and dropped (malformed, or nothing to answer).
+    case consumed
+    /// Its own: send this answer to the source.
+    case reply([UInt8])
 }

@@ -1,0 +1,107 @@
+import LVBCore
+import LVBGossip
+
+/// A message on the rendezvous channel (channel 5) of a session between a
+/// node and a rendezvous (lvbnode-protocol(7), RENDEZVOUS): one type byte,
+/// then its body. Unknown types are counted and dropped without penalty.
+///
+///     1 announce   announcement                       host → rendezvous
+///     2 list       request (4) ‖ page (2)             node → rendezvous
+///     3 rooms      request (4) ‖ page (2) ‖ total (4) ‖ part (1) ‖ parts (1)
+///                  ‖ count (1) ‖ (length (2) ‖ announcement)…
+///     4 resolve    request (4) ‖ room id (16)         node → rendezvous
+///     5 resolved   request (4) ‖ found (1) ‖ [announcement]
+///
+/// The room list passes on the hosts' own signed announcements, so a
+/// rendezvous cannot alter what a room says about itself.
+public enum RendezvousMessage: Equatable, Sendable {
+    case announce([UInt8])
+    case list(request: UInt32, page: UInt16)
+    case rooms(request: UInt32, page: UInt16, total: UInt32, part: UInt8, parts: UInt8, announcements: [[UInt8]])
+    case resolve(request: UInt32, room: RoomID)
+    case resolved(request: UInt32, announcement: [UInt8]?)
+
+    public enum Kind: UInt8, Sendable { case announce = 1, list, rooms, resolve, resolved }
+
+    public var encoded: [UInt8] {
+        var w = ByteWriter(capacity: 64)
+        switch self {
+        case .announce(let a):
+            w.write(Kind.announce.rawValue)
+            w.write(bytes: a)
+        case let .list(request, page):
+            w.write(Kind.list.rawValue)
+            w.write(request)
+            w.write(page)
+        case let .rooms(request, page, total, part, parts, announcements):
+            w.write(Kind.rooms.rawValue)
+            w.write(request)
+            w.write(page)
+            w.write(total)
+            w.write(part)
+            w.write(parts)
+            w.write(UInt8(announcements.count))
+            for a in announcements {
+                w.write(UInt16(a.count))
+                w.write(bytes: a)
+            }
+        case let .resolve(request, room):
+            w.write(Kind.resolve.rawValue)
+            w.write(request)
+            w.write(bytes: room.bytes)
+        case let .resolved(request, announcement):
+            w.write(Kind.resolved.rawValue)
+            w.write(request)
+            w.write(UInt8(announcement == nil ? 0 : 1))
+            if let announcement { w.write(bytes: announcement) }
+        }
+        return w.bytes
+    }
+
+    /// Parses a rendezvous-channel payload; an unknown type throws
+    /// `.unknownType` (not misbehaviour), a broken layout `.malformed`.
+    public static func parse(_ bytes: ArraySlice<UInt8>) throws(RendezvousMessageError) -> RendezvousMessage {
+        guard let first = bytes.first else { throw .malformed }
+        guard let kind = Kind(rawValue: first) else { throw .unknownType(first) }
+        var r = ByteReader(bytes.dropFirst())
+        do {
+            let message: RendezvousMessage
+            switch kind {
+            case .announce:
+                guard !r.isAtEnd else { throw RendezvousMessageError.malformed }
+                message = .announce(Array(r.readRest()))
+            case .list:
+                message = .list(request: try r.readUInt32(), page: try r.readUInt16())
+            case .rooms:
+                let request = try r.readUInt32(), page = try r.readUInt16(), total = try r.readUInt32()
+                let part = try r.readUInt8(), parts = try r.readUInt8(), count = try r.readUInt8()
+                guard part < parts else { throw RendezvousMessageError.malformed }
+                var list: [[UInt8]] = []
+                for _ in 0..<count { list.append(Array(try r.readBytes(Int(try r.readUInt16())))) }
+                message = .rooms(request: request, page: page, total: total, part: part, parts: parts, announcements: list)
+            case .resolve:
+                message = .resolve(request: try r.readUInt32(), room: try RoomID(bytes: Array(try r.readBytes(16))))
+            case .resolved:
+                let request = try r.readUInt32()
+                switch try r.readUInt8() {
+                case 0: message = .resolved(request: request, announcement: nil)
+                case 1:
+                    guard !r.isAtEnd else { throw RendezvousMessageError.malformed }
+                    message = .resolved(request: request, announcement: Array(r.readRest()))
+                default: throw RendezvousMessageError.malformed
+                }
+            }
+            guard r.isAtEnd else { throw RendezvousMessageError.malformed }
+            return message
+        } catch {
+            throw .malformed
+        }
+    }
+}
+
+public enum RendezvousMessageError: Error, Equatable {
+    /// A type this version does not know (a newer node's).
+    case unknownType(UInt8)
+    /// A known type whose layout is broken.
+    case malformed
+}

@@ -1,0 +1,109 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBTransport
+import Logging
+
+/// Counters of a rendezvous, for its `stats` line.
+public struct RendezvousStats: Sendable, Equatable {
+    public var announcements = 0
+    public var refused = 0
+    public var listRequests = 0
+    public var resolveRequests = 0
+    public var malformed = 0
+    public var unknownTypes = 0
+    public var stunAnswered = 0
+    public var stunDropped = 0
+}
+
+/// The rendezvous role, sans-IO over one transport: answers STUN Binding
+/// requests on the node's own port, keeps the room registry from hosts'
+/// announcements (each host announces its own rooms over its own session),
+/// and answers room-list and resolve requests over sessions. Everything but
+/// STUN runs inside authenticated sessions, so a spoofed source gets nothing.
+public final class RendezvousService {
+    public let registry: RoomRegistry
+    public private(set) var stats = RendezvousStats()
+    private let core: TransportCore
+    private let clock: Clock
+    private let stun = STUNResponder()
+    private let log = Log.logger("rendezvous")
+
+    public init(core: TransportCore, clock: Clock) {
+        self.core = core
+        self.clock = clock
+        registry = RoomRegistry(clock: clock)
+        core.sideChannel = { [unowned self] bytes, source in
+            switch stun.answer(bytes, from: source) {
+            case .notSTUN: return .notMine
+            case .answer(let reply):
+                stats.stunAnswered += 1
+                return .reply(reply)
+            case .dropped(let why):
+                stats.stunDropped += 1
+                log.debug("STUN from \(source) dropped: \(why)")
+                return .consumed
+            }
+        }
+    }
+
+    /// Feeds a transport event.
+    public func handle(_ event: TransportEvent) {
+        guard case let .message(peer, .rendezvous, payload) = event else { return }
+        let message: RendezvousMessage
+        do { message = try RendezvousMessage.parse(payload) } catch {
+            if case .unknownType = error { stats.unknownTypes += 1 } else { stats.malformed += 1 }
+            return
+        }
+        switch message {
+        case .announce(let bytes):
+            stats.announcements += 1
+            guard let a = try? RoomAnnouncement.parse(bytes[...]), a.host == peer else {
+                stats.refused += 1
+                log.debug("announcement from \(peer.short) refused: not valid, or not its own room")
+                return
+            }
+            if case .refused(let why) = registry.apply(a) {
+                stats.refused += 1
+                log.debug("announcement of \(a.room) refused: \(why)")
+            }
+        case let .list(request, page):
+            stats.listRequests += 1
+            let (rooms, total) = registry.page(Int(page))
+            // Header: type, request, page, total, part, parts, count.
+            let parts = Self.parts(rooms.map(\.encoded), limit: core.maxPayload - 14)
+            for (i, group) in parts.enumerated() {
+                send(.rooms(request: request, page: page, total: UInt32(total), part: UInt8(i), parts: UInt8(parts.count),
+                            announcements: group), to: peer)
+            }
+        case let .resolve(request, room):
+            stats.resolveRequests += 1
+            send(.resolved(request: request, announcement: registry.listing(room)?.announcement.encoded), to: peer)
+        case .rooms, .resolved:
+            stats.malformed += 1  // answers come from a rendezvous, never to one
+        }
+    }
+
+    /// Timers: expired rooms leave the list.
+    public func tick() { registry.expire(now: clock.now()) }
+
+    /// Splits announcements into groups whose encodings fit `limit` bytes
+    /// (at least one group, maybe empty: an empty page is an answer too).
+    static func parts(_ items: [[UInt8]], limit: Int) -> [[[UInt8]]] {
+        var groups: [[[UInt8]]] = [[]]
+        var size = 0
+        for item in items {
+            if size + 2 + item.count > limit, !(groups.last?.isEmpty ?? true) {
+                groups.append([])
+                size = 0
+            }
+            groups[groups.count - 1].append(item)
+            size += 2 + item.count
+        }
+        return groups
+    }
+
+    private func send(_ message: RendezvousMessage, to peer: NodeID) {
+        try? core.send(message.encoded, channel: .rendezvous, to: peer)
+    }
+}

@@ -1,0 +1,135 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBRoom
+import LVBTestSupport
+import LVBTransport
+import Testing
+@testable import LVBRendezvous
+
+/// A rendezvous, hosts that announce to it and nodes that ask it, on the
+/// virtual network and clock.
+private final class RendezvousWorld {
+    let net = VirtualNetwork(seed: 91, defaultImpairment: Impairment(loss: 0.05, delay: .milliseconds(10)))
+    let server: SimulatedNode
+    let service: RendezvousService
+    var hosts: [SimLiveNode] = []
+    var announcers: [RoomAnnouncer] = []
+    private var timers: [TimerHandle] = []
+
+    init() {
+        var config = TransportConfig()
+        config.hello = Hello(agent: "test", role: .rendezvous)
+        server = net.makeNodes(1, seed: 92, config: config)[0]
+        service = RendezvousService(core: server.core, clock: net.clock)
+        server.recordsEvents = false
+        server.onTransportEvent = { [unowned self] in service.handle($0) }
+        timers.append(net.every(.seconds(1)) { [unowned self] in service.tick() })
+    }
+
+    func addHost(_ n: UInt64, title: String) throws -> SimLiveNode {
+        let sim = net.makeNodes(1, seed: 100 + n)[0]
+        let random = SeededRandom(seed: n)
+        let policy = AdmissionPolicy(room: RoomID.random(random), host: sim.core.identity, mode: .open, clock: net.clock)
+        var plan = NodePlan(part: .host(policy, info: RoomInfo(title: title, startedAt: net.clock.wallTime().milliseconds)))
+        plan.profile = Profile(nickname: "host\(n)")
+        let host = try SimLiveNode(sim, plan: plan, network: net, random: random)
+        let announcer = RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: [sim.address])
+        host.node.attach(announcer)
+        hosts.append(host)
+        announcers.append(announcer)
+        return host
+    }
+
+    /// A node that asks the rendezvous; returns it with everything it was answered.
+    func client(_ n: UInt64) -> (SimulatedNode, RendezvousClient, Box) {
+        let sim = net.makeNodes(1, seed: 300 + n)[0]
+        let client = RendezvousClient(core: sim.core, clock: net.clock, random: SeededRandom(seed: n))
+        timers.append(net.every(.milliseconds(100)) { client.tick() })
+        let box = Box()
+        client.onAnswer = { box.answers.append($0) }
+        sim.onTransportEvent = { client.handle($0) }
+        sim.core.connect(to: server.address, expecting: nil)
+        return (sim, client, box)
+    }
+
+    final class Box { var answers: [RendezvousClient.Answer] = [] }
+}
+
+@Suite("Rendezvous on the virtual network")
+struct RendezvousScenarioTests {
+    @Test func hostsAreListedWithTheirCountsResolvedByRoomIDAndLeaveTheListWhenTheyGo() throws {
+        let w = RendezvousWorld()
+        let a = try w.addHost(1, title: "morning show")
+        let b = try w.addHost(2, title: "night radio")
+        // Two viewers in room b: it lists first.
+        var viewers: [SimLiveNode] = []
+        for n in 0..<2 {
+            let sim = w.net.makeNodes(1, seed: 200 + UInt64(n))[0]
+            let plan = NodePlan(part: .join(room: b.room.room, host: b.id, proof: .none, addresses: [b.sim.address]))
+            viewers.append(try SimLiveNode(sim, plan: plan, network: w.net, random: SeededRandom(seed: 50 + UInt64(n))))
+        }
+        w.net.run(for: .seconds(12))  // an announcement interval after the viewers came
+        #expect(w.service.registry.count == 2)
+        #expect(viewers.allSatisfy { $0.room.isAdmitted })
+
+        let (sim, client, box) = w.client(1)
+        #expect(w.net.run(until: { sim.established(with: w.server) }, timeout: .seconds(10)))
+        client.list(page: 0, from: w.server.id)
+        client.resolve(a.room.room, from: w.server.id)
+        #expect(w.net.run(until: { box.answers.count == 2 }, timeout: .seconds(5)))
+        guard case let .page(page, total, rooms) = box.answers.first(where: { if case .page = $0 { true } else { false } }) else {
+            Issue.record("no page: \(box.answers)")
+            return
+        }
+        #expect(page == 0 && total == 2)
+        #expect(rooms.map(\.info.title) == ["night radio", "morning show"])
+        #expect(rooms.map(\.viewers) == [2, 0])
+        #expect(rooms.first?.hostNickname == "host2")
+        #expect(rooms.first?.addresses == [b.sim.address])
+        #expect(box.answers.contains(.resolved(a.room.room, rooms.last)))
+
+        // Host b leaves: its room leaves the list at once. Host a dies: its
+        // room is gone one TTL after its last announcement.
+        b.node.leave()
+        w.net.run(for: .seconds(1))
+        #expect(w.service.registry.listing(b.room.room) == nil)
+        #expect(w.service.registry.listing(a.room.room) != nil)
+        a.crash()
+        w.net.run(for: RendezvousConstants.announceTTL + RendezvousConstants.announceInterval)
+        #expect(w.service.registry.count == 0)
+        #expect(w.service.stats.refused == 0)
+    }
+
+    @Test func aHostCannotAnnounceAnotherHostsRoom() throws {
+        let w = RendezvousWorld()
+        let a = try w.addHost(1, title: "mine")
+        w.net.run(for: .seconds(3))
+        let listed = try #require(w.service.registry.listing(a.room.room))
+        // Another node relays host a's own signed announcement with a higher seq forged: refused.
+        let thief = w.net.makeNodes(1, seed: 400)[0]
+        thief.core.connect(to: w.server.address, expecting: nil)
+        #expect(w.net.run(until: { thief.established(with: w.server) }, timeout: .seconds(10)))
+        try thief.core.send(RendezvousMessage.announce(listed.announcement.encoded).encoded, channel: .rendezvous, to: w.server.id)
+        try thief.core.send([99, 1, 2], channel: .rendezvous, to: w.server.id)
+        w.net.run(for: .seconds(1))
+        #expect(w.service.stats.refused == 1)
+        #expect(w.service.stats.unknownTypes == 1)
+        #expect(w.service.registry.listing(a.room.room)?.announcement.host == a.id)
+    }
+
+    @Test func theRendezvousPortAnswersSTUNWithTheSourceAddress() throws {
+        let w = RendezvousWorld()
+        let probe = w.net.makeEndpoint()
+        var answers: [[UInt8]] = []
+        probe.onReceive = { bytes, _ in answers.append(bytes) }
+        let request = STUNMessage(type: RendezvousConstants.MessageType.bindingRequest, transactionID: Array(1...12)).encoded
+        probe.send(request, to: w.server.address)
+        w.net.run(for: .milliseconds(100))
+        let answer = try STUNMessage.parse(try #require(answers.first)[...])
+        let xor = try #require(answer.attribute(RendezvousConstants.Attribute.xorMappedAddress))
+        #expect(try STUNAddress.decodeXOR(xor.value, transactionID: answer.transactionID) == probe.address)
+        #expect(w.service.stats.stunAnswered == 1)
+        #expect(w.server.core.stats.sideChannelIn == 1 && w.server.core.stats.droppedTotal == 0)
+    }
+}
