@@ -65,6 +65,8 @@ public enum RendezvousConstants {
     /// An announcement signed further than this from the rendezvous's clock
     /// (either way) is stale or from a broken clock, and refused.
     public static let announceClockSkew: Duration = .seconds(60)
+    /// The rendezvous's default UDP port.
+    public static let defaultPort: UInt16 = 7600
     /// Rooms per page of the room list.
     public static let roomsPerPage = 20
     public static let maxAnnouncedAddresses = 8
@@ -74,6 +76,8 @@ public enum RendezvousConstants {
 
     /// A node asks a rendezvous again this often until it answers.
     public static let requestRetry: Duration = .milliseconds(500)
+    /// How long `rooms` and a join by room id wait for a rendezvous to answer.
+    public static let queryTimeout: Duration = .seconds(5)
     /// Rooms one rendezvous lists at most (soft state; the oldest are dropped first).
     public static let maxRooms = 10_000
     /// A room id stays its host's this long after its last announcement.

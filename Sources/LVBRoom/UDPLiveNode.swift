@@ -33,10 +33,10 @@ public final class UDPLiveNode: @unchecked Sendable {
     }
 
     /// Binds `listen`, builds the node from `plan` and starts it. `prepare`
-    /// sees the node on its loop before it starts; `onOutput` runs on the
-    /// loop for every output from the first.
+    /// sees the node (and the bound address) on its loop before it starts;
+    /// `onOutput` runs on the loop for every output from the first.
     public static func start(plan: NodePlan, identity: Identity, listen: PeerAddress, config: TransportConfig,
-                             prepare: @escaping (LiveNode) -> Void = { _ in },
+                             prepare: @escaping (LiveNode, PeerAddress) -> Void = { _, _ in },
                              onOutput: @escaping (NodeOutput) -> Void) async throws(NodeStartError) -> UDPLiveNode {
         let box = NodeBox()
         let udp: UDPNode
@@ -60,7 +60,7 @@ public final class UDPLiveNode: @unchecked Sendable {
                     node.onWakeupChanged = { [weak runner] in runner?.pollSoonerIfDue() }
                     runner.node = node
                     box.node = node
-                    prepare(node)
+                    prepare(node, udp.localAddress)
                     node.start()
                     return .success(())
                 } catch {

@@ -26,8 +26,12 @@ struct HostCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Make the room private: joiners need an invite from /invite.")
     var inviteOnly = false
 
+    @Option(name: .long, help: ArgumentHelp("Announce the room to this rendezvous, IP:PORT (repeatable), so `lvbnode rooms` lists it and viewers join it by its id.", valueName: "ip:port"))
+    var rendezvous: [String] = []
+
     func validate() throws {
         if password != nil && inviteOnly { throw ValidationError("choose one of --password and --invite-only") }
+        for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
         if let password, password.isEmpty { throw ValidationError("--password must not be empty") }
         if let title {
             do { try EventBody.roomInfo(RoomInfo(title: title)).validate() } catch { throw ValidationError("--title: \(error)") }
@@ -61,6 +65,7 @@ struct HostCommand: AsyncParsableCommand {
         runner.profile = profile.profile
         runner.publish = mediaSetup.isEmpty ? nil : mediaSetup
         runner.stdinIsMedia = media.readsStdin
+        runner.rendezvous = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
     }

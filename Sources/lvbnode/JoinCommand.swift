@@ -1,6 +1,7 @@
 import ArgumentParser
 import LVBCore
 import LVBMedia
+import LVBRendezvous
 import LVBCrypto
 import LVBGossip
 import LVBRoom
@@ -10,15 +11,20 @@ import LVBTransport
 struct JoinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "join",
-        abstract: "Join a live room by its ticket, or by the host's IP:PORT.",
+        abstract: "Join a live room by its ticket, by the host's IP:PORT, or by its room id with --rendezvous.",
         discussion: """
             With a ticket the session uses Noise IK (the ticket carries the host's key) and the room id. \
             With IP:PORT (or localhost:PORT) it uses Noise XX and prints the host's id so you can check it; \
-            private rooms need the ticket. Listens on [::] with an ephemeral port (IPv6 and IPv4 peers alike) unless --listen says otherwise.
+            private rooms need the ticket. With a room id (26 characters, as `lvbnode rooms` lists it) and \
+            --rendezvous, the rendezvous tells where the room's host is and its key (Noise IK). \
+            Listens on [::] with an ephemeral port (IPv6 and IPv4 peers alike) unless --listen says otherwise.
             """)
 
-    @Argument(help: ArgumentHelp("A join ticket (lvb1…), IP:PORT, [IPv6]:PORT or localhost:PORT.", valueName: "peer"))
+    @Argument(help: ArgumentHelp("A join ticket (lvb1…), IP:PORT, [IPv6]:PORT, localhost:PORT, or a room id with --rendezvous.", valueName: "peer"))
     var peer: String
+
+    @Option(name: .long, help: ArgumentHelp("Find the room id through this rendezvous, IP:PORT (repeatable: the first to answer is used).", valueName: "ip:port"))
+    var rendezvous: [String] = []
 
     @OptionGroup var node: NodeOptions
     @OptionGroup var profile: ProfileOptions
@@ -38,6 +44,12 @@ struct JoinCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
+        for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
+        if roomID != nil {
+            guard !rendezvous.isEmpty else { throw ValidationError("'\(peer)' is a room id: say where to find it with --rendezvous IP:PORT") }
+            if password != nil || invite != nil { throw ValidationError("private rooms are joined by ticket: ask the host for it") }
+            return
+        }
         let t = try target()
         if password != nil && invite != nil { throw ValidationError("give one of --password and --invite") }
         if (password != nil || invite != nil) && t.host == nil {
@@ -61,9 +73,36 @@ struct JoinCommand: AsyncParsableCommand {
         }
     }
 
+    /// The peer argument as a room id (26 base32 characters), if it is one.
+    var roomID: RoomID? {
+        let text = peer.trimmingCharacters().lowercased()
+        guard text.count == 26, let bytes = try? Base32.decode(text) else { return nil }
+        return try? RoomID(bytes: bytes)
+    }
+
+    /// Asks the rendezvous where the room is: its host's key and addresses.
+    private func resolve(_ room: RoomID) async throws -> Target {
+        let addresses = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
+        let answer: RendezvousClient.Answer
+        do {
+            answer = try await RendezvousQuery.ask(addresses, timeout: RendezvousConstants.queryTimeout) { client, server in
+                client.resolve(room, from: server)
+            }
+        } catch {
+            Output.fail("\(error)")
+            throw ExitCode(1)
+        }
+        guard case .resolved(_, let found?) = answer else {
+            Output.fail("room \(room.text) is not listed by the rendezvous (it may have ended); `lvbnode rooms --rendezvous \(rendezvous[0])` lists the live ones")
+            throw ExitCode(1)
+        }
+        return Target(addresses: found.addresses, host: found.host, room: found.room, access: 0)
+    }
+
     func run() async throws {
         let startedAt = SystemClock.shared.now()
-        let t = try target()
+        let t: Target
+        if let room = roomID { t = try await resolve(room) } else { t = try target() }
         var proof = JoinProof.none
         if let password {
             do { proof = .password(roomKey: try PasswordKey.derive(password: password, roomID: t.room.bytes)) } catch {

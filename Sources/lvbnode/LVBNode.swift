@@ -13,5 +13,5 @@ struct LVBNode: AsyncParsableCommand {
             See lvbnode(1) and lvbnode-protocol(7).
             """,
         version: CoreConstants.version,
-        subcommands: [HostCommand.self, JoinCommand.self, IdCommand.self, ImpairCommand.self])
+        subcommands: [HostCommand.self, JoinCommand.self, RendezvousCommand.self, RoomsCommand.self, IdCommand.self, ImpairCommand.self])
 }

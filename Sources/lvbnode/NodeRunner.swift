@@ -7,6 +7,7 @@ import LVBCrypto
 import LVBGossip
 import LVBCrypto
 import LVBMedia
+import LVBRendezvous
 import LVBRoom
 import LVBTransport
 import NIOCore
@@ -25,6 +26,8 @@ struct NodeRunner {
     var receive: SinkOptions?
     /// Standard input feeds a media source, so the console must not read it.
     var stdinIsMedia = false
+    /// Rendezvous servers a host announces its room to.
+    var rendezvous: [PeerAddress] = []
 
     var role: NodeRole { if case .host = setup { .host } else { .viewer } }
     var defaultPort: UInt16 { if case .host = setup { 7400 } else { 0 } }
@@ -56,7 +59,10 @@ struct NodeRunner {
         let live: UDPLiveNode
         do {
             live = try await UDPLiveNode.start(plan: plan(identity: identity), identity: identity, listen: listen, config: config,
-                                               prepare: { reporters.attach($0) }, onOutput: { reporters.report($0) })
+                                               prepare: { node, local in
+                                                   reporters.attach(node)
+                                                   attachRoles(to: node, local: local)
+                                               }, onOutput: { reporters.report($0) })
         } catch {
             switch error {
             case .bind(let e): Output.fail("cannot listen on \(listen): \(describeSocketError(e)); choose another address or port with --listen")
@@ -71,6 +77,14 @@ struct NodeRunner {
 
         let reason = await termination.wait()
         return await finish(live, reason: reason, reporters: reporters, out: out)
+    }
+
+    /// Roles of layers above the room: a host announces its room to its rendezvous servers.
+    private func attachRoles(to node: LiveNode, local: PeerAddress) {
+        if case .host = setup, !rendezvous.isEmpty {
+            node.attach(RoomAnnouncer(room: node.room, clock: SystemClock.shared, rendezvous: rendezvous,
+                                      addresses: LocalAddresses.advertised(for: local)))
+        }
     }
 
     private func bootstrapLogging() {

@@ -1,0 +1,116 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBTransport
+import NIOCore
+import NIOPosix
+
+/// The rendezvous role over a real UDP socket: sessions with hosts and
+/// viewers, STUN on the same port, the registry's timers on the loop.
+public final class UDPRendezvous: @unchecked Sendable {
+    public let udp: UDPNode
+    /// Set once on the loop during `start`; read only on the loop.
+    public private(set) var service: RendezvousService!
+    private var ticker: RepeatedTask?
+
+    private init(udp: UDPNode) { self.udp = udp }
+
+    /// Binds `listen` and starts answering. `onEvent` sees every session event on the loop.
+    public static func start(identity: Identity, listen: PeerAddress, agent: String,
+                             onEvent: @escaping (TransportEvent) -> Void) async throws -> UDPRendezvous {
+        var config = TransportConfig()
+        config.hello = Hello(agent: agent, role: .rendezvous)
+        let box = ServiceBox()
+        let udp = try await UDPNode.start(identity: identity, listen: listen, config: config,
+                                          group: MultiThreadedEventLoopGroup.singleton) { event in
+            onEvent(event)
+            box.service?.handle(event)
+        }
+        let node = UDPRendezvous(udp: udp)
+        try await udp.submit { core in
+            let service = RendezvousService(core: core, clock: SystemClock.shared)
+            box.service = service
+            node.service = service
+        }
+        node.ticker = udp.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in box.service?.tick() }
+        return node
+    }
+
+    /// Runs `body` with the service and the transport on the loop.
+    public func submit<T>(_ body: @escaping (RendezvousService, TransportCore) throws -> T) async throws -> T {
+        try await udp.submit { [self] core in try body(service, core) }
+    }
+
+    /// Says bye to every session and closes the socket.
+    public func close() async {
+        ticker?.cancel()
+        await udp.close()
+    }
+}
+
+private final class ServiceBox: @unchecked Sendable {
+    var service: RendezvousService?
+}
+
+/// Asks a rendezvous one question over a short-lived session of its own:
+/// the node dials it (Noise XX: its key is learnt, not needed), asks, and
+/// returns the first complete answer, or throws after `timeout`.
+public enum RendezvousQuery {
+    public enum Failure: Error, CustomStringConvertible {
+        case bind(Error)
+        case noAnswer(PeerAddress, Duration)
+        public var description: String {
+            switch self {
+            case .bind(let e): "cannot open a UDP socket: \(e)"
+            case let .noAnswer(address, wait): "no answer from the rendezvous at \(address) within \(Int(wait.seconds)) s; check the address and that it is running"
+            }
+        }
+    }
+
+    /// The first answer from any of `rendezvous` (asked all at once).
+    public static func ask(_ rendezvous: [PeerAddress], timeout: Duration,
+                           _ question: @escaping @Sendable (RendezvousClient, NodeID) -> Void) async throws(Failure) -> RendezvousClient.Answer {
+        let identity = Identity.generate()
+        let state = QueryState()
+        let udp: UDPNode
+        do {
+            let any = rendezvous.first.map { $0.isIPv4 ? PeerAddress.ipv4(0, 0, 0, 0, port: 0) : PeerAddress.anyDualStack(port: 0) }
+            udp = try await UDPNode.start(identity: identity, listen: any ?? .anyDualStack(port: 0), config: TransportConfig(),
+                                          group: MultiThreadedEventLoopGroup.singleton) { event in
+                guard let client = state.client else { return }
+                if case let .hello(id, hello) = event, hello.role == .rendezvous, state.asked.insert(id).inserted {
+                    question(client, id)
+                }
+                client.handle(event)
+            }
+        } catch {
+            throw .bind(error)
+        }
+        _ = try? await udp.submit { core in
+            let client = RendezvousClient(core: core, clock: SystemClock.shared, random: SodiumRandom.shared)
+            client.onAnswer = { state.answer = state.answer ?? $0 }
+            state.client = client
+            for address in rendezvous { core.connect(to: address, expecting: nil) }
+        }
+        let deadline = SystemClock.shared.now() + timeout
+        var answer: RendezvousClient.Answer?
+        while SystemClock.shared.now() < deadline {
+            answer = try? await udp.submit { _ in
+                state.client?.tick()
+                return state.answer
+            }
+            if answer != nil { break }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        await udp.close()
+        guard let answer else { throw .noAnswer(rendezvous.first ?? .ipv4(0, 0, 0, 0, port: 0), timeout) }
+        return answer
+    }
+}
+
+/// The query's state, touched on the loop only.
+private final class QueryState: @unchecked Sendable {
+    var client: RendezvousClient?
+    var asked: Set<NodeID> = []
+    var answer: RendezvousClient.Answer?
+}

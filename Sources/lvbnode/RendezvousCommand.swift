@@ -1,0 +1,137 @@
+import ArgumentParser
+import Logging
+import LVBCore
+import LVBCrypto
+import LVBRendezvous
+import LVBTransport
+
+/// `lvbnode rendezvous`: the tiny service that replaces a live app's central
+/// server: lists live rooms and answers STUN. No media, no chat.
+struct RendezvousCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rendezvous",
+        abstract: "List live rooms for viewers and answer STUN, on one UDP port (default 7600).",
+        discussion: """
+            Hosts started with --rendezvous ADDR announce their rooms to it every 10 s; a room leaves \
+            the list 30 s after its last announcement, or at once when its host leaves. Soft state only: \
+            a restart loses nothing for long. `lvbnode rooms --rendezvous ADDR` lists the rooms; \
+            `lvbnode join ROOM-ID --rendezvous ADDR` joins one. Stock STUN clients get their reflexive \
+            address from the same port.
+            """)
+
+    @OptionGroup var node: NodeOptions
+
+    func run() async throws {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = Logger.Level(rawValue: LogLevelName.parse(node.logLevel) ?? "warning") ?? .warning
+            return handler
+        }
+        let out = Output(json: node.json)
+        let identity: Identity
+        do { identity = try node.identity.load().0 } catch {
+            Output.fail("\(error)")
+            throw ExitCode(1)
+        }
+        let listen = try node.listenAddress(defaultPort: RendezvousConstants.defaultPort)
+        let termination = Termination(duration: node.duration)
+        let server: UDPRendezvous
+        do {
+            server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: "lvbnode/\(CoreConstants.version)") { _ in }
+        } catch {
+            Output.fail("cannot listen on \(listen): \(describeSocketError(error)); choose another address or port with --listen")
+            throw ExitCode(1)
+        }
+        var ready = JSONLine(event: "ready")
+        ready.add("id", identity.nodeID.text)
+        ready.add("listen", server.udp.localAddress.description)
+        ready.add("role", NodeRole.rendezvous.name)
+        out.emit(ready, human: "rendezvous \(identity.nodeID.text) listening on \(server.udp.localAddress) (rooms and STUN)", kind: "ready")
+        let reason = await termination.wait()
+        let stats = try? await server.submit { service, core in (service.stats, service.registry.count, core.stats) }
+        await server.close()
+        var bye = JSONLine(event: "exit")
+        bye.add("reason", reason.text)
+        if let (s, rooms, transport) = stats {
+            var o = JSONLine()
+            o.add("rooms", rooms)
+            o.add("announcements", s.announcements)
+            o.add("refused", s.refused)
+            o.add("list_requests", s.listRequests)
+            o.add("resolve_requests", s.resolveRequests)
+            o.add("malformed", s.malformed)
+            o.add("unknown_types", s.unknownTypes)
+            o.add("stun_answered", s.stunAnswered)
+            o.add("stun_dropped", s.stunDropped)
+            bye.addRaw("rendezvous", o.text)
+            bye.addRaw("stats", StatsJSON.encode(transport))
+        }
+        out.emit(bye, human: "leaving (\(reason.text))", kind: "exit")
+        if reason.status != 0 { throw ExitCode(reason.status) }
+    }
+}
+
+/// `lvbnode rooms`: the live rooms a rendezvous lists, a page at a time.
+struct RoomsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rooms",
+        abstract: "List the live rooms a rendezvous knows, most viewers first, then newest.",
+        discussion: "20 rooms a page. Each comes with a join ticket; `lvbnode join ROOM-ID --rendezvous ADDR` works too.")
+
+    @Option(name: .long, help: ArgumentHelp("The rendezvous, IP:PORT (repeatable: the first to answer is used).", valueName: "ip:port"))
+    var rendezvous: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Which page, from 1.", valueName: "n"))
+    var page: Int = 1
+
+    @Flag(name: .long, help: "Print one JSON object per line instead of readable text.")
+    var json = false
+
+    func validate() throws {
+        guard !rendezvous.isEmpty else { throw ValidationError("give the rendezvous with --rendezvous IP:PORT") }
+        for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
+        guard (1...10_000).contains(page) else { throw ValidationError("--page must be 1 or more") }
+    }
+
+    func run() async throws {
+        let out = Output(json: json)
+        let addresses = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
+        let answer: RendezvousClient.Answer
+        do {
+            answer = try await RendezvousQuery.ask(addresses, timeout: RendezvousConstants.queryTimeout) { client, server in
+                client.list(page: page - 1, from: server)
+            }
+        } catch {
+            Output.fail("\(error)")
+            throw ExitCode(1)
+        }
+        guard case let .page(_, total, rooms) = answer else { throw ExitCode(1) }
+        for a in rooms {
+            var l = JSONLine(event: "room")
+            l.add("id", a.room.text)
+            l.add("title", a.info.title)
+            l.add("host", a.host.text)
+            l.add("nick", a.hostNickname)
+            l.add("viewers", Int(a.viewers))
+            l.add("likes", Int(a.likes))
+            if let s = a.info.startedAt { l.add("started_at", Int(s)) }
+            l.add("location", a.info.location)
+            l.add("ticket", a.ticket.text)
+            out.emit(l, human: "\(a.room.text)  \(a.info.title ?? "(untitled)") — \(a.hostNickname ?? a.host.short), \(a.viewers) watching, \(a.likes) likes", kind: "room")
+        }
+        let pages = max(1, (total + RendezvousConstants.roomsPerPage - 1) / RendezvousConstants.roomsPerPage)
+        var l = JSONLine(event: "rooms")
+        l.add("page", page)
+        l.add("pages", pages)
+        l.add("total", total)
+        out.emit(l, human: "page \(page) of \(pages), \(total) live rooms", kind: "rooms")
+    }
+}
+
+extension RoomAnnouncement {
+    /// A join ticket for the announced room (open rooms; the access of a
+    /// private one is asked at admission).
+    var ticket: JoinTicket {
+        JoinTicket(host: host, addresses: addresses, fields: [TicketField.room: room.bytes])
+    }
+}

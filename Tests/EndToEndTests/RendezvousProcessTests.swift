@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+/// A rendezvous and two hosts as processes on loopback: the room list, a
+/// join by room id, a killed host leaving the list, and STUN on the port.
+@Suite(.serialized) struct RendezvousProcessTests {
+    private func rendezvous() throws -> (NodeProcess, String) {
+        let rv = try NodeProcess(["rendezvous", "--ephemeral", "--listen", "127.0.0.1:0", "--json"])
+        let listen = try #require(rv.waitFor("ready")?["listen"] as? String, "rendezvous never became ready: \(rv.stderr)")
+        return (rv, listen)
+    }
+
+    private func host(_ title: String, via rv: String) throws -> (NodeProcess, room: String, id: String) {
+        let h = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--title", title, "--nick", "h-\(title)",
+                                 "--video", "none", "--audio", "none", "--rendezvous", rv])
+        let ready = try #require(h.waitFor("ready"), "host never became ready: \(h.stderr)")
+        return (h, try #require(ready["room"] as? String), try #require(ready["id"] as? String))
+    }
+
+    /// `lvbnode rooms --json`: the room lines, and the summary line.
+    private func rooms(_ rv: String) throws -> ([[String: Any]], [String: Any]?) {
+        let (status, out, err) = try runToEnd(["rooms", "--rendezvous", rv, "--json"])
+        #expect(status == 0, "\(err)")
+        let lines = out.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        return (lines.filter { $0["event"] as? String == "room" }, lines.first { $0["event"] as? String == "rooms" })
+    }
+
+    @Test func roomsAreListedJoinedByIDAndAKilledHostLeavesTheList() throws {
+        let (rv, address) = try rendezvous()
+        defer { rv.signal(SIGTERM); _ = rv.waitExit() }
+        let (a, roomA, idA) = try host("alpha", via: address)
+        let (b, roomB, _) = try host("beta", via: address)
+        defer { b.signal(SIGTERM); _ = b.waitExit() }
+        // A viewer in room b, joined by its room id through the rendezvous.
+        let viewer = try NodeProcess(["join", roomB, "--rendezvous", address, "--ephemeral", "--json", "--no-media"])
+        defer { viewer.signal(SIGTERM); _ = viewer.waitExit() }
+        #expect(viewer.waitFor("admitted", where: { $0["room"] as? String == roomB }) != nil, "\(viewer.stderr)")
+
+        // Hosts announce every 10 s: within one interval the list shows the viewer.
+        var listed: [[String: Any]] = []
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            listed = try rooms(address).0
+            if listed.count == 2, listed.first?["viewers"] as? Int == 1 { break }
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+        #expect(listed.map { $0["id"] as? String } == [roomB, roomA], "\(listed)")
+        #expect(listed.map { $0["viewers"] as? Int } == [1, 0])
+        #expect(listed.map { $0["title"] as? String } == ["beta", "alpha"])
+        #expect(try rooms(address).1?["total"] as? Int == 2)
+
+        // Joining room a by its id reaches host a (IK with the announced key).
+        let (status, out, err) = try runToEnd(["join", roomA, "--rendezvous", address, "--ephemeral", "--json", "--no-media", "--duration", "1"])
+        #expect(status == 0, "\(err)")
+        #expect(out.contains("\"event\":\"admitted\"") && out.contains(idA), "\(out)")
+        // An unknown room id: one line, status 1.
+        let (unknown, _, why) = try runToEnd(["join", "aaaaaaaaaaaaaaaaaaaaaaaaaa", "--rendezvous", address, "--ephemeral"])
+        #expect(unknown == 1 && why.contains("not listed"), "\(why)")
+
+        // Host a dies without a word: gone from the list within 30 s of its last announcement.
+        a.signal(SIGKILL)
+        _ = a.waitExit()
+        let killedAt = Date()
+        var gone = false
+        while Date().timeIntervalSince(killedAt) < 42 {
+            if try rooms(address).0.allSatisfy({ $0["id"] as? String != roomA }) { gone = true; break }
+            Thread.sleep(forTimeInterval: 1)
+        }
+        #expect(gone, "room a still listed \(Int(Date().timeIntervalSince(killedAt))) s after its host was killed")
+    }
+
+    @Test func aHostThatQuitsLeavesTheListAtOnceAndTheRendezvousAnswersSTUN() throws {
+        let (rv, address) = try rendezvous()
+        defer { rv.signal(SIGTERM); _ = rv.waitExit() }
+        let (h, room, _) = try host("gamma", via: address)
+        var listed = false
+        for _ in 0..<20 where !listed {
+            listed = try rooms(address).0.contains { $0["id"] as? String == room }
+            if !listed { Thread.sleep(forTimeInterval: 0.2) }
+        }
+        #expect(listed)
+        h.send("/quit")
+        #expect(h.waitExit() == 0)
+        #expect(try rooms(address).0.isEmpty)
+
+        // RFC 5769's sample request, from a plain UDP socket: a Binding
+        // success carrying our own address (XOR-MAPPED-ADDRESS).
+        let port = try #require(UInt16(address.split(separator: ":").last ?? ""))
+        let probe = try UDPProbe()
+        let request: [UInt8] = [0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xA4, 0x42] + Array(1...12)
+        probe.send(request, toPort: port)
+        let answer = try #require(probe.receive(timeout: 2))
+        #expect(answer.count <= 3 * request.count)
+        #expect(Array(answer[0..<2]) == [0x01, 0x01] && Array(answer[8..<20]) == Array(request[8..<20]))
+        #expect(Array(answer[20..<22]) == [0x00, 0x20])  // XOR-MAPPED-ADDRESS first
+
+        // A stock STUN client, where one is installed (coturn's).
+        let stock = "/usr/bin/turnutils_stunclient"
+        if FileManager.default.isExecutableFile(atPath: stock) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: stock)
+            p.arguments = ["-p", "\(port)", "127.0.0.1"]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = out
+            try p.run()
+            p.waitUntilExit()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(text.contains("reflexive addr: 127.0.0.1:"), "\(text)")
+        }
+    }
+}
