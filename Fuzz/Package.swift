@@ -65,11 +65,15 @@ let package = Package(
             name: "FuzzRoom",
             dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBRoom")],
             swiftSettings: swift5),
+        .executableTarget(
+            name: "FuzzRendezvous",
+            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBGossip"), lvb("LVBRendezvous")],
+            swiftSettings: swift5),
         // Writes the seed corpora in Corpus/ (`swift run --package-path Fuzz MakeCorpus`).
         .executableTarget(
             name: "MakeCorpus",
             dependencies: ["FuzzWorld", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBTransport"), lvb("LVBGossip"),
-                           lvb("LVBTestSupport"), lvb("LVBMedia")],
+                           lvb("LVBTestSupport"), lvb("LVBMedia"), lvb("LVBRendezvous")],
             swiftSettings: swift5),
     ]
 )

@@ -8,6 +8,7 @@ import LVBCore
 import LVBCrypto
 import LVBGossip
 import LVBMedia
+import LVBRendezvous
 import LVBTestSupport
 import LVBTransport
 
@@ -32,6 +33,7 @@ import LVBTransport
             "FuzzMedia": try mediaSeeds(),
             "FuzzMediaReceive": try mediaReceiveSeeds(),
             "FuzzRoom": try roomSeeds(),
+            "FuzzRendezvous": try rendezvousSeeds(),
         ]
         for (target, seeds) in corpora {
             let targetDir = dir + "/" + target
@@ -133,6 +135,28 @@ import LVBTransport
             throw SetupFailed(description: "no \(name) datagram was captured")
         }
         return seeds
+    }
+
+    /// RFC 5769's sample request and IPv4 response, the smallest Binding
+    /// request, and a signed room announcement.
+    static func rendezvousSeeds() throws -> [String: [UInt8]] {
+        func hex(_ s: String) -> [UInt8] { (try? Hex.decode(s)) ?? [] }
+        let host = try Identity(seed: [UInt8](repeating: 42, count: 32))
+        var announcement = RoomAnnouncement(room: try RoomID(bytes: Array(1...16)), host: host.nodeID, seq: 1_700_000_000_000_000,
+                                            time: 1_700_000_000_000, viewers: 3, likes: 9,
+                                            info: RoomInfo(title: "seed room", startedAt: 1_700_000_000_000), hostNickname: "hana",
+                                            addresses: [.ipv4(127, 0, 0, 1, port: 7400)])
+        try announcement.sign(with: host)
+        return [
+            "announcement": announcement.encoded,
+            "rfc5769-request": hex("000100582112a442b7e7a701bc34d686fa87dfae802200105354554e20746573742063"
+                                   + "6c69656e74002400046e0001ff80290008932ff9b151263b36000600096576746a3a6836"
+                                   + "7659202020000800149aeaa70cbfd8cb56781ef2b5b2d3f249c1b571a280280004e57a3bcf"),
+            "rfc5769-ipv4-response": hex("0101003c2112a442b7e7a701bc34d686fa87dfae8022000b74657374207665"
+                                         + "63746f7220002000080001a147e112a64300080014"
+                                         + "2b91f599fd9e90c38c7489f92af9ba53f06be7d780280004c07d4c96"),
+            "binding-request": hex("000100002112a442000102030405060708090a0b"),
+        ]
     }
 
     /// One message of each room-channel type.
