@@ -78,6 +78,13 @@ public enum RendezvousConstants {
     public static let requestRetry: Duration = .milliseconds(500)
     /// How long `rooms` and a join by room id wait for a rendezvous to answer.
     public static let queryTimeout: Duration = .seconds(5)
+    /// Rendezvous messages one session may send per second, and at once
+    /// (a host announces every 10 s; a viewer pages or resolves now and then).
+    public static let requestRate = 10
+    public static let requestBurst = 20
+    /// STUN requests one source IP address may send per second, and at once.
+    public static let stunRate = 20
+    public static let stunBurst = 40
     /// Rooms one rendezvous lists at most (soft state; the oldest are dropped first).
     public static let maxRooms = 10_000
     /// A room id stays its host's this long after its last announcement.

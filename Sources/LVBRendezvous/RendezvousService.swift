@@ -14,6 +14,8 @@ public struct RendezvousStats: Sendable, Equatable {
     public var unknownTypes = 0
     public var stunAnswered = 0
     public var stunDropped = 0
+    /// Requests and STUN messages over their source's rate, dropped unanswered.
+    public var rateLimited = 0
 }
 
 /// The rendezvous role, sans-IO over one transport: answers STUN Binding
@@ -28,12 +30,20 @@ public final class RendezvousService {
     private let clock: Clock
     private let stun = STUNResponder()
     private let log = Log.logger("rendezvous")
+    /// Per-session budget of rendezvous messages, and per-IP budget of STUN.
+    private var requests = RateLimiter<NodeID>(count: RendezvousConstants.requestRate, burst: RendezvousConstants.requestBurst)
+    private var stunSources = RateLimiter<PeerAddress.Host>(count: RendezvousConstants.stunRate, burst: RendezvousConstants.stunBurst)
 
     public init(core: TransportCore, clock: Clock) {
         self.core = core
         self.clock = clock
         registry = RoomRegistry(clock: clock)
         core.sideChannel = { [unowned self] bytes, source in
+            guard STUNMessage.looksLikeSTUN(bytes) else { return .notMine }
+            guard stunSources.allow(source.host, now: clock.now()) else {
+                stats.rateLimited += 1
+                return .consumed
+            }
             switch stun.answer(bytes, from: source) {
             case .notSTUN: return .notMine
             case .answer(let reply):
@@ -50,6 +60,10 @@ public final class RendezvousService {
     /// Feeds a transport event.
     public func handle(_ event: TransportEvent) {
         guard case let .message(peer, .rendezvous, payload) = event else { return }
+        guard requests.allow(peer, now: clock.now()) else {
+            stats.rateLimited += 1
+            return
+        }
         let message: RendezvousMessage
         do { message = try RendezvousMessage.parse(payload) } catch {
             if case .unknownType = error { stats.unknownTypes += 1 } else { stats.malformed += 1 }

@@ -38,8 +38,8 @@ public final class AdmissionPolicy {
     private let host: Identity
     private let clock: Clock
     /// Failed password proofs per peer: `passwordAttempts` per `passwordAttemptWindow`.
-    private var attempts = RateLimiter(count: RoomConstants.passwordAttempts, per: RoomConstants.passwordAttemptWindow,
-                                       burst: RoomConstants.passwordAttempts)
+    private var attempts = RateLimiter<NodeID>(count: RoomConstants.passwordAttempts, per: RoomConstants.passwordAttemptWindow,
+                                               burst: RoomConstants.passwordAttempts, sweepThreshold: RoomConstants.sweepThreshold)
 
     public init(room: RoomID, host: Identity, mode: Mode, clock: Clock) {
         if case let .password(key) = mode {

@@ -26,9 +26,9 @@ public final class RoomState {
     /// The host's latest mute or unmute of each target.
     private var mutes: [NodeID: RoomEvent] = [:]
     private var closedEvent: RoomEvent?
-    private var chatBuckets = RateLimiter(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst)
-    private var profileBuckets = RateLimiter(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst)
-    private var likeBuckets = RateLimiter(count: RoomConstants.likeEventRate, burst: RoomConstants.likeEventBurst)
+    private var chatBuckets = RateLimiter<NodeID>(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst, sweepThreshold: RoomConstants.sweepThreshold)
+    private var profileBuckets = RateLimiter<NodeID>(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst, sweepThreshold: RoomConstants.sweepThreshold)
+    private var likeBuckets = RateLimiter<NodeID>(count: RoomConstants.likeEventRate, burst: RoomConstants.likeEventBurst, sweepThreshold: RoomConstants.sweepThreshold)
 
     public init(room: RoomID, host: NodeID, clock: Clock) {
         self.room = room

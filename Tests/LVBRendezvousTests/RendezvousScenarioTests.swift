@@ -132,4 +132,34 @@ struct RendezvousScenarioTests {
         #expect(w.service.stats.stunAnswered == 1)
         #expect(w.server.core.stats.sideChannelIn == 1 && w.server.core.stats.droppedTotal == 0)
     }
+
+    /// Abuse: a flood of STUN from one address, or of requests over one
+    /// session, is answered only up to its source's budget.
+    @Test func floodsAreAnsweredOnlyUpToTheSourcesBudget() throws {
+        let w = RendezvousWorld()
+        let probe = w.net.makeEndpoint()
+        var answers = 0
+        probe.onReceive = { _, _ in answers += 1 }
+        w.net.setImpairment(.none, between: probe.address, and: w.server.address)
+        for n in 0..<100 {
+            let request = STUNMessage(type: RendezvousConstants.MessageType.bindingRequest,
+                                      transactionID: [UInt8](repeating: UInt8(n), count: 12)).encoded
+            probe.send(request, to: w.server.address)
+        }
+        w.net.run(for: .milliseconds(100))
+        #expect(answers == RendezvousConstants.stunBurst, "\(answers) answers to 100 requests at once")
+        #expect(w.service.stats.rateLimited == 100 - RendezvousConstants.stunBurst)
+
+        let flooder = w.net.makeNodes(1, seed: 500)[0]
+        var pages = 0
+        flooder.onTransportEvent = { if case .message(_, .rendezvous, _) = $0 { pages += 1 } }
+        flooder.core.connect(to: w.server.address, expecting: nil)
+        #expect(w.net.run(until: { flooder.established(with: w.server) }, timeout: .seconds(10)))
+        w.net.setImpairment(.none, between: flooder.address, and: w.server.address)
+        for n in 0..<50 {
+            try flooder.core.send(RendezvousMessage.list(request: UInt32(n), page: 0).encoded, channel: .rendezvous, to: w.server.id)
+        }
+        w.net.run(for: .milliseconds(200))
+        #expect(pages == RendezvousConstants.requestBurst, "\(pages) pages for 50 requests at once")
+    }
 }
