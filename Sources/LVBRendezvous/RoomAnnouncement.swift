@@ -6,7 +6,7 @@ import LVBGossip
 /// rendezvous lists for a while and then forgets (soft state):
 ///
 ///     announcement = 1 (version) ‖ room id (16) ‖ host (32) ‖ seq (8) ‖ time ms (8)
-///                  ‖ flags (1: bit 0 closed) ‖ viewers (4) ‖ likes (8) ‖ started ms (8)
+///                  ‖ flags (1: bit 0 closed, bits 1–2 access) ‖ viewers (4) ‖ likes (8) ‖ started ms (8)
 ///                  ‖ title ‖ host nickname ‖ cover ‖ location      each len (1) ‖ UTF-8, 0 = none
 ///                  ‖ address count (1) ‖ addresses                 family ‖ address ‖ port
 ///                  ‖ signature (64)
@@ -23,6 +23,8 @@ public struct RoomAnnouncement: Equatable, Sendable {
     /// When the host signed it (ms since the Unix epoch).
     public var time: UInt64
     public var closed: Bool
+    /// How the room admits: 0 open, 1 password, 2 invite-only (as in tickets).
+    public var access: UInt8 = 0
     public var viewers: UInt32
     public var likes: UInt64
     public var info: RoomInfo
@@ -65,8 +67,9 @@ public struct RoomAnnouncement: Equatable, Sendable {
             guard let host = try? NodeID(publicKey: Array(try r.readBytes(32))) else { throw AnnouncementError.badHost }
             var a = RoomAnnouncement(room: room, host: host, seq: try r.readUInt64(), time: try r.readUInt64())
             let flags = try r.readUInt8()
-            guard flags & ~1 == 0 else { throw AnnouncementError.badValue("flags \(flags)") }
+            guard flags & ~7 == 0, (flags >> 1) & 3 != 3 else { throw AnnouncementError.badValue("flags \(flags)") }
             a.closed = flags & 1 != 0
+            a.access = (flags >> 1) & 3
             a.viewers = try r.readUInt32()
             a.likes = try r.readUInt64()
             let started = try r.readUInt64()
@@ -98,6 +101,7 @@ public struct RoomAnnouncement: Equatable, Sendable {
             throw .badValue("\(error)")
         }
         guard addresses.count <= RendezvousConstants.maxAnnouncedAddresses else { throw .badValue("\(addresses.count) addresses") }
+        guard access <= 2 else { throw .badValue("access \(access)") }
     }
 
     private var signedBytes: [UInt8] {
@@ -107,7 +111,7 @@ public struct RoomAnnouncement: Equatable, Sendable {
         w.write(bytes: host.publicKey)
         w.write(seq)
         w.write(time)
-        w.write(UInt8(closed ? 1 : 0))
+        w.write(UInt8(closed ? 1 : 0) | (access & 3) << 1)
         w.write(viewers)
         w.write(likes)
         w.write(info.startedAt ?? 0)

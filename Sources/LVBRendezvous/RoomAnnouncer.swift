@@ -69,6 +69,7 @@ public final class RoomAnnouncer: AttachedRole {
         var a = RoomAnnouncement(room: room.room, host: core.nodeID, seq: lastSeq, time: wall.milliseconds, closed: closed || state.isClosed,
                                  viewers: UInt32(clamping: max(0, state.members.count - 1)), likes: state.likeTotal,
                                  info: state.info, hostNickname: room.profile.nickname, addresses: addresses)
+        a.access = room.access
         guard (try? a.sign(with: core.identity)) != nil else { return }
         let bytes = RendezvousMessage.announce(a.encoded).encoded
         for peer in peers { try? core.send(bytes, channel: .rendezvous, to: peer) }

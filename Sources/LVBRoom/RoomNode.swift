@@ -141,6 +141,16 @@ public final class RoomNode {
     }
 
     public var isHost: Bool { policy != nil }
+
+    /// How the room admits (the host's view; a joiner's is `.open` until told):
+    /// the access byte of tickets and announcements, 0 open, 1 password, 2 invite-only.
+    public var access: UInt8 {
+        switch policy?.mode {
+        case .password: 1
+        case .inviteOnly: 2
+        default: 0
+        }
+    }
     public var isAdmitted: Bool { state != nil }
 
     private func wireGossip() {

@@ -47,7 +47,8 @@ struct JoinCommand: AsyncParsableCommand {
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
         if roomID != nil {
             guard !rendezvous.isEmpty else { throw ValidationError("'\(peer)' is a room id: say where to find it with --rendezvous IP:PORT") }
-            if password != nil || invite != nil { throw ValidationError("private rooms are joined by ticket: ask the host for it") }
+            if password != nil && invite != nil { throw ValidationError("give one of --password and --invite") }
+            if let invite { do { _ = try Invite(text: invite) } catch { throw ValidationError("--invite: \(error)") } }
             return
         }
         let t = try target()
@@ -96,7 +97,7 @@ struct JoinCommand: AsyncParsableCommand {
             Output.fail("room \(room.text) is not listed by the rendezvous (it may have ended); `lvbnode rooms --rendezvous \(rendezvous[0])` lists the live ones")
             throw ExitCode(1)
         }
-        return Target(addresses: found.addresses, host: found.host, room: found.room, access: 0)
+        return Target(addresses: found.addresses, host: found.host, room: found.room, access: found.access)
     }
 
     func run() async throws {

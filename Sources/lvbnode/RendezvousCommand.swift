@@ -116,8 +116,10 @@ struct RoomsCommand: AsyncParsableCommand {
             l.add("likes", Int(a.likes))
             if let s = a.info.startedAt { l.add("started_at", Int(s)) }
             l.add("location", a.info.location)
+            l.add("access", ["open", "password", "invite-only"][Int(min(a.access, 2))])
             l.add("ticket", a.ticket.text)
-            out.emit(l, human: "\(a.room.text)  \(a.info.title ?? "(untitled)") — \(a.hostNickname ?? a.host.short), \(a.viewers) watching, \(a.likes) likes", kind: "room")
+            let lock = a.access == 1 ? " (password)" : a.access == 2 ? " (invite only)" : ""
+            out.emit(l, human: "\(a.room.text)  \(a.info.title ?? "(untitled)")\(lock) — \(a.hostNickname ?? a.host.short), \(a.viewers) watching, \(a.likes) likes", kind: "room")
         }
         let pages = max(1, (total + RendezvousConstants.roomsPerPage - 1) / RendezvousConstants.roomsPerPage)
         var l = JSONLine(event: "rooms")
@@ -132,6 +134,6 @@ extension RoomAnnouncement {
     /// A join ticket for the announced room (open rooms; the access of a
     /// private one is asked at admission).
     var ticket: JoinTicket {
-        JoinTicket(host: host, addresses: addresses, fields: [TicketField.room: room.bytes])
+        JoinTicket(host: host, addresses: addresses, fields: [TicketField.room: room.bytes, TicketField.access: [access]])
     }
 }

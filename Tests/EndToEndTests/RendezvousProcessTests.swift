@@ -83,6 +83,23 @@ import Testing
         #expect(h.waitExit() == 0)
         #expect(try rooms(address).0.isEmpty)
 
+        // A password room is listed as one; joined by its id, the password is asked for and proved.
+        let locked = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--password", "s3cret",
+                                      "--video", "none", "--audio", "none", "--rendezvous", address])
+        defer { locked.signal(SIGTERM); _ = locked.waitExit() }
+        let lockedRoom = try #require(locked.waitFor("ready")?["room"] as? String)
+        var entry: [String: Any]?
+        for _ in 0..<20 where entry == nil {
+            entry = try rooms(address).0.first { $0["id"] as? String == lockedRoom }
+            if entry == nil { Thread.sleep(forTimeInterval: 0.2) }
+        }
+        #expect(entry?["access"] as? String == "password")
+        let (refused, _, asked) = try runToEnd(["join", lockedRoom, "--rendezvous", address, "--ephemeral"])
+        #expect(refused == 64 && asked.contains("--password"), "\(asked)")
+        let (ok, joined, err) = try runToEnd(["join", lockedRoom, "--rendezvous", address, "--password", "s3cret", "--ephemeral",
+                                              "--json", "--no-media", "--duration", "1"])
+        #expect(ok == 0 && joined.contains("\"event\":\"admitted\""), "\(err)")
+
         // RFC 5769's sample request, from a plain UDP socket: a Binding
         // success carrying our own address (XOR-MAPPED-ADDRESS).
         let port = try #require(UInt16(address.split(separator: ":").last ?? ""))

@@ -48,6 +48,14 @@ struct RegistryTests {
         }
         expectError(.truncated) { () throws(AnnouncementError) in try RoomAnnouncement.parse(bytes.dropLast(1)) }
         expectError(.trailingBytes) { () throws(AnnouncementError) in try RoomAnnouncement.parse((bytes + [0])[...]) }
+        // The access bits travel signed; 3 is no access at all.
+        var locked = a
+        locked.access = 1
+        try locked.sign(with: identity(3))
+        #expect(try RoomAnnouncement.parse(locked.encoded[...]).access == 1)
+        var badAccess = locked.encoded
+        badAccess[65] |= 0b110
+        expectError(.badValue("flags 6")) { () throws(AnnouncementError) in try RoomAnnouncement.parse(badAccess[...]) }
         var other = a
         expectError(.notTheHost) { () throws(AnnouncementError) in try other.sign(with: identity(4)) }
         other.info.title = String(repeating: "x", count: 101)
