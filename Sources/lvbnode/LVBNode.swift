@@ -10,7 +10,9 @@ struct LVBNode: AsyncParsableCommand {
         discussion: """
             Every node is both streamer and viewer. `lvbnode host` starts a room and prints a join \
             ticket; `lvbnode join TICKET` (or IP:PORT) joins it over an encrypted UDP session. \
-            See lvbnode(1) and lvbnode-protocol(7).
+            `lvbnode rendezvous` lists live rooms (and answers STUN); hosts announce to it with \
+            --rendezvous, `lvbnode rooms` shows the list and `lvbnode join ROOM-ID --rendezvous ADDR` \
+            joins one. See lvbnode(1) and lvbnode-protocol(7).
             """,
         version: CoreConstants.version,
         subcommands: [HostCommand.self, JoinCommand.self, RendezvousCommand.self, RoomsCommand.self, IdCommand.self, ImpairCommand.self])
