@@ -52,7 +52,6 @@ public final class FanOut<Peer: Hashable> {
 
     public var peers: [Peer] { Array(subscribers.keys) }
     public var count: Int { subscribers.count }
-    public func isSubscribed(_ peer: Peer) -> Bool { subscribers[peer] != nil }
 
     /// Adds `peer` (or notes that it is still there). A new subscriber gets the
     /// cached GOP at once, at most once per `gopBurstInterval` so that leaving

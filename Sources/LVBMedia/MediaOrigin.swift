@@ -56,7 +56,6 @@ public final class MediaOrigin<Peer: Hashable> {
     }
 
     public var subscriberCount: Int { fanOut.count }
-    public var subscriberIDs: [Peer] { fanOut.peers }
 
     /// The video target: the lowest any subscriber's rate control allows.
     public var targetVideoKbps: Int {
@@ -111,6 +110,11 @@ public final class MediaOrigin<Peer: Hashable> {
             log.debug("malformed RTCP: \(error)")
             return
         }
+        receiveRTCP(packets, from: peer)
+    }
+
+    /// The same, already parsed (a node that also receives from `peer` parses once).
+    public func receiveRTCP(_ packets: [RTCPPacket], from peer: Peer) {
         let now = clock.now()
         let isFeedback = packets.contains {
             switch $0 {

@@ -73,6 +73,11 @@ public final class StreamReceiver {
             malformed += 1
             return
         }
+        receiveRTCP(packets)
+    }
+
+    /// The same, already parsed.
+    public func receiveRTCP(_ packets: [RTCPPacket]) {
         for p in packets {
             video.receiveRTCP(p)
             audio.receiveRTCP(p)
@@ -86,9 +91,6 @@ public final class StreamReceiver {
         guard let rr = try? RTCPReceiverReport(ssrc: video.ssrc) else { return }
         send([.receiverReport(rr)])
     }
-
-    /// Stops asking for the stream (it stops once the sender times us out).
-    public func unsubscribe() { subscribed = false }
 
     /// Runs the pipelines and keeps the subscription alive; call with the node's tick.
     public func tick() {

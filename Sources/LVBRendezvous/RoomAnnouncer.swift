@@ -18,7 +18,6 @@ public final class RoomAnnouncer: AttachedRole {
     private var lastAnnounced: Instant?
     private var lastSeq: UInt64 = 0
     private var done = false
-    public private(set) var announcementsSent = 0
 
     /// - Parameters:
     ///   - rendezvous: where the rendezvous servers are (dialled now).
@@ -30,8 +29,6 @@ public final class RoomAnnouncer: AttachedRole {
         self.addresses = Array(addresses.prefix(RendezvousConstants.maxAnnouncedAddresses))
         for address in rendezvous { core.connect(to: address, expecting: nil) }
     }
-
-    public var rendezvousPeers: Set<NodeID> { servers }
 
     public func handle(_ event: TransportEvent) {
         switch event {
@@ -73,6 +70,5 @@ public final class RoomAnnouncer: AttachedRole {
         guard (try? a.sign(with: core.identity)) != nil else { return }
         let bytes = RendezvousMessage.announce(a.encoded).encoded
         for peer in peers { try? core.send(bytes, channel: .rendezvous, to: peer) }
-        announcementsSent += 1
     }
 }

@@ -36,7 +36,7 @@ public struct STUNResponder: Sendable {
         let request: STUNMessage
         do { request = try STUNMessage.parse(datagram) } catch { return .dropped("\(error)") }
         guard request.type == RendezvousConstants.MessageType.bindingRequest else {
-            return .dropped(String(format16: request.type))
+            return .dropped("STUN message type 0x\(Hex.encode([UInt8(request.type >> 8), UInt8(request.type & 0xFF)])) is not a Binding request")
         }
         let fingerprint = request.attribute(RendezvousConstants.Attribute.fingerprint) != nil
         let unknown = request.attributes.filter { $0.isComprehensionRequired && !Self.understood.contains($0.type) }.map(\.type)
@@ -65,12 +65,5 @@ public struct STUNResponder: Sendable {
     static func unknownAttributes(_ types: [UInt16]) -> STUNAttribute {
         STUNAttribute(type: RendezvousConstants.Attribute.unknownAttributes,
                       value: types.prefix(RendezvousConstants.maxListedUnknownAttributes).flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] })
-    }
-}
-
-extension String {
-    init(format16 v: UInt16) {
-        let hex = String(v, radix: 16)
-        self = "STUN message type 0x" + String(repeating: "0", count: Swift.max(0, 4 - hex.count)) + hex + " is not a Binding request"
     }
 }

@@ -122,6 +122,19 @@ public final class LiveNode {
     /// When `poll` next has work, if any.
     public var nextWakeup: Instant? { media.nextWakeup }
 
+    /// How long the owner should wait before the next `poll`: until work is
+    /// due, at least `pollFloor` and at most `pollCeiling`.
+    public func pollWait(now: Instant) -> Duration {
+        min(max((nextWakeup ?? now + RoomConstants.pollCeiling) - now, RoomConstants.pollFloor), RoomConstants.pollCeiling)
+    }
+
+    /// Whether work became due enough earlier than a poll scheduled for `due`
+    /// to move that poll up (after a packet arrived).
+    public func pollsSooner(than due: Instant?) -> Bool {
+        guard let due, let next = nextWakeup else { return false }
+        return next < due && due - next > RoomConstants.pollFloor
+    }
+
     /// Announces that we leave: the leave event goes to the room by gossip and
     /// straight to every member we hold a session with, repeated until each
     /// acknowledges it. Keep ticking and handling events until `leaveSettled`.

@@ -52,11 +52,6 @@ public final class NodeMedia {
         return receiver
     }
 
-    /// Stops receiving `origin`'s stream.
-    public func stopReceiving(from origin: NodeID) {
-        receivers.removeValue(forKey: origin)?.unsubscribe()
-    }
-
     /// A payload on `.rtp` or `.rtcp` from an admitted member.
     func route(_ payload: ArraySlice<UInt8>, channel: DataChannel, from peer: NodeID) {
         switch channel {
@@ -67,8 +62,15 @@ public final class NodeMedia {
             }
             receiver.receiveRTP(payload)
         case .rtcp:
-            publisher?.receiveRTCP(payload, from: peer)
-            receivers[peer]?.receiveRTCP(payload)
+            let receiver = receivers[peer]
+            // Parsed once for both; a malformed one is counted by each as before.
+            guard let packets = try? RTCPPacket.parseCompound(payload) else {
+                publisher?.receiveRTCP(payload, from: peer)
+                receiver?.receiveRTCP(payload)
+                return
+            }
+            publisher?.receiveRTCP(packets, from: peer)
+            receiver?.receiveRTCP(packets)
         default:
             break
         }

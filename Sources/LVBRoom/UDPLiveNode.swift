@@ -127,8 +127,7 @@ public final class UDPLiveNode: @unchecked Sendable {
     /// 100 ms, at most every millisecond), until `stop`. On the loop.
     private func schedulePoll() {
         let now = SystemClock.shared.now()
-        let due = node.nextWakeup ?? now + RoomConstants.pollCeiling
-        let wait = min(max(due - now, RoomConstants.pollFloor), RoomConstants.pollCeiling)
+        let wait = node.pollWait(now: now)
         pollDue = now + wait
         pollTask = udp.eventLoop.scheduleTask(in: .nanoseconds(wait.nanosecondsClamped)) { [weak self] in
             guard let self, !self.stopped else { return }
@@ -139,7 +138,7 @@ public final class UDPLiveNode: @unchecked Sendable {
 
     /// A packet that brings the next work closer moves the poll up. On the loop.
     private func pollSoonerIfDue() {
-        guard !stopped, let due = pollDue, let next = node.nextWakeup, next < due, due - next > RoomConstants.pollFloor else { return }
+        guard !stopped, node.pollsSooner(than: pollDue) else { return }
         pollTask?.cancel()
         schedulePoll()
     }

@@ -46,8 +46,7 @@ public final class SimLiveNode {
 
     private func schedulePoll() {
         let now = network.clock.now()
-        let due = node.nextWakeup ?? now + RoomConstants.pollCeiling
-        let wait = min(max(due - now, RoomConstants.pollFloor), RoomConstants.pollCeiling)
+        let wait = node.pollWait(now: now)
         pollDue = now + wait
         pollTimer = network.schedule(after: wait) { [weak self] in
             guard let self else { return }
@@ -57,7 +56,7 @@ public final class SimLiveNode {
     }
 
     private func pollSoonerIfDue() {
-        guard let due = pollDue, let next = node.nextWakeup, next < due, due - next > RoomConstants.pollFloor else { return }
+        guard node.pollsSooner(than: pollDue) else { return }
         pollTimer?.cancel()
         schedulePoll()
     }

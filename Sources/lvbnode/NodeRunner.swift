@@ -140,8 +140,9 @@ struct NodeRunner {
             try? await Task.sleep(for: .milliseconds(300))
         default:
             let confirmed = await live.leave(within: RoomConstants.leaveWait)
-            if !confirmed { reporters.leaveUnconfirmed(live) }
+            if !confirmed { reporters.leaveUnconfirmed() }
         }
+        reporters.stopStats()
         await live.halt()
         let summary = try? await live.submit { node in
             (node.core.stats, StatsJSON.encode(room: node.room), reporters.media.json(final: true))

@@ -32,6 +32,9 @@ final class Reporters: @unchecked Sendable {
         media.node = node
     }
 
+    /// No more periodic `stats` lines (the node is stopping).
+    func stopStats() { statsTask?.cancel() }
+
     /// With `--json`, a `stats` line every 2 s while the node has media.
     func startStats(on live: UDPLiveNode) {
         guard out.json else { return }
@@ -70,7 +73,7 @@ final class Reporters: @unchecked Sendable {
     }
 
     /// Our leave was not acknowledged by every member in time.
-    func leaveUnconfirmed(_ live: UDPLiveNode) {
+    func leaveUnconfirmed() {
         let message = "the leave was not acknowledged by every member within \(RoomConstants.leaveWait.seconds) s; some may show us a while longer"
         out.emit(JSONLine(event: "warning", ("message", message)), human: message, kind: "leave")
     }
@@ -78,7 +81,6 @@ final class Reporters: @unchecked Sendable {
     /// How the run ended, for the exit line and status: a joiner that never
     /// got into the room did not succeed, whatever stopped it.
     func outcome(of reason: ExitReason, dialled setup: RoomSetup) -> Outcome {
-        statsTask?.cancel()
         switch reason {
         case .failed(let why): return Outcome(text: reason.text, status: reason.status, failure: why)
         case .removed(let why): return Outcome(text: reason.text, status: reason.status, failure: why)
