@@ -3,7 +3,7 @@ import LVBCrypto
 
 /// The kind byte of a room event, naming the layout of its body.
 public enum EventKind: UInt8, Sendable {
-    case chat = 1, danmaku = 2, like = 3, join = 4, leave = 5, profile = 6, roomInfo = 7, kick = 8, mute = 9, roomClosed = 10
+    case chat = 1, danmaku = 2, like = 3, join = 4, leave = 5, profile = 6, roomInfo = 7, kick = 8, mute = 9, roomClosed = 10, stage = 11
 }
 
 /// What a member shows about themselves; a field left nil is not set.
@@ -63,6 +63,9 @@ public enum EventBody: Equatable, Sendable {
     case kick(target: NodeID)
     case mute(target: NodeID, muted: Bool)
     case roomClosed
+    /// Link-mic: the host put `target` on stage (co-host) or took it off;
+    /// `reason` says why it ended (`StageReason`), 0 when it started.
+    case stage(target: NodeID, onStage: Bool, reason: UInt8)
 
     public var kind: EventKind {
         switch self {
@@ -76,6 +79,7 @@ public enum EventBody: Equatable, Sendable {
         case .kick: .kick
         case .mute: .mute
         case .roomClosed: .roomClosed
+        case .stage: .stage
         }
     }
 }

@@ -13,6 +13,7 @@ import LVBCrypto
 //     kick        target(32)
 //     mute        target(32) ‖ muted(1: 0 or 1)
 //     roomClosed  (empty)
+//     stage       target(32) ‖ on(1: 0 or 1) ‖ reason(1: 0 when on, 1...4 when off)
 //
 // A TLV field is type(1) ‖ len(1) ‖ value. Fields come in strictly increasing
 // type order (so each at most once), none is empty, an unknown type is an
@@ -36,6 +37,12 @@ extension EventBody {
             guard role.rawValue <= F.roleMax else { throw .badValue("join role \(role.rawValue) is not a room member's (0 viewer, 1 host)") }
         case let .leave(reason):
             guard reason <= F.leaveReasonMax else { throw .badValue("leave reason \(reason) is unknown") }
+        case let .stage(_, onStage, reason):
+            if onStage {
+                guard reason == 0 else { throw .badValue("stage reason \(reason) given with on stage (must be 0)") }
+            } else {
+                guard (1...F.stageReasonMax).contains(reason) else { throw .badValue("stage end reason \(reason) is unknown") }
+            }
         case let .profile(p):
             if let v = p.nickname { try EventText.check(v, field: "nickname", max: F.nicknameMax) }
             if let v = p.avatar { try EventText.checkASCII(v, field: "avatar", max: F.avatarMax) }
@@ -89,6 +96,10 @@ extension EventBody {
             w.write(UInt8(muted ? 1 : 0))
         case .roomClosed:
             break
+        case let .stage(target, onStage, reason):
+            w.write(bytes: target.publicKey)
+            w.write(UInt8(onStage ? 1 : 0))
+            w.write(reason)
         }
     }
 
@@ -148,6 +159,11 @@ extension EventBody {
             }
         case .roomClosed:
             body = .roomClosed
+        case .stage:
+            let target = try target(&r)
+            let on = try r.uint8()
+            guard on <= 1 else { throw .badValue("stage flag \(on) is not 0 or 1") }
+            body = .stage(target: target, onStage: on == 1, reason: try r.uint8())
         }
         try r.expectEnd()
         try body.validate()

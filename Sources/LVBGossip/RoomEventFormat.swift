@@ -27,6 +27,8 @@ enum RoomEventFormat {
     static let roleMax: UInt8 = 1
     /// Leave reason: 0 left, 1 timeout (reserved), 2 signed in elsewhere, 3 kicked.
     static let leaveReasonMax: UInt8 = 3
+    /// Stage end reasons 1...4 (`StageReason` in LVBRoom).
+    static let stageReasonMax: UInt8 = 4
 
     // Profile and room-info TLV types.
     static let profileNickname: UInt8 = 1

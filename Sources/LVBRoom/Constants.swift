@@ -29,12 +29,27 @@ public enum RoomConstants {
     public static let inviteContext = Array("lvbnode invite v1".utf8)
     public static let passContext = Array("lvbnode pass v1".utf8)
     public static let joinProofContext = Array("lvbnode join proof v1".utf8)
+    public static let linkMicContext = Array("lvbnode linkmic v1".utf8)
+    /// Longest link-mic request message or rejection reason, in UTF-8 bytes.
+    public static let linkMicTextMax = 200
+    /// A link-mic request the host has not answered by then expires (both sides drop it).
+    public static let linkMicRequestLifetime: Duration = .seconds(30)
+    /// A guest on stage whose media the host has not heard for this long is taken off stage.
+    public static let guestSilence: Duration = .seconds(2)
     /// Length of a password join proof (BLAKE2b-MAC-256).
     public static let joinProofLength = 32
     /// Length of the Noise handshake hash a join proof is bound to.
     public static let sessionBindingLength = 64
 
     // MARK: Tuning
+
+    /// A viewer repeats an unanswered link-mic request this often (the host
+    /// answers a repeat with the answer it gave, so a lost answer is recovered).
+    public static let linkMicRetry: Duration = .seconds(2)
+    /// Co-hosts on stage at once unless `--max-guests` says otherwise.
+    public static let defaultMaxGuests = 3
+    /// Link-mic request ids the host remembers after answering (repeats get the same answer).
+    public static let linkMicAnswersKept = 256
 
     /// A leaving node repeats its leave to members that have not acknowledged
     /// it this often, and waits at most `leaveWait` for all of them.

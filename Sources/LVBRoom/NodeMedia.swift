@@ -21,6 +21,7 @@ public final class NodeMedia {
     private let clock: Clock
     private let random: RandomSource
     private var lastProbe: [NodeID: Instant] = [:]
+    private var lastRTP: [NodeID: Instant] = [:]
 
     public init(core: TransportCore, clock: Clock, random: RandomSource) {
         self.core = core
@@ -60,6 +61,7 @@ public final class NodeMedia {
                 unrequestedRTP += 1
                 return
             }
+            lastRTP[peer] = clock.now()
             receiver.receiveRTP(payload)
         case .rtcp:
             let receiver = receivers[peer]
@@ -75,6 +77,9 @@ public final class NodeMedia {
             break
         }
     }
+
+    /// When RTP from `origin`'s stream last arrived (a co-host's silence).
+    public func lastHeard(from origin: NodeID) -> Instant? { lastRTP[origin] }
 
     /// The session with `peer` ended.
     func peerGone(_ peer: NodeID) {

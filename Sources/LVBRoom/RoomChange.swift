@@ -18,6 +18,9 @@ public enum RoomChange: Equatable, Sendable {
     case kicked(NodeID)
     case muted(NodeID, Bool)
     case roomClosed
+    /// Link-mic: the host put a member on stage as co-host, or took it off
+    /// (`reason`: a `StageReason`; nil when it went on stage).
+    case stage(NodeID, onStage: Bool, reason: StageReason?)
     /// The same identity joined from another process; a node that sees its own
     /// id with its own `oldInstance` here has been replaced and should exit.
     case signedInElsewhere(NodeID, oldInstance: UInt64, newInstance: UInt64)
@@ -34,6 +37,8 @@ public struct Member: Equatable, Sendable {
     public let joinedAt: Instant
     /// The process instance of the member's latest join.
     public let instance: UInt64
+    /// On stage as a link-mic co-host now.
+    public var onStage = false
 
     public init(id: NodeID, profile: Profile?, role: NodeRole, joinedAt: Instant, instance: UInt64) {
         self.id = id
@@ -41,5 +46,26 @@ public struct Member: Equatable, Sendable {
         self.role = role
         self.joinedAt = joinedAt
         self.instance = instance
+    }
+}
+
+/// Why a co-host left the stage (the `reason` byte of a stage event).
+public enum StageReason: UInt8, Sendable, CustomStringConvertible {
+    /// The host hung up.
+    case hostHungUp = 1
+    /// The guest hung up.
+    case guestHungUp = 2
+    /// No media from the guest for `RoomConstants.guestSilence`.
+    case silent = 3
+    /// The guest left the room or its session ended.
+    case left = 4
+
+    public var description: String {
+        switch self {
+        case .hostHungUp: "host_hung_up"
+        case .guestHungUp: "guest_hung_up"
+        case .silent: "silent"
+        case .left: "left"
+        }
     }
 }

@@ -19,6 +19,8 @@ public enum RoomError: Error, Equatable, CustomStringConvertible {
     case notAnInvite
     /// Invite text with characters missing, extra or changed.
     case damagedInvite
+    /// A link-mic message's text is too long, not UTF-8, or holds control characters.
+    case badText
 
     public var description: String {
         switch self {
@@ -30,6 +32,7 @@ public enum RoomError: Error, Equatable, CustomStringConvertible {
         case let .unknownDenial(r): "admission denial reason \(r) is unknown"
         case .badNodeID: "a node id in the admission message is not a valid node key"
         case .notAnInvite: "this is not an invite (invites start with 'lvbi'); ask the host for one"
+        case .badText: "link-mic text is too long, not UTF-8, or holds control characters"
         case .damagedInvite: "the invite is damaged (a character is missing or changed); copy it again from the host"
         }
     }

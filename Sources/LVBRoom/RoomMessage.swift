@@ -11,6 +11,7 @@ import LVBCore
 ///     3 leaving              pass(120) ‖ count(1) ‖ (length(2) ‖ event)…:
 ///                            the sender's pass and last events, its leave last
 ///     4 leave ack            seq(8): those events applied
+///     5–7 link-mic           request, answer, hangup, signed (LinkMicMessage)
 public enum RoomMessage: Equatable, Sendable {
     case admission(AdmissionMessage)
     /// The sender is leaving: its last signed events, its leave event last,
@@ -19,6 +20,8 @@ public enum RoomMessage: Equatable, Sendable {
     case leaving(pass: MembershipPass, events: [[UInt8]])
     /// The receiver's leave event with this sequence number was applied.
     case leaveAck(seq: UInt64)
+    /// Link-mic signalling between a viewer and the host.
+    case linkMic(LinkMicMessage)
 
     /// The type bytes this version knows.
     public enum Kind: UInt8, Sendable {
@@ -26,6 +29,9 @@ public enum RoomMessage: Equatable, Sendable {
         case admissionResponse = 2
         case leaving = 3
         case leaveAck = 4
+        case linkMicRequest = 5
+        case linkMicAnswer = 6
+        case linkMicHangup = 7
     }
 
     public var encoded: [UInt8] {
@@ -47,6 +53,8 @@ public enum RoomMessage: Equatable, Sendable {
             w.write(Kind.leaveAck.rawValue)
             w.write(seq)
             return w.bytes
+        case .linkMic(let m):
+            return m.encoded
         }
     }
 
@@ -75,6 +83,8 @@ public enum RoomMessage: Equatable, Sendable {
             guard let seq = try? r.readUInt64() else { throw .truncated }
             guard r.isAtEnd else { throw .trailingBytes }
             return .leaveAck(seq: seq)
+        case .linkMicRequest, .linkMicAnswer, .linkMicHangup:
+            return .linkMic(try LinkMicMessage.parse(bytes))
         }
     }
 }

@@ -47,6 +47,7 @@ extension RoomNode {
         case .admission(let admission): handleAdmission(admission, from: peer)
         case let .leaving(pass, events): memberLeaving(events, pass: pass, from: peer)
         case .leaveAck(let seq): leaveAcknowledged(seq, by: peer)
+        case .linkMic(let m): handleLinkMic(m, from: peer)
         }
     }
 

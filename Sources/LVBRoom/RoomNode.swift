@@ -14,6 +14,8 @@ public enum RoomOutput: Sendable {
     case change(RoomChange)
     /// This node must leave: kicked, signed in elsewhere, or the room closed.
     case removed(RemovalReason)
+    /// Link-mic signalling: a request, an answer, an expiry, a refused message.
+    case linkMic(LinkMicOutput)
 }
 
 /// Why a node was removed from its room.
@@ -49,6 +51,7 @@ public final class RoomNode {
 
     let identity: Identity
     let clock: Clock
+    let random: RandomSource
     let policy: AdmissionPolicy?
     let proof: JoinProof
     let standing: Standing
@@ -75,6 +78,14 @@ public final class RoomNode {
     public var media: NodeMedia?
     /// Media packets from peers that may not send them (not members of the room).
     public internal(set) var droppedMedia = 0
+    /// Link-mic: the host's desk (requests, guests on stage), or a viewer's own request.
+    var linkMicHost: LinkMicHost?
+    var linkMicGuest = LinkMicGuest()
+    /// Link-mic messages refused: forged, replayed, from a non-host, for another room.
+    public internal(set) var linkMicRefused = 0
+    /// The media side of link-mic (`stageOn`/`stageOff` on the host,
+    /// `startPublishing`/`stopPublishing` on a guest), performed by the node driver.
+    public var onStage: ((LinkMicAction) -> Void)?
 
     /// A host's room: open, password or invite-only per `policy`.
     public convenience init(hosting policy: AdmissionPolicy, core: TransportCore, clock: Clock, random: RandomSource, info: RoomInfo) {
@@ -82,6 +93,7 @@ public final class RoomNode {
         let state = RoomState(room: room, host: host, clock: clock)
         self.state = state
         pass = MembershipPass(host: identity, room: room, member: host, issuedAt: wallMs())
+        linkMicHost = LinkMicHost(maxGuests: RoomConstants.defaultMaxGuests)
         phase = .hosting
         admittedAtMs = wallMs()
         startInfo = info
@@ -126,6 +138,7 @@ public final class RoomNode {
         self.policy = policy
         self.proof = proof
         self.clock = clock
+        self.random = random
         identity = core.identity
         instance = random.uint64()
         standing = Standing(clock: clock)
@@ -197,6 +210,10 @@ public final class RoomNode {
             onOutput?(.removed(.roomClosed))
         case let .signedInElsewhere(id, old, _):
             if id == core.nodeID, old == instance { remove(.signedInElsewhere) }
+        case let .left(id, _):
+            linkMicPeerGone(id)
+        case let .stage(id, false, reason):
+            linkMicStageEnded(id, reason: reason)
         default:
             break
         }
@@ -251,6 +268,7 @@ public final class RoomNode {
             }
             gossip.peerDown(id)
             media?.peerGone(id)
+            linkMicPeerGone(id)
         case .message, .hello, .rekeyed, .connectFailed:
             break
         }
@@ -266,6 +284,7 @@ public final class RoomNode {
         }
         media?.tick()
         let now = clock.now()
+        if isAdmitted { tickLinkMic(now: now) }
         for (id, due) in pendingDisconnects where now >= due {
             pendingDisconnects[id] = nil
             core.disconnect(id)

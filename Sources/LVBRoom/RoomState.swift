@@ -26,6 +26,8 @@ public final class RoomState {
     /// The host's latest mute or unmute of each target.
     private var mutes: [NodeID: RoomEvent] = [:]
     private var closedEvent: RoomEvent?
+    /// The host's latest stage event for each member (link-mic co-hosts).
+    private var stage: [NodeID: RoomEvent] = [:]
     private var chatBuckets = RateLimiter<NodeID>(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst, sweepThreshold: RoomConstants.sweepThreshold)
     private var profileBuckets = RateLimiter<NodeID>(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst, sweepThreshold: RoomConstants.sweepThreshold)
     private var likeBuckets = RateLimiter<NodeID>(count: RoomConstants.likeEventRate, burst: RoomConstants.likeEventBurst, sweepThreshold: RoomConstants.sweepThreshold)
@@ -118,6 +120,14 @@ public final class RoomState {
             mutes[target] = e
             return .accepted(was == muted ? [] : [.muted(target, muted)])
 
+        case let .stage(target, onStage, reason):
+            guard author == host else { return .rejected(.notHost(.stage)) }
+            if let order = Self.order(e, after: stage[target]) { return order }
+            guard target != host else { return .accepted([]) }
+            let was = isOnStage(target)
+            stage[target] = e
+            return .accepted(was == onStage ? [] : [.stage(target, onStage: onStage, reason: StageReason(rawValue: reason))])
+
         case .roomClosed:
             guard author == host else { return .rejected(.notHost(.roomClosed)) }
             isClosed = true
@@ -164,7 +174,9 @@ public final class RoomState {
     /// Members present now, in order of arrival.
     public var members: [Member] {
         presence.present.map { id, entry in
-            Member(id: id, profile: profile(of: id), role: entry.role, joinedAt: entry.joinedAt, instance: entry.instance)
+            var m = Member(id: id, profile: profile(of: id), role: entry.role, joinedAt: entry.joinedAt, instance: entry.instance)
+            m.onStage = isOnStage(id)
+            return m
         }
     }
 
@@ -188,9 +200,18 @@ public final class RoomState {
 
     public func isKicked(_ id: NodeID) -> Bool { kicks[id] != nil }
 
+    /// On stage as a link-mic co-host, as the host last said.
+    public func isOnStage(_ id: NodeID) -> Bool {
+        guard case let .stage(_, onStage, _)? = stage[id]?.body else { return false }
+        return onStage
+    }
+
+    /// Members the host has on stage now.
+    public var coHosts: [NodeID] { stage.keys.filter(isOnStage) }
+
     /// The events a late joiner needs to reach this state: the latest
     /// `RoomConstants.chatHistory` chat and bullet comments, each author's
-    /// latest like, each present member's latest join and profile, the latest
+    /// latest like, each present member's latest join, profile and stage event, the latest
     /// room info; then every kick and each target's latest mute; then the
     /// room's closing. Each group is ordered by timestamp, then author key,
     /// then sequence number, so nodes with the same state give the same list;
@@ -201,6 +222,7 @@ public final class RoomState {
         for (id, entry) in presence.present {
             content.append(entry.join)
             if let p = profiles[id] { content.append(p) }
+            if let s = stage[id] { content.append(s) }
         }
         if let infoEvent { content.append(infoEvent) }
         let moderation = Array(kicks.values) + Array(mutes.values)

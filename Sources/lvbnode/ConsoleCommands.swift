@@ -23,6 +23,9 @@ struct ConsoleCommands: Sendable {
         /kick NAME|ID      remove a member from the room (host)
         /mute NAME|ID, /unmute NAME|ID   silence a member's chat (host)
         /invite ID         print an invite for a node id (host of a private room)
+        /linkmic [TEXT]    ask the host to go on stage as co-host (viewer)
+        /accept [NAME], /reject NAME [REASON]   answer a link-mic request (host)
+        /hangup [NAME]     leave the stage or withdraw your request (viewer); take NAME off stage (host)
         /close             end the room for everyone (host)
         /peers             encrypted sessions (id, address, round-trip time)
         /stats             transport, room and media counters
@@ -69,6 +72,13 @@ struct ConsoleCommands: Sendable {
         case "/mute": member(rest, usage: "/mute NAME|ID") { r, id in try r.mute(id, true) }
         case "/unmute": member(rest, usage: "/unmute NAME|ID") { r, id in try r.mute(id, false) }
         case "/invite": invite(rest)
+        case "/linkmic": room { try $0.requestLinkMic(rest) }
+        case "/accept": room { try $0.acceptLinkMic(rest) }
+        case "/reject":
+            let args = rest.split(separator: " ", maxSplits: 1).map(String.init)
+            guard let who = args.first else { return fail("usage: /reject NAME [REASON]") }
+            room { try $0.rejectLinkMic(who, reason: args.count > 1 ? args[1] : "") }
+        case "/hangup": room { try $0.hangUpLinkMic(rest.isEmpty ? nil : rest) }
         case "/close": room { try $0.closeRoom() }
         case "/peers": peers()
         case "/stats": stats()

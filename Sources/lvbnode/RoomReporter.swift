@@ -51,6 +51,40 @@ final class RoomReporter: @unchecked Sendable {
             }
         case .change(let change):
             report(change)
+        case .linkMic(let output):
+            report(output)
+        }
+    }
+
+    private func report(_ output: LinkMicOutput) {
+        switch output {
+        case let .request(id, message):
+            var l = line("linkmic_request", id)
+            l.add("message", message)
+            let said = message.isEmpty ? "" : ": \(message)"
+            out.emit(l, human: "\(nick(id)) asks to go on stage\(said) (/accept \(nick(id)) or /reject \(nick(id)))", kind: "linkmic")
+        case .expired(let id):
+            let mine = id == room?.core.nodeID
+            out.emit(line("linkmic_expired", id),
+                     human: mine ? "the host did not answer your link-mic request" : "\(nick(id))'s link-mic request expired", kind: "linkmic")
+        case .accepted:
+            var l = JSONLine(event: "linkmic_accepted")
+            if let host = room?.host { l.add("host", host.text) }
+            out.emit(l, human: "the host accepted: you are on stage (/hangup to leave it)", kind: "linkmic")
+        case .rejected(let reason):
+            var l = JSONLine(event: "linkmic_rejected")
+            l.add("reason", reason)
+            out.emit(l, human: "the host declined your link-mic request\(reason.isEmpty ? "" : ": " + reason)", kind: "linkmic")
+        case .ended(let reason):
+            // The room-wide linkmic_ended follows from the host's stage event.
+            var l = JSONLine(event: "linkmic_off")
+            l.add("reason", reason.description)
+            out.emit(l, human: "you are off stage (\(reason.description.replacingUnderscores()))", kind: "linkmic")
+        case let .refused(id, why):
+            var l = JSONLine(event: "linkmic_refused")
+            l.add("from", id.text)
+            l.add("why", why)
+            out.emit(l, human: "ignored a link-mic message from \(id.short): \(why)", kind: "linkmic")
         }
     }
 
@@ -102,6 +136,12 @@ final class RoomReporter: @unchecked Sendable {
             var l = line("muted", id)
             l.add("muted", muted)
             out.emit(l, human: "\(nick(id)) was \(muted ? "muted" : "unmuted") by the host", kind: "mute")
+        case let .stage(id, true, _):
+            out.emit(line("linkmic_started", id), human: "\(nick(id)) is on stage (co-host)", kind: "linkmic")
+        case let .stage(id, false, reason):
+            var l = line("linkmic_ended", id)
+            l.add("reason", reason?.description ?? "ended")
+            out.emit(l, human: "\(nick(id)) left the stage (\((reason?.description ?? "ended").replacingUnderscores()))", kind: "linkmic")
         case .roomClosed:
             out.emit(JSONLine(event: "room_closed"), human: "the host closed the room", kind: "closed")
         case let .signedInElsewhere(id, _, _):
@@ -120,13 +160,14 @@ final class RoomReporter: @unchecked Sendable {
             o.add("id", m.id.text)
             o.add("nick", nick(m.id))
             o.add("role", m.role.name)
+            o.add("cohost", m.onStage)
             return o.text
         }.joined(separator: ",") + "]"
         var l = JSONLine(event: "viewers")
         l.add("count", members.count)
         l.add("likes", Int(state.likeTotal))
         l.addRaw("viewers", list)
-        let human = "\(members.count) in the room: " + members.map { nick($0.id) + ($0.role == .host ? " (host)" : "") }.joined(separator: ", ")
+        let human = "\(members.count) in the room: " + members.map { nick($0.id) + ($0.role == .host ? " (host)" : $0.onStage ? " (co-host)" : "") }.joined(separator: ", ")
         out.emit(l, human: human, kind: "viewers")
     }
 }

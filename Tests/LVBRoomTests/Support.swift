@@ -4,6 +4,7 @@ import LVBGossip
 import LVBRoom
 import LVBTestSupport
 import TestAssertions
+import LVBTransport
 import Testing
 
 /// A deterministic identity: the seed is 32 copies of `n`.
@@ -43,4 +44,21 @@ extension RoomState.Verdict {
         if case let .accepted(c) = self { return c }
         return nil
     }
+}
+
+/// A host and `viewers` open-room joiners (by ticket) on a virtual network losing `loss` of packets.
+func simRoom(viewers: Int, seed: UInt64, loss: Double) -> (VirtualNetwork, RoomSim, [RoomSim]) {
+    let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(loss: loss, delay: .milliseconds(10), jitter: .milliseconds(5)))
+    let nodes = net.makeNodes(viewers + 1, seed: seed)
+    let random = SeededRandom(seed: seed ^ 0xABC)
+    let roomID = RoomID.random(random)
+    let policy = AdmissionPolicy(room: roomID, host: nodes[0].core.identity, mode: .open, clock: net.clock)
+    let host = RoomSim(nodes[0], RoomNode(hosting: policy, core: nodes[0].core, clock: net.clock, random: random,
+                                          info: RoomInfo(title: "sim")), network: net)
+    let joiners = nodes.dropFirst().map { n in
+        let r = RoomNode(joining: roomID, host: nodes[0].id, proof: .none, core: n.core, clock: net.clock, random: random)
+        n.core.connect(to: nodes[0].address, expecting: nodes[0].id)
+        return RoomSim(n, r, network: net)
+    }
+    return (net, host, joiners)
 }
