@@ -62,6 +62,8 @@ import Testing
             .mute(target: target, muted: true),
             .mute(target: target, muted: false),
             .roomClosed,
+            .stage(target: target, onStage: true, reason: 0),
+            .stage(target: target, onStage: false, reason: 3),
         ]
     }
 
@@ -107,6 +109,15 @@ import Testing
         #expect(mute.encoded == signedWire(kind: 9, body: target.publicKey + [1]))
         let closed = try make(.roomClosed)
         #expect(closed.encoded == signedWire(kind: 10, body: []))
+        let stage = try make(.stage(target: target, onStage: false, reason: 4))
+        #expect(stage.encoded == signedWire(kind: 11, body: target.publicKey + [0, 4]))
+        // On stage carries no reason; off stage needs one of 1...4; the flag is 0 or 1.
+        for bad in [[1, 1], [0, 0], [0, 5], [2, 0]] as [[UInt8]] {
+            let wire = signedWire(kind: 11, body: target.publicKey + bad)
+            expectError("stage \(bad)", { (e: EventError) in if case .badValue = e { true } else { false } }) { () throws(EventError) in
+                try RoomEvent.parse(wire[...])
+            }
+        }
         let empty = try make(.profile(Profile()))
         #expect(empty.encoded == signedWire(kind: 6, body: []))
     }
@@ -201,8 +212,8 @@ import Testing
         var wire = signedWire(kind: 1, body: Array("x".utf8))
         wire[0] = 2
         expectError(.badVersion(2)) { () throws(EventError) in try RoomEvent.parse(wire[...]) }
-        let unknown = signedWire(kind: 11, body: [])
-        expectError(.unknownKind(11)) { () throws(EventError) in try RoomEvent.parse(unknown[...]) }
+        let unknown = signedWire(kind: 12, body: [])
+        expectError(.unknownKind(12)) { () throws(EventError) in try RoomEvent.parse(unknown[...]) }
         let zero = signedWire(kind: 0, body: [])
         expectError(.unknownKind(0)) { () throws(EventError) in try RoomEvent.parse(zero[...]) }
         // 32 bytes that are not a point on the curve.

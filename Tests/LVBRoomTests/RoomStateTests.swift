@@ -60,11 +60,12 @@ import Testing
             (alice.event(.roomInfo(RoomInfo(title: "mine now"))), .roomInfo),
             (alice.event(.roomClosed), .roomClosed),
             (alice.join(role: .host), .join),
+            (alice.event(.stage(target: alice.id, onStage: true, reason: 0)), .stage),
         ]
         for (event, kind) in forged {
             #expect(state.apply(event) == .rejected(.notHost(kind)))
         }
-        #expect(!state.isKicked(bob.id) && !state.isMuted(bob.id) && !state.isClosed)
+        #expect(!state.isKicked(bob.id) && !state.isMuted(bob.id) && !state.isClosed && !state.isOnStage(alice.id))
         #expect(state.info == RoomInfo())
         #expect(state.members.map(\.id) == [bob.id])
         #expect(RoomState.RoomRejection.notHost(.kick).isMisbehaviour)
