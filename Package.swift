@@ -156,7 +156,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             // LVBCrypto and LVBTransport craft real handshakes to flood the binary with.
-            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBMedia", "LVBTestSupport"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBMedia", "LVBTestSupport", "TestAssertions"],
             swiftSettings: swift5),
     ]
 )

@@ -56,6 +56,11 @@ public enum MediaConstants {
 
     // MARK: Tuning values
 
+    /// A receiver takes a stream of a new SSRC from the same sender once the
+    /// current one has been silent this long (a restarted publisher), or at
+    /// once when told to expect it (`StreamReceiver.expectNewStream`).
+    public static let streamSwitchSilence: Duration = .milliseconds(500)
+
     /// Packets the sender keeps to answer NACKs (about 10 s of 1 Mbit/s video).
     public static let sendHistoryPackets = 1024
     /// The GOP cache holds at most this many bytes; a longer GOP is not cached

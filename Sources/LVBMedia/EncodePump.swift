@@ -62,6 +62,13 @@ public final class EncodePump: @unchecked Sendable {
     public var onAudio: ((RTPPacket) -> Void)?
     /// A source ended or failed: the reason (on the encoder's thread).
     public var onEnded: ((String) -> Void)?
+    /// Host with co-hosts on stage: mixes each picture and block before it is
+    /// encoded; set before `start`. With nobody on stage it costs one lock.
+    public var mixer: StageMixer?
+    /// A picture or packet of the stream returned to the guest keyed by its
+    /// video SSRC (the mix without that guest), on the encoder's thread.
+    public var onReturnVideo: ((UInt32, EncodedMediaFrame) -> Void)?
+    public var onReturnAudio: ((UInt32, RTPPacket) -> Void)?
 
     private let clock: Clock
     private let scheduler: EncodeScheduler
@@ -69,6 +76,12 @@ public final class EncodePump: @unchecked Sendable {
     private var video: (source: VideoSource, encoder: VideoStreamEncoder)?
     private var audio: (source: AudioSource, encoder: AudioStreamEncoder)?
     private let frameInterval: Duration
+    private let setup: (fps: Int, gopSeconds: Double, bitrateKbps: Int, maxPacketSize: Int)
+    private let random: RandomSource
+    /// Return streams' encoders, each touched only on its medium's thread.
+    private var returnVideo: [UInt32: VideoStreamEncoder] = [:]
+    private var returnAudio: [UInt32: AudioStreamEncoder] = [:]
+    private let returnControls = Mutex<[UInt32: EncoderControl]>([:])
 
     /// Creates the encoders for `setup`'s sources (a codec that cannot be set
     /// up throws here, before anything runs).
@@ -77,6 +90,8 @@ public final class EncodePump: @unchecked Sendable {
         self.clock = clock
         self.scheduler = scheduler
         control = EncoderControl(kbps: setup.bitrateKbps)
+        self.setup = (setup.fps, setup.gopSeconds, setup.bitrateKbps, maxPacketSize)
+        self.random = random
         frameInterval = .nanoseconds(1_000_000_000 / Int64(max(1, setup.fps)))
         if let source = setup.video {
             let encoder = try VideoStreamEncoder(width: setup.width, height: setup.height, fps: setup.fps,
@@ -88,6 +103,22 @@ public final class EncodePump: @unchecked Sendable {
             audio = (source, try AudioStreamEncoder(ssrc: audioSSRC, random: random))
         }
     }
+
+    /// What the node's loop tells the encoder of the stream returned to a guest.
+    public func returnControl(_ guest: UInt32) -> EncoderControl {
+        returnControls.withLock { c in
+            if let existing = c[guest] { return existing }
+            let made = EncoderControl(kbps: Self.returnKbps(setup.bitrateKbps))
+            c[guest] = made
+            return made
+        }
+    }
+
+    /// The guest left the stage: its return stream's control goes.
+    public func forgetReturn(_ guest: UInt32) { _ = returnControls.withLock { $0.removeValue(forKey: guest) } }
+
+    /// A guest hears and sees the room at a lower rate than the audience (a smaller picture).
+    public static func returnKbps(_ kbps: Int) -> Int { max(MixConstants.returnMinKbps, kbps / 2) }
 
     /// Starts both media on the scheduler.
     public func start() {
@@ -123,9 +154,17 @@ public final class EncodePump: @unchecked Sendable {
         let ntp = NTPTime.from(clock.wallTime())
         let wanted = control.take()
         if wanted.kbps != encoder.bitrateKbps { try? encoder.setBitrate(kbps: wanted.kbps) }
+        var picture = frame, keyframe = wanted.keyframe
+        if let mix = try mixer?.mixVideo(frame) {
+            picture = mix.main
+            keyframe = keyframe || mix.keyframe
+            try encodeReturns(mix.returns, slot: n, captureTime: ntp)
+        } else if !returnVideo.isEmpty {
+            returnVideo.removeAll()
+        }
         // RTP time is the picture's slot, so it grows by exactly one frame interval per slot.
-        guard let encoded = try encoder.encode(frame, mediaTime: frameInterval * n, captureTime: ntp,
-                                               forceKeyframe: wanted.keyframe) else { return true }
+        guard let encoded = try encoder.encode(picture, mediaTime: frameInterval * n, captureTime: ntp,
+                                               forceKeyframe: keyframe) else { return true }
         counters.addFrame(bytes: encoded.bytes, keyframe: encoded.isKeyframe,
                           nanos: (clock.now() - captured).nanosecondsClamped.magnitude, kbps: encoder.bitrateKbps)
         onVideo?(encoded)
@@ -136,9 +175,49 @@ public final class EncodePump: @unchecked Sendable {
         guard let (source, encoder) = audio, let pcm = try source.next() else { return false }
         // The block's first sample was captured 20 ms before it was complete.
         let ntp = NTPTime.from(clock.wallTime()) &- (UInt64(1) << 32) / 50
-        let packet = try encoder.encode(pcm, mediaTime: MediaConstants.audioFrameDuration * n, captureTime: ntp)
+        let mediaTime = MediaConstants.audioFrameDuration * n
+        var block = pcm
+        if let mix = mixer?.mixAudio(pcm) {
+            block = mix.main
+            var kept: [UInt32: AudioStreamEncoder] = [:]
+            for (guest, minus) in mix.returns {
+                guard let audioSSRC = mixer?.audioSSRC(of: guest) else { continue }
+                let returnEncoder: AudioStreamEncoder
+                if let existing = returnAudio[guest] { returnEncoder = existing } else {
+                    returnEncoder = try AudioStreamEncoder(ssrc: audioSSRC, random: random)
+                }
+                kept[guest] = returnEncoder
+                onReturnAudio?(guest, try returnEncoder.encode(minus, mediaTime: mediaTime, captureTime: ntp))
+            }
+            returnAudio = kept
+        } else if !returnAudio.isEmpty {
+            returnAudio.removeAll()
+        }
+        let packet = try encoder.encode(block, mediaTime: mediaTime, captureTime: ntp)
         counters.addAudio(bytes: packet.payload.count)
         onAudio?(packet)
         return true
+    }
+
+    /// Encodes each guest's mix-minus picture into the stream returned to it;
+    /// encoders of guests no longer on stage are let go.
+    private func encodeReturns(_ pictures: [(guest: UInt32, frame: I420Frame)], slot n: Int, captureTime: UInt64) throws(MediaError) {
+        var kept: [UInt32: VideoStreamEncoder] = [:]
+        for (guest, picture) in pictures {
+            let control = returnControl(guest)
+            let wanted = control.take()
+            let encoder: VideoStreamEncoder
+            if let existing = returnVideo[guest] { encoder = existing } else {
+                encoder = try VideoStreamEncoder(width: picture.width, height: picture.height, fps: setup.fps, bitrateKbps: wanted.kbps,
+                                                 gopSeconds: setup.gopSeconds, ssrc: guest, maxPacketSize: setup.maxPacketSize, random: random)
+            }
+            kept[guest] = encoder
+            if wanted.kbps != encoder.bitrateKbps { try? encoder.setBitrate(kbps: wanted.kbps) }
+            if let encoded = try encoder.encode(picture, mediaTime: frameInterval * n, captureTime: captureTime,
+                                                forceKeyframe: wanted.keyframe) {
+                onReturnVideo?(guest, encoded)
+            }
+        }
+        returnVideo = kept
     }
 }

@@ -123,11 +123,7 @@ public final class MediaOrigin<Peer: Hashable> {
             }
         }
         guard isFeedback else { return }
-        if subscribers[peer] == nil {
-            subscribers[peer] = Subscriber(rate: RateController(maxKbps: maxVideoKbps), lastSenderReport: now)
-            log.debug("subscriber added")
-        }
-        if fanOut.subscribe(peer, now: now) { requestKeyframe(now: now) }
+        subscribe(peer)
         for packet in packets {
             switch packet {
             case .nack(let nack) where nack.mediaSSRC == videoSSRC:
@@ -144,6 +140,17 @@ public final class MediaOrigin<Peer: Hashable> {
                 break
             }
         }
+    }
+
+    /// Subscribes `peer` before it sent any feedback (the host's return stream
+    /// to a co-host it just accepted; a co-host's stream to its host): it gets
+    /// the cached GOP, or a keyframe is requested.
+    public func subscribe(_ peer: Peer) {
+        let now = clock.now()
+        if subscribers[peer] == nil {
+            subscribers[peer] = Subscriber(rate: RateController(maxKbps: maxVideoKbps), lastSenderReport: now)
+        }
+        if fanOut.subscribe(peer, now: now) { requestKeyframe(now: now) }
     }
 
     /// Forgets a subscriber (its session ended or it left).

@@ -18,8 +18,8 @@ public final class SyntheticVideoSource: VideoSource {
     private let clock: Clock
     private var number = 0
 
-    public init(width: Int, height: Int, clock: Clock) throws(MediaError) {
-        pattern = try SyntheticVideo(width: width, height: height)
+    public init(width: Int, height: Int, clock: Clock, look: SyntheticLook = .host) throws(MediaError) {
+        pattern = try SyntheticVideo(width: width, height: height, look: look)
         self.clock = clock
     }
 
@@ -47,7 +47,9 @@ public final class Y4MVideoSource: VideoSource {
 /// A tone that beeps each second.
 public final class SyntheticAudioSource: AudioSource {
     private var tone: SyntheticAudio
-    public init() throws(MediaError) { tone = try SyntheticAudio(sampleRate: MediaConstants.audioClockRate, channels: 1) }
+    public init(look: SyntheticLook = .host) throws(MediaError) {
+        tone = try SyntheticAudio(sampleRate: MediaConstants.audioClockRate, channels: 1, look: look)
+    }
     public func next() throws(MediaError) -> [Int16]? { tone.next20ms() }
 }
 
@@ -95,15 +97,15 @@ public struct PublisherSetup {
     }
 
     /// Opens the sources. `size` and `fps` left nil follow a Y4M input's own
-    /// size and rate (else 640x360 at 30).
+    /// size and rate (else 640x360 at 30); `look` picks the synthetic pattern and tone.
     public static func open(video: Input, audio: Input, size: (width: Int, height: Int)?, fps: Int?,
-                            clock: Clock) throws(MediaError) -> PublisherSetup {
+                            clock: Clock, look: SyntheticLook = .host) throws(MediaError) -> PublisherSetup {
         var setup = PublisherSetup(video: nil, audio: nil)
         var chosen = size ?? (640, 360)
         var rate = fps ?? 30
         switch video {
         case .none: break
-        case .synthetic: setup.video = try SyntheticVideoSource(width: chosen.width, height: chosen.height, clock: clock)
+        case .synthetic: setup.video = try SyntheticVideoSource(width: chosen.width, height: chosen.height, clock: clock, look: look)
         case .stdin, .file:
             let reader: Y4MReader
             if case .file(let path) = video { reader = try Y4MReader(path: path, loop: true) } else { reader = try Y4MReader(path: "-") }
@@ -113,7 +115,7 @@ public struct PublisherSetup {
         }
         switch audio {
         case .none: break
-        case .synthetic: setup.audio = try SyntheticAudioSource()
+        case .synthetic: setup.audio = try SyntheticAudioSource(look: look)
         case .stdin: setup.audio = WAVAudioSource(reader: try WAVReader(path: "-"))
         case .file(let path): setup.audio = WAVAudioSource(reader: try WAVReader(path: path, loop: true))
         }

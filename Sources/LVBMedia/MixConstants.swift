@@ -28,4 +28,20 @@ public enum MixConstants {
     /// (BT.601 limited-range black, as VP8 sources use).
     public static let blackLuma: UInt8 = 16
     public static let neutralChroma: UInt8 = 128
+
+    // MARK: Tuning — the stage mixer
+
+    /// The picture returned to a guest (the mix without it) is at most this
+    /// wide: a guest watches the room in a window, not full screen.
+    public static let returnMaxWidth = 640
+    /// Bitrate floor of a return stream (kbit/s); it gets half the host's target.
+    public static let returnMinKbps = 300
+    /// Decoded guest pictures waiting to be matched with the guest's sound
+    /// (half a second at 30 fps); older ones are dropped.
+    public static let alignPictures = 15
+    /// Guest sound blocks (20 ms) held while its pictures catch up, and queued at most.
+    public static let alignBlocks = 10
+    /// A guest picture may be captured up to one frame (1/30 s, in NTP 32.32
+    /// units) after the sound it is shown with.
+    public static let pictureSlack: UInt64 = (UInt64(1) << 32) / 30
 }

@@ -8,8 +8,8 @@ import Logging
 /// feedback is what subscribes: the first receiver report goes out on
 /// `subscribe()`, and one at least every `resubscribeInterval` after.
 public final class StreamReceiver {
-    public let video: VideoReceiver
-    public let audio: AudioReceiver
+    public private(set) var video: VideoReceiver
+    public private(set) var audio: AudioReceiver
     /// Every decoded (or skipped-to) video frame, in decode order.
     public var onVideo: ((ReceivedVideoFrame) -> Void)?
     /// One 20 ms block of audio, every 20 ms while the stream plays.
@@ -31,6 +31,13 @@ public final class StreamReceiver {
     private let log = Log.logger("media")
     private var subscribed = false
     private var lastFeedback: Instant?
+    private let ssrc: UInt32
+    /// Media (payload types) whose next packet of another SSRC starts a new stream.
+    private var switchExpected: Set<UInt8> = []
+    private var lastVideoRTP: Instant?
+    private var lastAudioRTP: Instant?
+    /// Times the sender's stream was replaced by another (SSRC change).
+    public private(set) var streamSwitches = 0
 
     /// - Parameters:
     ///   - ssrc: this receiver's own SSRC (the sender of its feedback).
@@ -38,6 +45,7 @@ public final class StreamReceiver {
     public init(clock: Clock, ssrc: UInt32, maxDatagram: Int) throws(MediaError) {
         self.clock = clock
         self.maxDatagram = maxDatagram
+        self.ssrc = ssrc
         video = try VideoReceiver(clock: clock, ssrc: ssrc)
         audio = try AudioReceiver(clock: clock, ssrc: ssrc)
     }
@@ -50,11 +58,23 @@ public final class StreamReceiver {
             log.debug("malformed RTP: \(error)")
             return
         }
+        let now = clock.now()
         switch packet.payloadType {
         case MediaConstants.videoPayloadType:
+            if let current = video.mediaSSRC, current != packet.ssrc, switches(.videoPayloadType, since: lastVideoRTP, now: now),
+               let fresh = try? VideoReceiver(clock: clock, ssrc: ssrc) {
+                fresh.rtt = video.rtt
+                video = fresh
+            }
+            if packet.ssrc == video.mediaSSRC || video.mediaSSRC == nil { lastVideoRTP = now }
             videoBytes += payload.count
             video.receive(packet)
         case MediaConstants.audioPayloadType:
+            if let current = audio.mediaSSRC, current != packet.ssrc, switches(.audioPayloadType, since: lastAudioRTP, now: now),
+               let fresh = try? AudioReceiver(clock: clock, ssrc: ssrc) {
+                audio = fresh
+            }
+            if packet.ssrc == audio.mediaSSRC || audio.mediaSSRC == nil { lastAudioRTP = now }
             audioBytes += payload.count
             audio.receive(packet)
         default:
@@ -65,6 +85,27 @@ public final class StreamReceiver {
         poll()
         onReceived?()
     }
+
+    /// The sender is about to replace its stream with another (new SSRCs: a
+    /// host now sending this node a mix without itself, or back): the first
+    /// packet of another SSRC starts the new stream at once. Without this
+    /// call a new SSRC takes over only after the current one has been silent
+    /// for `MediaConstants.streamSwitchSilence`; until then it is foreign.
+    public func expectNewStream() {
+        switchExpected = [MediaConstants.videoPayloadType, MediaConstants.audioPayloadType]
+    }
+
+    private func switches(_ kind: PayloadKind, since last: Instant?, now: Instant) -> Bool {
+        let type = kind == .videoPayloadType ? MediaConstants.videoPayloadType : MediaConstants.audioPayloadType
+        guard switchExpected.remove(type) != nil || last.map({ now - $0 >= MediaConstants.streamSwitchSilence }) ?? true else {
+            return false
+        }
+        streamSwitches += 1
+        log.debug("stream switched to a new SSRC")
+        return true
+    }
+
+    private enum PayloadKind { case videoPayloadType, audioPayloadType }
 
     /// RTCP from upstream: sender reports feed the round-trip estimate.
     public func receiveRTCP(_ payload: ArraySlice<UInt8>) {

@@ -11,6 +11,7 @@ import Darwin
 public struct SyntheticVideo: Sendable {
     public let width: Int
     public let height: Int
+    public let look: SyntheticLook
 
     /// Barcode layout: start bits 1,0 then 16 data bits (MSB first), an even
     /// parity bit and a stop bit 0, as cells of equal width in the top rows.
@@ -25,24 +26,29 @@ public struct SyntheticVideo: Sendable {
         (84, 184, 198), (65, 100, 212), (35, 212, 114), (16, 128, 128),
     ]
 
-    public init(width: Int, height: Int) throws(MediaError) {
+    public init(width: Int, height: Int, look: SyntheticLook = .host) throws(MediaError) {
         _ = try I420Frame(width: width, height: height)  // same size rules as a frame
         self.width = width
         self.height = height
+        self.look = look
     }
+
+    /// The bars left to right: the host's in the usual order, a guest's reversed.
+    private var palette: [(UInt8, UInt8, UInt8)] { look == .host ? Self.bars : Self.bars.reversed() }
 
     /// Frame `number` of the pattern; the top barcode carries `number` modulo
     /// 65536, the bottom one `captureMilliseconds` modulo 65536 when given.
     public func frame(number: Int, captureMilliseconds: UInt64? = nil) -> I420Frame {
         var f = I420Frame(uncheckedWidth: width, height: height)
         let cw = f.chromaStride
+        let bars = palette
         // Colour bars.
         for row in 0..<height {
-            for x in 0..<width { f.y[row * width + x] = Self.bars[x * 8 / width].0 }
+            for x in 0..<width { f.y[row * width + x] = bars[x * 8 / width].0 }
         }
         for row in 0..<f.chromaHeight {
             for x in 0..<cw {
-                let bar = Self.bars[min(7, x * 2 * 8 / width)]
+                let bar = bars[min(7, x * 2 * 8 / width)]
                 f.u[row * cw + x] = bar.1
                 f.v[row * cw + x] = bar.2
             }
@@ -53,7 +59,7 @@ public struct SyntheticVideo: Sendable {
         let spanX = max(1, width - box), spanY = max(1, height - 2 * top - box)  // clear of both strips
         let bx = (number * 6 % spanX) & ~1
         let by = (top + number * 4 % spanY) & ~1
-        fill(&f, x: bx, y: max(top, by), w: box, h: box, yuv: (235, 90, 240))
+        fill(&f, x: bx, y: max(top, by), w: box, h: box, yuv: look == .host ? (235, 90, 240) : (170, 166, 16))
         drawBarcode(&f, value: number, y: 0)
         if let ms = captureMilliseconds, height >= 3 * top {
             drawBarcode(&f, value: Int(ms & 0xFFFF), y: (height - top) & ~1)
@@ -122,15 +128,24 @@ public struct SyntheticVideo: Sendable {
     }
 }
 
-/// A test tone: 440 Hz with a 50 ms 1 kHz beep at the start of each second,
-/// delivered in 20 ms frames of interleaved Int16.
+/// Which test pattern and tone: the host's, or a co-host's (reversed bars, a
+/// green box, 660 Hz with a 1.5 kHz beep), so a person tells them apart in a mix.
+public enum SyntheticLook: Sendable {
+    case host, guest
+}
+
+/// A test tone: 440 Hz with a 50 ms 1 kHz beep at the start of each second
+/// (a guest's: 660 Hz and 1.5 kHz), delivered in 20 ms frames of interleaved Int16.
 public struct SyntheticAudio: Sendable {
     public let sampleRate: Int
     public let channels: Int
+    /// The tone and the beep, in Hz.
+    public let tone: Double
+    public let beep: Double
     /// Samples per channel emitted so far.
     public private(set) var position = 0
 
-    public init(sampleRate: Int = 48000, channels: Int = 1) throws(MediaError) {
+    public init(sampleRate: Int = 48000, channels: Int = 1, look: SyntheticLook = .host) throws(MediaError) {
         guard sampleRate >= 8000, sampleRate % 50 == 0, sampleRate <= 192_000 else {
             throw .invalidParameter("sample rate \(sampleRate) Hz: use 8000...192000, a multiple of 50")
         }
@@ -139,6 +154,7 @@ public struct SyntheticAudio: Sendable {
         }
         self.sampleRate = sampleRate
         self.channels = channels
+        (tone, beep) = look == .host ? (440, 1000) : (660, 1500)
     }
 
     public mutating func next20ms() -> [Int16] {
@@ -149,7 +165,7 @@ public struct SyntheticAudio: Sendable {
             let s = position + i
             let t = Double(s) / Double(sampleRate)
             let inBeep = s % sampleRate < beepLength
-            let value = inBeep ? 0.3 * sin(2 * .pi * 1000 * t) : 0.3 * sin(2 * .pi * 440 * t)
+            let value = 0.3 * sin(2 * .pi * (inBeep ? beep : tone) * t)
             let sample = Int16(value * 32767)
             for c in 0..<channels { out[i * channels + c] = sample }
         }

@@ -15,8 +15,12 @@ public final class LiveNode {
     public let core: TransportCore
     public let room: RoomNode
     public let media: NodeMedia
-    public let pump: EncodePump?
+    /// The encoders of the stream this node publishes: a host's from the
+    /// start, a co-host's while it is on stage.
+    public private(set) var pump: EncodePump?
     public let sinks: MediaSinks?
+    /// A host's link-mic mixer (nil: this node does not publish).
+    public let mixer: StageMixer?
     /// Everything the node reports, in order (on the node's loop).
     public var onOutput: ((NodeOutput) -> Void)?
     /// A packet arrived that may have moved `nextWakeup` earlier.
@@ -30,6 +34,11 @@ public final class LiveNode {
     private let hop: (@escaping () -> Void) -> Void
     /// Roles from layers above (a host's announcer to a rendezvous), registered with `attach`.
     public private(set) var roles: [AttachedRole] = []
+    private let clock: Clock
+    private let random: RandomSource
+    private let scheduler: EncodeScheduler
+    /// Host: each co-host's key in the mixer (the video SSRC of the stream returned to it).
+    private var stageKeys: [NodeID: UInt32] = [:]
 
     /// Builds the node's parts; a media source, codec or output that cannot
     /// be set up throws here, before anything is sent.
@@ -38,6 +47,9 @@ public final class LiveNode {
         self.plan = plan
         self.core = core
         self.hop = hop
+        self.clock = clock
+        self.random = random
+        self.scheduler = scheduler
         switch plan.part {
         case let .host(policy, info):
             room = RoomNode(hosting: policy, core: core, clock: clock, random: random, info: info)
@@ -45,15 +57,20 @@ public final class LiveNode {
             room = RoomNode(joining: roomID, host: host, proof: proof, core: core, clock: clock, random: random)
         }
         room.profile = plan.profile
+        room.maxGuests = plan.maxGuests
         media = NodeMedia(core: core, clock: clock, random: random)
         room.media = media
         sinks = try plan.receive.map { options throws(MediaError) in try MediaSinks(options: options, clock: clock) }
-        if let setup = plan.publish, !setup.isEmpty {
+        if case .host = plan.part, let setup = plan.publish, !setup.isEmpty {
             let origin = media.publish(maxVideoKbps: setup.bitrateKbps, useGOPCache: setup.gopCache)
-            pump = try EncodePump(setup: setup, videoSSRC: origin.videoSSRC, audioSSRC: origin.audioSSRC,
-                                  maxPacketSize: core.maxPayload, clock: clock, random: random, scheduler: scheduler)
+            let pump = try EncodePump(setup: setup, videoSSRC: origin.videoSSRC, audioSSRC: origin.audioSSRC,
+                                      maxPacketSize: core.maxPayload, clock: clock, random: random, scheduler: scheduler)
+            let mixer = StageMixer(width: setup.width, height: setup.height)
+            pump.mixer = mixer
+            self.pump = pump
+            self.mixer = mixer
         } else {
-            pump = nil
+            mixer = nil
         }
         wire()
     }
@@ -63,18 +80,83 @@ public final class LiveNode {
             if case .admitted = output { receiveHostStream() }
             onOutput?(.room(output))
         }
+        room.onStage = { [unowned self] action in stage(action) }
         sinks?.onEvent = { [unowned self] event in onOutput?(.sink(event)) }
-        if let pump, let origin = media.publisher {
-            let hop = self.hop
-            pump.onVideo = { frame in
-                hop {
-                    origin.publishVideo(frame)
-                    pump.control.update(keyframe: origin.takeKeyframeRequest(), kbps: origin.targetVideoKbps)
-                }
+        if let pump, let origin = media.publisher { wire(pump, to: origin) }
+    }
+
+    /// Hands the encoders' output to the stream's origin on the node's loop.
+    private func wire(_ pump: EncodePump, to origin: MediaOrigin<NodeID>) {
+        let hop = self.hop
+        pump.onVideo = { frame in
+            hop {
+                origin.publishVideo(frame)
+                pump.control.update(keyframe: origin.takeKeyframeRequest(), kbps: origin.targetVideoKbps)
             }
-            pump.onAudio = { packet in hop { origin.publishAudio(packet) } }
-            pump.onEnded = { [weak self] why in hop { self?.onOutput?(.mediaEnded(why)) } }
         }
+        pump.onAudio = { packet in hop { origin.publishAudio(packet) } }
+        pump.onEnded = { [weak self] why in hop { self?.onOutput?(.mediaEnded(why)) } }
+        pump.onReturnVideo = { [weak self] guest, frame in
+            hop {
+                guard let self, let ret = self.returnStream(guest) else { return }
+                ret.publishVideo(frame)
+                pump.returnControl(guest).update(keyframe: ret.takeKeyframeRequest(), kbps: ret.targetVideoKbps)
+            }
+        }
+        pump.onReturnAudio = { [weak self] guest, packet in hop { self?.returnStream(guest)?.publishAudio(packet) } }
+    }
+
+    private func returnStream(_ key: UInt32) -> MediaOrigin<NodeID>? {
+        guard let guest = stageKeys.first(where: { $0.value == key })?.key else { return nil }
+        return media.returns[guest]
+    }
+
+    /// The media side of link-mic.
+    private func stage(_ action: LinkMicAction) {
+        switch action {
+        case .stageOn(let guest):
+            // A host that publishes nothing has nothing to mix into: signalling only.
+            guard let mixer, stageKeys[guest] == nil, let setup = plan.publish else { return }
+            let ret = media.openReturn(for: guest, maxVideoKbps: EncodePump.returnKbps(setup.bitrateKbps))
+            stageKeys[guest] = ret.videoSSRC
+            mixer.add(ret.videoSSRC, audioSSRC: ret.audioSSRC)
+            guard let receiver = try? media.receive(from: guest) else { return }
+            let key = ret.videoSSRC
+            receiver.onVideo = { mixer.video(key, $0) }
+            receiver.onAudio = { mixer.audio(key, $0) }
+            receiver.onReceived = { [unowned self] in onWakeupChanged?() }
+        case .stageOff(let guest, _):
+            guard let key = stageKeys.removeValue(forKey: guest) else { return }
+            mixer?.remove(key)
+            pump?.forgetReturn(key)
+            media.closeReturn(for: guest)
+            media.stopReceiving(from: guest)
+        case .startPublishing:
+            guard pump == nil, let setup = plan.publish, !setup.isEmpty else { return }
+            let origin = media.publish(maxVideoKbps: setup.bitrateKbps, useGOPCache: setup.gopCache)
+            guard let guestPump = try? EncodePump(setup: setup, videoSSRC: origin.videoSSRC, audioSSRC: origin.audioSSRC,
+                                                  maxPacketSize: core.maxPayload, clock: clock, random: random,
+                                                  scheduler: scheduler) else { return }
+            wire(guestPump, to: origin)
+            pump = guestPump
+            origin.subscribe(room.host)
+            media.receivers[room.host]?.expectNewStream()
+            guestPump.start()
+        case .stopPublishing:
+            pump?.stop()
+            pump = nil
+            media.stopPublishing()
+            media.receivers[room.host]?.expectNewStream()
+        case .send, .output:
+            break
+        }
+    }
+
+    /// Host: how guests are placed in the mixed picture; every change starts with a keyframe.
+    public func setLayout(_ layout: StageLayout) throws(RoomActionError) {
+        guard room.isHost else { throw .hostOnly }
+        guard let mixer else { throw .refused("this host publishes no picture to lay out") }
+        mixer.setLayout(layout)
     }
 
     /// A viewer that takes media subscribes to the host's stream once admitted.

@@ -14,6 +14,9 @@ import LVBTransport
 public final class NodeMedia {
     public private(set) var publisher: MediaOrigin<NodeID>?
     public private(set) var receivers: [NodeID: StreamReceiver] = [:]
+    /// Host with co-hosts on stage: the stream returned to each guest (the
+    /// mix without that guest); the guest's feedback goes to it, not to `publisher`.
+    public private(set) var returns: [NodeID: MediaOrigin<NodeID>] = [:]
     /// RTP from a node whose stream this node did not ask for.
     public private(set) var unrequestedRTP = 0
 
@@ -32,12 +35,39 @@ public final class NodeMedia {
     /// Starts publishing a stream with fresh SSRCs; returns its origin stage.
     @discardableResult
     public func publish(maxVideoKbps: Int, useGOPCache: Bool) -> MediaOrigin<NodeID> {
+        let origin = makeOrigin(maxVideoKbps: maxVideoKbps, useGOPCache: useGOPCache)
+        publisher = origin
+        return origin
+    }
+
+    /// Stops publishing (a co-host leaving the stage); subscribers hear nothing more.
+    public func stopPublishing() { publisher = nil }
+
+    /// Host: opens the stream returned to co-host `guest` (fresh SSRCs),
+    /// moving the guest off the stream everyone else gets.
+    public func openReturn(for guest: NodeID, maxVideoKbps: Int) -> MediaOrigin<NodeID> {
+        let origin = makeOrigin(maxVideoKbps: maxVideoKbps, useGOPCache: true)
+        publisher?.unsubscribe(guest)
+        origin.subscribe(guest)
+        returns[guest] = origin
+        return origin
+    }
+
+    /// Host: the guest left the stage; its feedback subscribes it to the main stream again.
+    public func closeReturn(for guest: NodeID) { returns[guest] = nil }
+
+    /// Stops receiving `origin`'s stream (a co-host left the stage).
+    public func stopReceiving(from origin: NodeID) {
+        receivers[origin] = nil
+        lastRTP[origin] = nil
+    }
+
+    private func makeOrigin(maxVideoKbps: Int, useGOPCache: Bool) -> MediaOrigin<NodeID> {
         let origin = MediaOrigin<NodeID>(clock: clock, videoSSRC: random.uint32(), audioSSRC: random.uint32(),
                                          maxVideoKbps: maxVideoKbps, useGOPCache: useGOPCache)
         origin.send = { [unowned core] peer, channel, bytes in
             try? core.send(bytes, channel: channel == .rtp ? .rtp : .rtcp, to: peer)
         }
-        publisher = origin
         return origin
     }
 
@@ -65,13 +95,15 @@ public final class NodeMedia {
             receiver.receiveRTP(payload)
         case .rtcp:
             let receiver = receivers[peer]
+            // A co-host's feedback is about the stream returned to it.
+            let origin = returns[peer] ?? publisher
             // Parsed once for both; a malformed one is counted by each as before.
             guard let packets = try? RTCPPacket.parseCompound(payload) else {
-                publisher?.receiveRTCP(payload, from: peer)
+                origin?.receiveRTCP(payload, from: peer)
                 receiver?.receiveRTCP(payload)
                 return
             }
-            publisher?.receiveRTCP(packets, from: peer)
+            origin?.receiveRTCP(packets, from: peer)
             receiver?.receiveRTCP(packets)
         default:
             break
@@ -84,6 +116,7 @@ public final class NodeMedia {
     /// The session with `peer` ended.
     func peerGone(_ peer: NodeID) {
         publisher?.unsubscribe(peer)
+        returns[peer] = nil
     }
 
     /// A fresh round-trip time to `peer` (transport pings): NACK retries and
@@ -95,6 +128,7 @@ public final class NodeMedia {
     /// Timers; called with the room's tick.
     func tick() {
         publisher?.tick()
+        for origin in returns.values { origin.tick() }
         let now = clock.now()
         for (origin, receiver) in receivers {
             receiver.tick()

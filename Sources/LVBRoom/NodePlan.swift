@@ -16,8 +16,11 @@ public struct NodePlan {
 
     public var part: Part
     public var profile = Profile()
-    /// Publish a stream from these sources (the host today; a co-host later).
+    /// Publish a stream from these sources: a host from the start, a viewer
+    /// while the host has it on stage (link-mic co-host).
     public var publish: PublisherSetup?
+    /// Host: co-hosts on stage at once (`--max-guests`).
+    public var maxGuests = RoomConstants.defaultMaxGuests
     /// Receive the host's stream into these sinks once admitted (nil: no media).
     public var receive: SinkOptions?
 

@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBMedia
 import LVBRoom
 import LVBTransport
 
@@ -26,6 +27,7 @@ struct ConsoleCommands: Sendable {
         /linkmic [TEXT]    ask the host to go on stage as co-host (viewer)
         /accept [NAME], /reject NAME [REASON]   answer a link-mic request (host)
         /hangup [NAME]     leave the stage or withdraw your request (viewer); take NAME off stage (host)
+        /layout pip|split|grid   how co-hosts are placed in the mixed picture (host)
         /close             end the room for everyone (host)
         /peers             encrypted sessions (id, address, round-trip time)
         /stats             transport, room and media counters
@@ -79,6 +81,7 @@ struct ConsoleCommands: Sendable {
             guard let who = args.first else { return fail("usage: /reject NAME [REASON]") }
             room { try $0.rejectLinkMic(who, reason: args.count > 1 ? args[1] : "") }
         case "/hangup": room { try $0.hangUpLinkMic(rest.isEmpty ? nil : rest) }
+        case "/layout": layout(rest)
         case "/close": room { try $0.closeRoom() }
         case "/peers": peers()
         case "/stats": stats()
@@ -128,6 +131,18 @@ struct ConsoleCommands: Sendable {
                 }
             }
             try r.setProfile(p)
+        }
+    }
+
+    private func layout(_ text: String) {
+        guard let layout = StageLayout(rawValue: text.lowercased()) else { return fail("usage: /layout pip|split|grid") }
+        live.execute { node in
+            do {
+                try node.setLayout(layout)
+                var l = JSONLine(event: "layout")
+                l.add("layout", layout.rawValue)
+                out.emit(l, human: "co-hosts now shown as \(layout.rawValue)", kind: "linkmic")
+            } catch { fail("\(error)") }
         }
     }
 

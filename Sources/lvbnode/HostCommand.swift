@@ -17,6 +17,9 @@ struct HostCommand: AsyncParsableCommand {
     @OptionGroup var profile: ProfileOptions
     @OptionGroup(title: "Media") var media: HostMediaOptions
 
+    @Option(name: .long, help: ArgumentHelp("Link-mic: co-hosts on stage at once (0 turns link-mic off).", valueName: "n"))
+    var maxGuests = RoomConstants.defaultMaxGuests
+
     @Option(name: .long, help: ArgumentHelp("Room title shown to viewers (1–100 bytes).", valueName: "text"))
     var title: String?
 
@@ -33,6 +36,7 @@ struct HostCommand: AsyncParsableCommand {
         if password != nil && inviteOnly { throw ValidationError("choose one of --password and --invite-only") }
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
         if let password, password.isEmpty { throw ValidationError("--password must not be empty") }
+        if !(0...MixConstants.maxGuests).contains(maxGuests) { throw ValidationError("--max-guests must be 0...\(MixConstants.maxGuests)") }
         if let title {
             do { try EventBody.roomInfo(RoomInfo(title: title)).validate() } catch { throw ValidationError("--title: \(error)") }
         }
@@ -64,6 +68,7 @@ struct HostCommand: AsyncParsableCommand {
                                                             info: RoomInfo(title: title, startedAt: started)))
         runner.profile = profile.profile
         runner.publish = mediaSetup.isEmpty ? nil : mediaSetup
+        runner.maxGuests = maxGuests
         runner.stdinIsMedia = media.readsStdin
         runner.rendezvous = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
         let status = await runner.run()

@@ -29,6 +29,8 @@ struct JoinCommand: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @OptionGroup var profile: ProfileOptions
     @OptionGroup(title: "Media") var media: ViewerMediaOptions
+    @OptionGroup(title: "On stage (link-mic: sent to the host while it has you on stage; synthetic is a guest pattern and tone)")
+    var stage: HostMediaOptions
 
     @Option(name: .long, help: ArgumentHelp("The password of a private room.", valueName: "password"))
     var password: String?
@@ -122,6 +124,14 @@ struct JoinCommand: AsyncParsableCommand {
         var runner = NodeRunner(options: node, setup: .join(room: t.room, host: t.host, proof: proof, addresses: t.addresses, access: t.access))
         runner.profile = profile.profile
         runner.receive = media.sinkOptions(startedAt: startedAt)
+        do {
+            let setup = try stage.publisherSetup(look: .guest)
+            runner.publish = setup.isEmpty ? nil : setup
+        } catch {
+            Output.fail("\(error)")
+            throw ExitCode(1)
+        }
+        runner.stdinIsMedia = stage.readsStdin
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
     }

@@ -35,9 +35,9 @@ struct HostMediaOptions: ParsableArguments {
 
     /// Opens the sources the options name (a file that cannot be used fails
     /// here with one line naming it and what is supported).
-    func publisherSetup() throws(MediaError) -> PublisherSetup {
+    func publisherSetup(look: SyntheticLook = .host) throws(MediaError) -> PublisherSetup {
         var setup = try PublisherSetup.open(video: .init(video), audio: .init(audio),
-                                            size: size.flatMap { try? Self.parseSize($0) }, fps: fps, clock: SystemClock.shared)
+                                            size: size.flatMap { try? Self.parseSize($0) }, fps: fps, clock: SystemClock.shared, look: look)
         setup.gopSeconds = gop
         setup.bitrateKbps = bitrate
         setup.gopCache = !noGopCache

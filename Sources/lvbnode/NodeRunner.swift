@@ -22,6 +22,7 @@ struct NodeRunner {
     var profile = Profile()
     /// The host's sources (nil: no media).
     var publish: PublisherSetup?
+    var maxGuests = RoomConstants.defaultMaxGuests
     /// Where a viewer's stream goes (nil: `--no-media`).
     var receive: SinkOptions?
     /// Standard input feeds a media source, so the console must not read it.
@@ -106,6 +107,7 @@ struct NodeRunner {
         }
         plan.profile = profile
         plan.publish = publish
+        plan.maxGuests = maxGuests
         plan.receive = receive
         return plan
     }

@@ -1,5 +1,6 @@
 import Foundation
 import LVBMedia
+import TestAssertions
 import Testing
 
 @Suite("Audio mixer")
@@ -14,20 +15,7 @@ struct AudioMixerTests {
         }
     }
 
-    /// Level in dB (re full scale) of the `frequency` component of `samples` (Goertzel).
-    static func level(_ samples: [Int16], at frequency: Double) -> Double {
-        let coefficient = 2 * cos(2 * Double.pi * frequency / 48000)
-        var s1 = 0.0, s2 = 0.0
-        for x in samples {
-            let s0 = Double(x) / 32768 + coefficient * s1 - s2
-            s2 = s1
-            s1 = s0
-        }
-        let power = max(0, s1 * s1 + s2 * s2 - coefficient * s1 * s2)
-        // A full-scale sine gives power (N/2)²; floor so silence is a finite -200 dB.
-        let amplitude = 2 * sqrt(power) / Double(samples.count)
-        return 20 * log10(max(amplitude, 1e-10))
-    }
+    static func level(_ samples: [Int16], at frequency: Double) -> Double { toneLevel(samples, at: frequency) }
 
     @Test("Two tones at -12 dBFS mix to exactly their sample-wise sum; each mix-minus is the other")
     func tonesSum() {

@@ -167,9 +167,9 @@ private final class MediaRoom {
         #expect(m.origin.subscriberCount == 0)
     }
 
-    /// The shape of a co-host: the host publishes its stream to a viewer while
-    /// it receives two members' streams, each a different picture size and
-    /// pattern, and each decodes whole and in order.
+    /// Co-hosts: the host publishes its stream to a viewer while it receives
+    /// two guests' streams (on stage by link-mic), each a different picture
+    /// size, and each decodes whole and in order.
     @Test func aNodePublishesWhileReceivingTwoOtherStreams() throws {
         let m = try MediaRoom(viewers: 1, seed: 45, impairment: Impairment(loss: 0.02, delay: .milliseconds(10)))
         var guests: [SimLiveNode] = []
@@ -181,9 +181,18 @@ private final class MediaRoom {
         }
         #expect(m.net.run(until: { (m.viewers + guests).allSatisfy(\.room.isAdmitted) }, timeout: .seconds(10)))
         var pictures: [[(number: Int, width: Int)]] = [[], []]
+        try m.host.node.setLayout(.pip)  // keeps the host's numbering readable in the mix
         for (g, guest) in guests.enumerated() {
-            let receiver = try m.host.node.media.receive(from: guest.id)
-            receiver.onVideo = { f in pictures[g].append((SyntheticVideo.readFrameNumber(f.image) ?? -1, f.image.width)) }
+            try guest.room.requestLinkMic("")
+            m.net.run(for: .milliseconds(500))
+            try m.host.room.acceptLinkMic(guest.id.short)
+            // Tap the host's receive pipeline of the guest, in front of the mixer.
+            let receiver = try #require(m.host.node.media.receivers[guest.id])
+            let mix = receiver.onVideo
+            receiver.onVideo = { f in
+                pictures[g].append((SyntheticVideo.readFrameNumber(f.image) ?? -1, f.image.width))
+                mix?(f)
+            }
         }
         m.net.run(for: .seconds(6))
         for (g, expectedWidth) in [176, 320].enumerated() {
