@@ -165,4 +165,49 @@ private final class Stage {
         #expect(lossy.video.stats.framesDecoded >= 240, "\(lossy.video.stats)")
         #expect(s.host.room.guestsOnStage.count == 2)
     }
+
+    /// A guest whose link stalls for a second never stalls the host's
+    /// picture: the mix goes on at its rate, the guest's tile freezes, then
+    /// moves again; a guest gone quiet for longer is taken off stage.
+    @Test func aStalledGuestFreezesInItsTileAndASilentOneLeavesTheStage() throws {
+        let s = try Stage(joiners: 2, seed: 63, impairment: Impairment(delay: .milliseconds(15)))
+        #expect(s.net.run(until: { s.nodes.allSatisfy(\.room.isAdmitted) }, timeout: .seconds(10)))
+        try s.goOnStage([0])
+        s.net.run(for: .seconds(2))
+        let tile = Stage.tile(0, of: 1)
+        /// How much the tile changed between consecutive pictures the viewer decoded in [from, to).
+        func tileMotion(from: Instant, to: Instant) -> [Double] {
+            let frames = s.pictures[1].filter { $0.at >= from && $0.at < to }.map(\.frame)
+            return zip(frames, frames.dropFirst()).map { a, b in
+                var sum = 0
+                for y in tile.y..<(tile.y + tile.height) {
+                    for x in tile.x..<(tile.x + tile.width) { sum += abs(Int(a.y[y * a.width + x]) - Int(b.y[y * b.width + x])) }
+                }
+                return Double(sum) / Double(tile.width * tile.height)
+            }
+        }
+        let cut = s.net.clock.now()
+        s.net.cut(s.nodes[0].sim.address, s.host.sim.address)
+        s.net.run(for: .milliseconds(1200))
+        s.net.heal(s.nodes[0].sim.address, s.host.sim.address)
+        let healed = s.net.clock.now()
+        s.net.run(for: .seconds(2))
+        // The mix kept its rate through the stall.
+        let during = s.pictures[1].filter { $0.at >= cut && $0.at < healed }.count
+        #expect(during >= 30, "\(during) mixed pictures in the 1.2 s stall")
+        // Frozen while cut (after the pictures in flight), moving again after.
+        let frozen = tileMotion(from: cut + .milliseconds(300), to: healed)
+        #expect(!frozen.isEmpty && frozen.allSatisfy { $0 < 1.5 }, "\(frozen)")
+        #expect(tileMotion(from: healed + .milliseconds(500), to: s.net.clock.now()).contains { $0 > 3 })
+        #expect(s.host.room.guestsOnStage == [s.nodes[0].id])
+        // Silent longer than RoomConstants.guestSilence: off stage, and the guest learns it.
+        s.net.cut(s.nodes[0].sim.address, s.host.sim.address)
+        s.net.run(for: .seconds(3))
+        s.net.heal(s.nodes[0].sim.address, s.host.sim.address)
+        s.net.run(for: .seconds(3))
+        #expect(s.host.room.guestsOnStage.isEmpty)
+        #expect(s.nodes[1].room.state?.isOnStage(s.nodes[0].id) == false)
+        #expect(s.linkMic(s.nodes[0]).last == .ended(.silent), "\(s.linkMic(s.nodes[0]))")
+        #expect(s.nodes[0].node.pump == nil)
+    }
 }
