@@ -9,24 +9,8 @@ import Testing
 /// The room channel between nodes of different versions, and leaves that
 /// reach everyone although the leaver's sessions end right after.
 @Suite struct RoomMessageScenarioTests {
-    private func room(viewers: Int, seed: UInt64, loss: Double) -> (VirtualNetwork, RoomSim, [RoomSim]) {
-        let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(loss: loss, delay: .milliseconds(10), jitter: .milliseconds(5)))
-        let nodes = net.makeNodes(viewers + 1, seed: seed)
-        let random = SeededRandom(seed: seed ^ 0xABC)
-        let roomID = RoomID.random(random)
-        let policy = AdmissionPolicy(room: roomID, host: nodes[0].core.identity, mode: .open, clock: net.clock)
-        let host = RoomSim(nodes[0], RoomNode(hosting: policy, core: nodes[0].core, clock: net.clock, random: random,
-                                              info: RoomInfo(title: "versions")), network: net)
-        let joiners = nodes.dropFirst().map { n in
-            let r = RoomNode(joining: roomID, host: nodes[0].id, proof: .none, core: n.core, clock: net.clock, random: random)
-            n.core.connect(to: nodes[0].address, expecting: nodes[0].id)
-            return RoomSim(n, r, network: net)
-        }
-        return (net, host, joiners)
-    }
-
     @Test func aRoomMessageOfAnUnknownTypeFromANewerPeerIsCountedAndCostsNothing() throws {
-        let (net, host, viewers) = room(viewers: 1, seed: 21, loss: 0)
+        let (net, host, viewers) = simRoom(viewers: 1, seed: 21, loss: 0)
         #expect(net.run(until: { viewers[0].room.isAdmitted }, timeout: .seconds(10)))
         // A newer node's message types: far more of them than it takes to be
         // disconnected for misbehaviour (RoomConstants.disconnectAfterInvalid).
@@ -42,7 +26,7 @@ import Testing
     }
 
     @Test func aMalformedMessageOfAKnownTypeStillCostsStanding() throws {
-        let (net, host, viewers) = room(viewers: 1, seed: 22, loss: 0)
+        let (net, host, viewers) = simRoom(viewers: 1, seed: 22, loss: 0)
         #expect(net.run(until: { viewers[0].room.isAdmitted }, timeout: .seconds(10)))
         // Leave acks with trailing bytes: a known type, a broken layout.
         for _ in 0..<(RoomConstants.disconnectAfterInvalid + 1) {
@@ -58,7 +42,7 @@ import Testing
     /// the bounded wait ends: every remaining member sees every leave.
     @Test(arguments: [23, 24, 25, 26, 27] as [UInt64])
     func everyMemberSeesEveryLeaveAtTwentyPercentLoss(seed: UInt64) throws {
-        let (net, host, viewers) = room(viewers: 5, seed: seed, loss: 0.2)
+        let (net, host, viewers) = simRoom(viewers: 5, seed: seed, loss: 0.2)
         // Handshakes retry every 5 s: at 20 % loss one can take a while.
         #expect(net.run(until: { viewers.allSatisfy(\.room.isAdmitted) }, timeout: .seconds(60)))
         net.run(for: .seconds(5))
