@@ -30,6 +30,9 @@ public final class PumpCounters: Sendable {
         public var frames = 0, keyframes = 0, videoBytes = 0, audioBytes = 0
         public var encodeNanos: UInt64 = 0
         public var targetKbps = 0
+        /// Pictures mixed with guests (link-mic) and the time the mixing took, encodes of returns included.
+        public var mixedFrames = 0
+        public var mixNanos: UInt64 = 0
         public init() {}
     }
     private let box = Mutex(Snapshot())
@@ -44,6 +47,12 @@ public final class PumpCounters: Sendable {
         }
     }
     func addAudio(bytes: Int) { box.withLock { $0.audioBytes += bytes } }
+    func addMix(nanos: UInt64) {
+        box.withLock {
+            $0.mixedFrames += 1
+            $0.mixNanos += nanos
+        }
+    }
     public var snapshot: Snapshot { box.withLock { $0 } }
 }
 
@@ -155,10 +164,12 @@ public final class EncodePump: @unchecked Sendable {
         let wanted = control.take()
         if wanted.kbps != encoder.bitrateKbps { try? encoder.setBitrate(kbps: wanted.kbps) }
         var picture = frame, keyframe = wanted.keyframe
+        let mixStart = clock.now()
         if let mix = try mixer?.mixVideo(frame) {
             picture = mix.main
             keyframe = keyframe || mix.keyframe
             try encodeReturns(mix.returns, slot: n, captureTime: ntp)
+            counters.addMix(nanos: (clock.now() - mixStart).nanosecondsClamped.magnitude)
         } else if !returnVideo.isEmpty {
             returnVideo.removeAll()
         }

@@ -20,7 +20,7 @@ final class MediaStatsReporter {
                           : last ?? (startedAt, 0, 0, 0, 0)
         let seconds = max(0.001, (now - since.at).seconds)
         var o = JSONLine()
-        if let origin = node.media.publisher {
+        if node.room.isHost, let origin = node.media.publisher {
             let f = origin.fanOut.stats, s = origin.stats
             let p = node.pump?.counters.snapshot ?? PumpCounters.Snapshot()
             o.add("role", "host")
@@ -39,9 +39,18 @@ final class MediaStatsReporter {
             o.add("viewer_loss", rounded(origin.subscriberLoss))
             if let rtt = origin.subscriberRTT { o.add("rtt_ms", rtt.milliseconds) }
             o.add("gop_bursts", f.gopBursts)
+            if let mixer = node.mixer {
+                // Link-mic: co-hosts mixed in, and what mixing them cost per picture (decoding them is the receivers').
+                o.add("guests", mixer.guestCount)
+                o.add("layout", mixer.layout.rawValue)
+                o.add("mix_ms", rounded(p.mixedFrames > 0 ? Double(p.mixNanos) / 1e6 / Double(p.mixedFrames) : 0))
+            }
             if !final { last = (now, p.frames, p.videoBytes, p.audioBytes, f.bytesSent) }
         } else if let sinks = node.sinks {
             viewer(&o, sinks: sinks, receiver: node.media.receivers[node.room.host], final: final, seconds: seconds)
+            // A co-host on stage also sends the host its stream.
+            o.add("on_stage", node.media.publisher != nil)
+            if let p = node.pump?.counters.snapshot { o.add("stage_frames", p.frames) }
             if !final { last = (now, 0, 0, 0, 0) }
         } else {
             return nil

@@ -86,6 +86,14 @@ import Testing
         let list = try #require(viewer.waitFor("viewers", timeout: 5)?["viewers"] as? [[String: Any]])
         #expect(list.first { $0["id"] as? String == guestID }?["cohost"] as? Bool == true)
         Thread.sleep(forTimeInterval: 5)
+        // The stats lines (every 2 s with --json) show the mix and the guest on stage.
+        func media(_ p: NodeProcess, _ match: @escaping ([String: Any]) -> Bool) -> [String: Any]? {
+            p.waitFor("stats", timeout: 5, where: { ($0["media"] as? [String: Any]).map(match) ?? false })?["media"] as? [String: Any]
+        }
+        let mixing = try #require(media(host) { $0["guests"] as? Int == 1 }, "no stats with a guest: \(host.events.suffix(3))")
+        #expect(mixing["layout"] as? String == "pip" && (mixing["mix_ms"] as? Double ?? 0) > 0, "\(mixing)")
+        let stageStats = try #require(media(guest) { $0["on_stage"] as? Bool == true }, "no stats on stage")
+        #expect((stageStats["stage_frames"] as? Int ?? 0) > 30, "\(stageStats)")
 
         host.send("/hangup")
         for p in [host, guest, viewer] {
