@@ -164,6 +164,8 @@ import LVBTransport
         let room = [UInt8](1...16)
         let pass = [UInt8](repeating: 0x50, count: 120)
         let event = [UInt8](repeating: 0x45, count: 40)
+        let request: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8], signature = [UInt8](repeating: 0x53, count: 64)
+        let guest = try Identity(seed: [UInt8](repeating: 9, count: 32)).nodeID.publicKey
         return [
             "request-open": [1] + room + [0],
             "request-password": [1] + room + [1] + [UInt8](repeating: 0x70, count: 32),
@@ -171,6 +173,9 @@ import LVBTransport
             "response-denied": [2] + room + [1, 4],
             "leaving": [3] + pass + [2, 0, 40] + event + [0, 40] + event,
             "leave-ack": [4, 0, 0, 0, 0, 0, 0, 0, 42],
+            "linkmic-request": [5] + room + request + [5] + Array("hello".utf8) + signature,
+            "linkmic-answer": [6] + room + request + guest + [2, 7] + Array("not now".utf8) + signature,
+            "linkmic-hangup": [7] + room + request + [3] + signature,
             "unknown-type": [200, 1, 2, 3],
         ]
     }
