@@ -88,6 +88,12 @@ public struct LinkMicHost: Sendable {
             return takeOff(peer, .guestHungUp) + receiveRequest(request, message: message, from: peer, now: now)
         }
         if pending[peer]?.request == request { return [] }
+        guard maxGuests > 0 else {
+            // Link-mic is off here: say so at once rather than let it expire.
+            let body = LinkMicMessage.Body.answer(guest: peer, accepted: false, reason: "this room takes no co-hosts")
+            remember(request, peer, body)
+            return [.send(body, request: request, to: peer)]
+        }
         pending[peer] = Pending(request: request, message: message, since: now)
         return [.output(.request(peer, message: message))]
     }

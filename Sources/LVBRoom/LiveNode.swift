@@ -57,7 +57,6 @@ public final class LiveNode {
             room = RoomNode(joining: roomID, host: host, proof: proof, core: core, clock: clock, random: random)
         }
         room.profile = plan.profile
-        room.maxGuests = plan.maxGuests
         media = NodeMedia(core: core, clock: clock, random: random)
         room.media = media
         sinks = try plan.receive.map { options throws(MediaError) in try MediaSinks(options: options, clock: clock) }
@@ -72,6 +71,8 @@ public final class LiveNode {
         } else {
             mixer = nil
         }
+        // A host that publishes nothing has nothing to mix guests into.
+        room.maxGuests = mixer == nil ? 0 : plan.maxGuests
         wire()
     }
 

@@ -17,7 +17,7 @@ struct HostCommand: AsyncParsableCommand {
     @OptionGroup var profile: ProfileOptions
     @OptionGroup(title: "Media") var media: HostMediaOptions
 
-    @Option(name: .long, help: ArgumentHelp("Link-mic: co-hosts on stage at once (0 turns link-mic off).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Link-mic: co-hosts on stage at once (0 turns link-mic off: requests are declined at once).", valueName: "n"))
     var maxGuests = RoomConstants.defaultMaxGuests
 
     @Option(name: .long, help: ArgumentHelp("Room title shown to viewers (1–100 bytes).", valueName: "text"))

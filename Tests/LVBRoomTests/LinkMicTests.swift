@@ -87,6 +87,13 @@ import Testing
         expectError(LinkMicError.noRequest(host.nodeID.short)) { () throws(LinkMicError) in _ = try desk.accept(host.nodeID, now: t0) }
     }
 
+    @Test func aHostWithoutLinkMicSaysNoAtOnce() {
+        var desk = LinkMicHost(maxGuests: 0)
+        let no = LinkMicMessage.Body.answer(guest: guest.nodeID, accepted: false, reason: "this room takes no co-hosts")
+        #expect(desk.receiveRequest(3, message: "", from: guest.nodeID, now: t0) == [.send(no, request: 3, to: guest.nodeID)])
+        #expect(desk.pending.isEmpty)
+    }
+
     @Test func requestsExpireAndSilentGuestsAreTakenOff() throws {
         var desk = LinkMicHost(maxGuests: 3)
         _ = desk.receiveRequest(1, message: "", from: guest.nodeID, now: t0)
