@@ -63,6 +63,26 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// An address only its own network can reach: loopback, private
+    /// (RFC 1918, RFC 4193), shared (RFC 6598) or link-local. A rendezvous
+    /// passes on only such addresses that a node claims for itself, plus the
+    /// one it sees the node at, so nobody can aim handshakes at a stranger.
+    public var isLocalScope: Bool {
+        switch host {
+        case let .v4(a):
+            let b0 = a >> 24, b1 = (a >> 16) & 0xFF
+            return b0 == 127 || b0 == 10 || (b0 == 172 && (16...31).contains(b1)) || (b0 == 192 && b1 == 168)
+                || (b0 == 169 && b1 == 254) || (b0 == 100 && (64...127).contains(b1))
+        case let .v6(b):
+            if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return true }  // ::1
+            if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF {  // ::ffff:a.b.c.d
+                let v4 = UInt32(b[12]) << 24 | UInt32(b[13]) << 16 | UInt32(b[14]) << 8 | UInt32(b[15])
+                return PeerAddress(host: .v4(v4), port: port).isLocalScope
+            }
+            return b[0] & 0xFE == 0xFC || (b[0] == 0xFE && b[1] & 0xC0 == 0x80)
+        }
+    }
+
     /// The same endpoint as an IPv6 socket names it: an IPv4 address becomes
     /// ::ffff:a.b.c.d (RFC 4291 §2.5.5.2); an IPv6 one is unchanged.
     public var ipv4Mapped: PeerAddress {

@@ -71,6 +71,8 @@ public enum RendezvousConstants {
     public static let roomsPerPage = 20
     public static let maxAnnouncedAddresses = 8
     public static let maxAnnouncement = 1100
+    /// Addresses in one introduce or introduction message.
+    public static let maxIntroducedAddresses = 8
 
     // MARK: Tuning
 
@@ -89,6 +91,14 @@ public enum RendezvousConstants {
     public static let maxRooms = 10_000
     /// A room id stays its host's this long after its last announcement.
     public static let roomOwnership: Duration = .seconds(600)
+
+    /// Introductions a host dials per second, and at once (each dial is a
+    /// few handshake initiations; a flood of joiners costs it no more).
+    public static let introductionRate = 20
+    public static let introductionBurst = 40
+    /// A joiner asks for an introduction again this often, this many times at most.
+    public static let introduceRetry: Duration = .milliseconds(500)
+    public static let introduceAttempts = 10
 
     /// Unknown attributes listed in one 420 answer (the answer stays small).
     public static let maxListedUnknownAttributes = 4

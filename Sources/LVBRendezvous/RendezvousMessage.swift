@@ -1,4 +1,5 @@
 import LVBCore
+import LVBCrypto
 import LVBGossip
 
 /// A message on the rendezvous channel (channel 5) of a session between a
@@ -11,7 +12,11 @@ import LVBGossip
 ///                  ‖ count (1) ‖ (length (2) ‖ announcement)…
 ///     4 resolve    request (4) ‖ room id (16)         node → rendezvous
 ///     5 resolved   request (4) ‖ found (1) ‖ [announcement]
+///     6 introduce  request (4) ‖ room id (16) ‖ count (1) ‖ address…   joiner → rendezvous
+///     7 introduction  request (4) ‖ peer (32) ‖ count (1) ‖ address…  rendezvous → joiner, host
+///     8 observed   address                                  rendezvous → node
 ///
+/// An address is family (1: 4 or 6) ‖ address (4 or 16) ‖ port (2).
 /// The room list passes on the hosts' own signed announcements, so a
 /// rendezvous cannot alter what a room says about itself.
 public enum RendezvousMessage: Equatable, Sendable {
@@ -20,8 +25,16 @@ public enum RendezvousMessage: Equatable, Sendable {
     case rooms(request: UInt32, page: UInt16, total: UInt32, part: UInt8, parts: UInt8, announcements: [[UInt8]])
     case resolve(request: UInt32, room: RoomID)
     case resolved(request: UInt32, announcement: [UInt8]?)
+    /// A joiner asks to be introduced to `room`'s host; `addresses` are its own (local) ones.
+    case introduce(request: UInt32, room: RoomID, addresses: [PeerAddress])
+    /// Both sides of an introduction learn where the other is: the address
+    /// the rendezvous sees it at first, then the ones it gave. No addresses:
+    /// the host cannot be reached through this rendezvous now.
+    case introduction(request: UInt32, peer: NodeID, addresses: [PeerAddress])
+    /// The address the rendezvous sees the node at (its reflexive address).
+    case observed(PeerAddress)
 
-    public enum Kind: UInt8, Sendable { case announce = 1, list, rooms, resolve, resolved }
+    public enum Kind: UInt8, Sendable { case announce = 1, list, rooms, resolve, resolved, introduce, introduction, observed }
 
     public var encoded: [UInt8] {
         var w = ByteWriter(capacity: 64)
@@ -54,8 +67,33 @@ public enum RendezvousMessage: Equatable, Sendable {
             w.write(request)
             w.write(UInt8(announcement == nil ? 0 : 1))
             if let announcement { w.write(bytes: announcement) }
+        case let .introduce(request, room, addresses):
+            w.write(Kind.introduce.rawValue)
+            w.write(request)
+            w.write(bytes: room.bytes)
+            Self.write(addresses, into: &w)
+        case let .introduction(request, peer, addresses):
+            w.write(Kind.introduction.rawValue)
+            w.write(request)
+            w.write(bytes: peer.publicKey)
+            Self.write(addresses, into: &w)
+        case .observed(let address):
+            w.write(Kind.observed.rawValue)
+            w.write(address: address)
         }
         return w.bytes
+    }
+
+    private static func write(_ addresses: [PeerAddress], into w: inout ByteWriter) {
+        let kept = addresses.prefix(RendezvousConstants.maxIntroducedAddresses)
+        w.write(UInt8(kept.count))
+        for a in kept { w.write(address: a) }
+    }
+
+    private static func readAddresses(_ r: inout ByteReader) throws -> [PeerAddress] {
+        let count = Int(try r.readUInt8())
+        guard count <= RendezvousConstants.maxIntroducedAddresses else { throw RendezvousMessageError.malformed }
+        return try (0..<count).map { _ in try r.readAddress() }
     }
 
     /// Parses a rendezvous-channel payload; an unknown type throws
@@ -90,6 +128,16 @@ public enum RendezvousMessage: Equatable, Sendable {
                     message = .resolved(request: request, announcement: Array(r.readRest()))
                 default: throw RendezvousMessageError.malformed
                 }
+            case .introduce:
+                let request = try r.readUInt32()
+                let room = try RoomID(bytes: Array(try r.readBytes(16)))
+                message = .introduce(request: request, room: room, addresses: try Self.readAddresses(&r))
+            case .introduction:
+                let request = try r.readUInt32()
+                guard let peer = try? NodeID(publicKey: Array(try r.readBytes(32))) else { throw RendezvousMessageError.malformed }
+                message = .introduction(request: request, peer: peer, addresses: try Self.readAddresses(&r))
+            case .observed:
+                message = .observed(try r.readAddress())
             }
             guard r.isAtEnd else { throw RendezvousMessageError.malformed }
             return message

@@ -10,6 +10,9 @@ public struct RendezvousStats: Sendable, Equatable {
     public var refused = 0
     public var listRequests = 0
     public var resolveRequests = 0
+    /// Introductions asked for, and made (both sides told).
+    public var introduceRequests = 0
+    public var introductions = 0
     public var malformed = 0
     public var unknownTypes = 0
     public var stunAnswered = 0
@@ -80,7 +83,10 @@ public final class RendezvousService {
             if case .refused(let why) = registry.apply(a) {
                 stats.refused += 1
                 log.debug("announcement of \(a.room) refused: \(why)")
+                return
             }
+            // Tell the host where we see it, so its next announcement names its reflexive address.
+            if let seen = core.endpoint(of: peer) { send(.observed(seen), to: peer) }
         case let .list(request, page):
             stats.listRequests += 1
             let (rooms, total) = registry.page(Int(page))
@@ -93,9 +99,39 @@ public final class RendezvousService {
         case let .resolve(request, room):
             stats.resolveRequests += 1
             send(.resolved(request: request, announcement: registry.listing(room)?.announcement.encoded), to: peer)
-        case .rooms, .resolved:
+        case let .introduce(request, room, addresses):
+            stats.introduceRequests += 1
+            introduce(peer, to: room, request: request, claimed: addresses)
+        case .rooms, .resolved, .introduction, .observed:
             stats.malformed += 1  // answers come from a rendezvous, never to one
         }
+    }
+
+    /// Tells a joiner and the host of `room` where the other is, so both
+    /// dial at once (hole punching): the address each is seen at here, then
+    /// the host's announced addresses, and only the local-scope ones of
+    /// those the joiner claims (so nobody aims a host at a stranger).
+    private func introduce(_ joiner: NodeID, to room: RoomID, request: UInt32, claimed: [PeerAddress]) {
+        guard let listing = registry.listing(room), listing.announcement.host != joiner else {
+            send(.resolved(request: request, announcement: nil), to: joiner)
+            return
+        }
+        let host = listing.announcement.host
+        guard let hostSeen = core.endpoint(of: host), core.isEstablished(with: host), let joinerSeen = core.endpoint(of: joiner) else {
+            // The host's session with us is down: the joiner dials the announced addresses alone.
+            send(.introduction(request: request, peer: host, addresses: []), to: joiner)
+            return
+        }
+        stats.introductions += 1
+        let joinerAddresses = Self.unique([joinerSeen] + claimed.filter(\.isLocalScope))
+        let hostAddresses = Self.unique([hostSeen] + listing.announcement.addresses)
+        send(.introduction(request: 0, peer: joiner, addresses: joinerAddresses), to: host)
+        send(.introduction(request: request, peer: host, addresses: hostAddresses), to: joiner)
+    }
+
+    static func unique(_ addresses: [PeerAddress]) -> [PeerAddress] {
+        var seen: Set<PeerAddress> = []
+        return Array(addresses.filter { seen.insert($0).inserted }.prefix(RendezvousConstants.maxIntroducedAddresses))
     }
 
     /// Timers: expired rooms leave the list.

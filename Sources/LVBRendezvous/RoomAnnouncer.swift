@@ -7,14 +7,23 @@ import LVBTransport
 /// A host's role towards its rendezvous servers: dials each one, and over
 /// every session with a node that says it is a rendezvous announces the
 /// room at once and every `announceInterval` after (viewers, likes, the
-/// room's info, the host's nickname and addresses), and announces it closed
-/// when the host leaves or closes it, so it leaves the list at once.
+/// room's info, the host's nickname and addresses: the reflexive one the
+/// rendezvous saw first, then the local ones), and announces it closed
+/// when the host leaves or closes it, so it leaves the list at once. When a
+/// rendezvous introduces a joiner, dials it at once (hole punching).
 public final class RoomAnnouncer: AttachedRole {
     private let room: RoomNode
     private let core: TransportCore
     private let clock: Clock
     private let addresses: [PeerAddress]
     private var servers: Set<NodeID> = []
+    /// Where each rendezvous sees this host (its reflexive address there).
+    private var observed: [NodeID: PeerAddress] = [:]
+    /// Introductions acted on; beyond this rate they are ignored.
+    private var dials = RateLimiter<Int>(count: RendezvousConstants.introductionRate, burst: RendezvousConstants.introductionBurst)
+    public private(set) var introductionsDialled = 0
+    /// Announcements sent (to all servers at once counts one).
+    public private(set) var announcements = 0
     private var lastAnnounced: Instant?
     private var lastSeq: UInt64 = 0
     private var done = false
@@ -37,6 +46,21 @@ public final class RoomAnnouncer: AttachedRole {
             announce(to: [id], closed: false)
         case let .gone(id, _):
             servers.remove(id)
+            observed[id] = nil
+        case let .message(id, .rendezvous, payload) where servers.contains(id):
+            guard let message = try? RendezvousMessage.parse(payload) else { return }
+            switch message {
+            case .observed(let address):
+                // A new reflexive address (a NAT rebinding): tell every rendezvous now.
+                guard observed.updateValue(address, forKey: id) != address, !done else { return }
+                announce(to: servers, closed: false)
+            case let .introduction(_, peer, addresses):
+                guard !done, !addresses.isEmpty, peer != core.nodeID, dials.allow(0, now: clock.now()) else { return }
+                introductionsDialled += 1
+                core.connect(to: addresses, expecting: peer, punch: true)
+            default:
+                break
+            }
         default:
             break
         }
@@ -58,6 +82,13 @@ public final class RoomAnnouncer: AttachedRole {
         announce(to: servers, closed: true)
     }
 
+    /// Reflexive addresses first (what a joiner elsewhere can reach), then local ones.
+    private var announcedAddresses: [PeerAddress] {
+        var seen: Set<PeerAddress> = []
+        let all = observed.values.sorted { $0.description < $1.description } + addresses
+        return Array(all.filter { seen.insert($0).inserted }.prefix(RendezvousConstants.maxAnnouncedAddresses))
+    }
+
     private func announce(to peers: Set<NodeID>, closed: Bool) {
         guard room.isHost, let state = room.state else { return }
         lastAnnounced = clock.now()
@@ -65,9 +96,10 @@ public final class RoomAnnouncer: AttachedRole {
         lastSeq = max(lastSeq + 1, wall.seconds * 1_000_000 + UInt64(wall.nanoseconds / 1000))
         var a = RoomAnnouncement(room: room.room, host: core.nodeID, seq: lastSeq, time: wall.milliseconds, closed: closed || state.isClosed,
                                  viewers: UInt32(clamping: max(0, state.members.count - 1)), likes: state.likeTotal,
-                                 info: state.info, hostNickname: room.profile.nickname, addresses: addresses)
+                                 info: state.info, hostNickname: room.profile.nickname, addresses: announcedAddresses)
         a.access = room.access
         guard (try? a.sign(with: core.identity)) != nil else { return }
+        announcements += 1
         let bytes = RendezvousMessage.announce(a.encoded).encoded
         for peer in peers { try? core.send(bytes, channel: .rendezvous, to: peer) }
     }

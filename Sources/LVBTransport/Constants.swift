@@ -33,6 +33,9 @@ public enum TransportConstants {
 
     /// Upper bound of the random jitter added to each handshake retry.
     public static let rekeyTimeoutJitter: Duration = .milliseconds(333)
+    /// Hole punching: the first retry of an initiation to an introduced peer
+    /// comes this soon, each next one twice as late, up to `rekeyTimeout`.
+    public static let punchRetry: Duration = .milliseconds(100)
     /// How often the owner must call `TransportCore.tick()`.
     public static let tickInterval: Duration = .milliseconds(100)
     /// Initiations with a valid mac1 per second above which mac2 (a cookie)

@@ -24,9 +24,13 @@ extension TransportCore {
             var packet = Packet.handshake(type: pattern == .IK ? .ikInitiation : .xxInitiation, sender: index, receiver: nil, noise: noise)
             peer.cookies.addMACs(&packet)
             let jitter = Duration.nanoseconds(Int64(random.unit() * Double(TransportConstants.rekeyTimeoutJitter.nanosecondsClamped)))
+            var wait = TransportConstants.rekeyTimeout + jitter
+            if let n = peer.punchAttempts {
+                wait = min(wait, TransportConstants.punchRetry * (1 << min(n, 8)))
+                peer.punchAttempts = n + 1
+            }
             peer.initiation = PendingInitiation(handshake: hs, pattern: pattern, localIndex: index, firstAttempt: firstAttempt,
-                                                sentAt: now, retryAt: now + TransportConstants.rekeyTimeout + jitter,
-                                                cookieRetried: cookieRetried)
+                                                sentAt: now, retryAt: now + wait, cookieRetried: cookieRetried)
             indices[index] = .initiation(peer)
             transmit(packet, to: peer.endpoint)
             for other in peer.candidates where other != peer.endpoint { transmit(packet, to: other) }

@@ -10,6 +10,10 @@ final class Peer {
     var endpoint: PeerAddress
     /// Other addresses to try until the first authenticated answer (from a ticket).
     var candidates: [PeerAddress] = []
+    /// Hole punching (an introduction): initiations go out fast at first
+    /// (`punchRetry` doubling up to `rekeyTimeout`), so the first one that
+    /// crosses a freshly opened NAT mapping is not 5 s behind. Counts the tries.
+    var punchAttempts: Int?
     /// Keep the session up and retry until `rekeyAttemptTime` (we dialled it).
     let persistent: Bool
 

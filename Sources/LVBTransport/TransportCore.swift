@@ -70,18 +70,24 @@ public final class TransportCore {
 
     /// As `connect(to:expecting:)`, sending each initiation to every candidate
     /// address until one answers (a ticket lists all of a host's addresses).
-    public func connect(to addresses: [PeerAddress], expecting id: NodeID?) {
+    /// `punch`: both sides were just introduced and dial each other at once
+    /// (hole punching): the first retries come fast (`punchRetry`, doubling).
+    public func connect(to addresses: [PeerAddress], expecting id: NodeID?, punch: Bool = false) {
         guard let address = addresses.first else { return }
         if let id, let existing = peersByID[id] {
             // An established session keeps the address it authenticated from.
             guard !existing.established else { return }
             existing.endpoint = address
             existing.candidates = Array(addresses.dropFirst())
-            if existing.current == nil && existing.initiation == nil { startInitiation(existing, firstAttempt: clock.now()) }
+            if punch, existing.punchAttempts == nil { existing.punchAttempts = 0 }
+            if existing.current == nil && (existing.initiation == nil || punch) {
+                startInitiation(existing, firstAttempt: existing.initiation?.firstAttempt ?? clock.now())
+            }
             return
         }
         let peer = Peer(id: id, endpoint: address, persistent: true, cookies: generator(for: id), created: clock.now())
         peer.candidates = Array(addresses.dropFirst())
+        if punch { peer.punchAttempts = 0 }
         if let id { peersByID[id] = peer } else { anonymousPeers.append(peer) }
         startInitiation(peer, firstAttempt: clock.now())
     }

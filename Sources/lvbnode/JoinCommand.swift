@@ -124,6 +124,7 @@ struct JoinCommand: AsyncParsableCommand {
         var runner = NodeRunner(options: node, setup: .join(room: t.room, host: t.host, proof: proof, addresses: t.addresses, access: t.access))
         runner.profile = profile.profile
         runner.receive = media.sinkOptions(startedAt: startedAt)
+        if roomID != nil { runner.rendezvous = try rendezvous.map { try parseAddress($0, what: "--rendezvous") } }
         do {
             let setup = try stage.publisherSetup(look: .guest)
             runner.publish = setup.isEmpty ? nil : setup

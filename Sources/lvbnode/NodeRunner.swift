@@ -27,7 +27,7 @@ struct NodeRunner {
     var receive: SinkOptions?
     /// Standard input feeds a media source, so the console must not read it.
     var stdinIsMedia = false
-    /// Rendezvous servers a host announces its room to.
+    /// Rendezvous servers a host announces its room to, or a joiner found its room through.
     var rendezvous: [PeerAddress] = []
 
     var role: NodeRole { if case .host = setup { .host } else { .viewer } }
@@ -80,8 +80,14 @@ struct NodeRunner {
         return await finish(live, reason: reason, reporters: reporters, out: out)
     }
 
-    /// Roles of layers above the room: a host announces its room to its rendezvous servers.
+    /// Roles of layers above the room: a host announces its room to its
+    /// rendezvous servers; a joiner that found the room through one asks it
+    /// for an introduction to the host (both then dial at once).
     private func attachRoles(to node: LiveNode, local: PeerAddress) {
+        if case let .join(room, host?, _, _, _) = setup, !rendezvous.isEmpty {
+            node.attach(RoomIntroducer(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared, rendezvous: rendezvous,
+                                       room: room, host: host, addresses: LocalAddresses.advertised(for: local)))
+        }
         if case .host = setup, !rendezvous.isEmpty {
             node.attach(RoomAnnouncer(room: node.room, clock: SystemClock.shared, rendezvous: rendezvous,
                                       addresses: LocalAddresses.advertised(for: local)))

@@ -1,0 +1,72 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBRoom
+import LVBTransport
+
+/// A joiner's role towards the rendezvous that listed its room: over the
+/// node's own socket (so the NAT mapping the rendezvous sees is the one the
+/// host must reach), asks to be introduced to the room's host, and dials
+/// the addresses the introduction gives at once, as the host dials ours
+/// (hole punching). The first rendezvous to answer is enough.
+public final class RoomIntroducer: AttachedRole {
+    private let core: TransportCore
+    private let clock: Clock
+    private let room: RoomID
+    private let host: NodeID
+    private let addresses: [PeerAddress]
+    private let request: UInt32
+    private var servers: Set<NodeID> = []
+    private var asked: (at: Instant, times: Int)?
+    public private(set) var introduced = false
+
+    /// - Parameters:
+    ///   - rendezvous: where the rendezvous servers are (dialled now).
+    ///   - host: the room's host, as the rendezvous's signed announcement says.
+    ///   - addresses: this node's own (local) addresses.
+    public init(core: TransportCore, clock: Clock, random: RandomSource, rendezvous: [PeerAddress],
+                room: RoomID, host: NodeID, addresses: [PeerAddress]) {
+        self.core = core
+        self.clock = clock
+        self.room = room
+        self.host = host
+        self.addresses = addresses
+        request = random.uint32()
+        for address in rendezvous { core.connect(to: address, expecting: nil) }
+    }
+
+    public func handle(_ event: TransportEvent) {
+        switch event {
+        case let .hello(id, hello) where hello.role == .rendezvous:
+            guard servers.insert(id).inserted, !introduced else { return }
+            ask(id)
+        case let .message(id, .rendezvous, payload) where servers.contains(id):
+            guard !introduced, case let .introduction(request, peer, found)? = try? RendezvousMessage.parse(payload),
+                  request == self.request, peer == host else { return }
+            introduced = true
+            // No addresses: the host is not connected to that rendezvous; the
+            // node keeps dialling the announced addresses on its own.
+            if !found.isEmpty { core.connect(to: found, expecting: host, punch: true) }
+        case let .gone(id, _):
+            servers.remove(id)
+        default:
+            break
+        }
+    }
+
+    /// Asks again until introduced (a request or an answer may be lost).
+    public func tick() {
+        guard !introduced, let asked, asked.times < RendezvousConstants.introduceAttempts,
+              clock.now() - asked.at >= RendezvousConstants.introduceRetry else { return }
+        for id in servers { ask(id) }
+    }
+
+    public func leave() {}
+    public func stop() {}
+
+    private func ask(_ server: NodeID) {
+        asked = (clock.now(), (asked?.times ?? 0) + 1)
+        let message = RendezvousMessage.introduce(request: request, room: room, addresses: addresses)
+        try? core.send(message.encoded, channel: .rendezvous, to: server)
+    }
+}
