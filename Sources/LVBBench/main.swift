@@ -6,10 +6,11 @@ import LVBTransport
 import Glibc
 #endif
 
-// Benchmarks for the session and gossip layers, the VP8 encoder and live media with the
-// lvbnode binary as processes (Scripts/bench; a second argument "handshakes", "gossip", "vp8"
-// or "media" runs that one alone; media needs the binary: see MediaBench.swift). Each figure
-// comes with a reference measured in the same run, so ratios hold on a noisy machine.
+// Benchmarks for the session and gossip layers, the VP8 encoder, live media with the
+// lvbnode binary as processes and the host's link-mic mix (Scripts/bench; a second argument
+// "handshakes", "gossip", "vp8", "media" or "mix" runs that one alone; media and mix need the
+// binary: see MediaBench.swift). Each figure comes with a reference measured in the same run,
+// so ratios hold on a noisy machine.
 
 let seconds = Double(CommandLine.arguments.dropFirst().first ?? "") ?? 3.0
 if CommandLine.arguments.dropFirst(2).first == "handshakes" {
@@ -26,6 +27,10 @@ if CommandLine.arguments.dropFirst(2).first == "vp8" {
 }
 if CommandLine.arguments.dropFirst(2).first == "media" {
     MediaBench.runAndPrint(seconds: seconds)
+    exit(0)
+}
+if CommandLine.arguments.dropFirst(2).first == "mix" {
+    MixBench.runAndPrint(seconds: seconds)
     exit(0)
 }
 let payloadSize = CoreConstants.maxDatagram - MessageSize.transportOverhead - 1  // fills a 1200-byte datagram
@@ -46,6 +51,7 @@ print("IK handshakes (both sides, in memory) \(fmt(handshakes)) handshakes/s")
 printGossip(try await GossipLoop.run(seconds: seconds))
 VP8Bench.runAndPrint(seconds: seconds)
 MediaBench.runAndPrint(seconds: seconds)
+MixBench.runAndPrint(seconds: seconds)
 
 func format2(_ v: Double) -> String {
     let r = (v * 100).rounded() / 100
