@@ -44,4 +44,9 @@ public enum MixConstants {
     /// A guest picture may be captured up to one frame (1/30 s, in NTP 32.32
     /// units) after the sound it is shown with.
     public static let pictureSlack: UInt64 = (UInt64(1) << 32) / 30
+    /// One 20 ms block in NTP 32.32 units (a block's capture time is its first sample's).
+    public static let blockNTP: UInt64 = (UInt64(1) << 32) / 50
+    /// Guest sound blocks allowed to wait beyond what lip sync needs before
+    /// the oldest are skipped (after a burst, the mix catches up with the guest).
+    public static let soundBacklog = 2
 }

@@ -98,6 +98,8 @@ public final class StageMixer: Sendable {
     /// The audio SSRC of the stream returned to `guest`.
     public func audioSSRC(of guest: UInt32) -> UInt32? { state.withLock { $0.guests[guest]?.audioSSRC } }
     public var guestCount: Int { state.withLock { $0.guests.count } }
+    /// Blocks of `guest`'s sound waiting to be mixed.
+    func queuedSound(_ guest: UInt32) -> Int { state.withLock { $0.guests[guest]?.sound.count ?? 0 } }
 
     /// A guest's decoded picture.
     public func video(_ guest: UInt32, _ frame: ReceivedVideoFrame) {
@@ -130,9 +132,9 @@ public final class StageMixer: Sendable {
             guard !s.guests.isEmpty else { return ([], s.layout, false) }
             var picked: [(UInt32, Int, I420Frame?)] = []
             for (key, var g) in s.guests {
-                // The newest picture captured no later than the sound now being
-                // heard from this guest (one picture of slack); all older ones go.
-                let limit = g.soundCapture.map { $0 &+ MixConstants.pictureSlack }
+                // The newest picture captured no later than the end of the
+                // sound now heard from this guest (one picture of slack); all older ones go.
+                let limit = g.soundCapture.map { $0 &+ MixConstants.blockNTP &+ MixConstants.pictureSlack }
                 if let i = g.pictures.lastIndex(where: { p in limit.map { l in (p.capture ?? 0) <= l } ?? true }) {
                     g.shown = g.pictures[i].frame
                     g.pictures.removeFirst(i + 1)
@@ -162,6 +164,13 @@ public final class StageMixer: Sendable {
             guard !s.guests.isEmpty else { return nil }
             var out: [UInt32: [Int16]] = [:]
             for (key, var g) in s.guests {
+                // A backlog the pictures do not need (a burst from the guest's
+                // jitter buffer) would delay this guest for good: skip it, so
+                // at most `soundBacklog` blocks wait beyond what lip sync asks.
+                while g.sound.count > MixConstants.soundBacklog,
+                      let next = g.sound[1].capture, let p = g.pictureCapture, next &+ MixConstants.pictureSlack <= p {
+                    g.sound.removeFirst()
+                }
                 guard let first = g.sound.first else { continue }
                 // Hold the sound (once) while the pictures captured with it
                 // have not arrived, up to `alignBlocks` blocks.

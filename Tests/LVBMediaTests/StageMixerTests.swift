@@ -80,10 +80,11 @@ import Testing
             let mix = try #require(try mixer.mixVideo(solid(16)))
             shown.append((tileLuma(mix.main) - 40 + 10) / 20)
         }
-        // Block b was captured at b × 20 ms: the picture shown is the one
-        // captured at most one frame after it (frame ⌊b × 0.6⌋ + 1), never later.
+        // Block b holds sound captured from b × 20 ms to (b + 1) × 20 ms: the
+        // picture shown is the one captured at most one frame after its end
+        // (frame ⌊(b + 1) × 0.6⌋ + 1), never later.
         for (b, frame) in shown.enumerated() {
-            let latest = min(9, Int((Double(b) * 0.6).rounded(.down)) + 1)
+            let latest = min(9, Int((Double(b + 1) * 0.6).rounded(.down)) + 1)
             #expect(frame <= latest && frame >= latest - 1, "block \(b): picture \(frame), expected about \(latest); \(shown)")
         }
     }
@@ -122,5 +123,26 @@ import Testing
         let one = try #require(back[1]), two = try #require(back[2])
         #expect(toneLevel(one, at: 650) < -60 && toneLevel(one, at: 1500) > -20 && toneLevel(one, at: 450) > -20)
         #expect(toneLevel(two, at: 1500) < -60 && toneLevel(two, at: 650) > -20)
+    }
+
+    /// A burst of the guest's sound beyond what its pictures need is skipped,
+    /// so the guest is not heard (and seen) later for the rest of the stage.
+    @Test func aBurstOfSoundIsNotKeptAsLatency() throws {
+        let mixer = StageMixer(width: 320, height: 180)
+        mixer.add(1, audioSSRC: 2)
+        let t0: UInt64 = 1 << 40
+        // Pictures are up to date; ten blocks of sound arrive at once.
+        mixer.video(1, try picture(100, capture: t0 + 10 * Self.blockNTP))
+        for b in 0..<10 { mixer.audio(1, block(650, capture: t0 + UInt64(b) * Self.blockNTP)) }
+        _ = mixer.mixAudio([Int16](repeating: 0, count: 960))
+        // From then on one block a slot arrives and one leaves: the backlog stays small.
+        var depth: [Int] = []
+        for b in 10..<20 {
+            mixer.audio(1, block(650, capture: t0 + UInt64(b) * Self.blockNTP))
+            mixer.video(1, try picture(100, capture: t0 + UInt64(b + 1) * Self.blockNTP))
+            _ = mixer.mixAudio([Int16](repeating: 0, count: 960))
+            depth.append(mixer.queuedSound(1))
+        }
+        #expect(depth.allSatisfy { $0 <= MixConstants.soundBacklog }, "\(depth)")
     }
 }
