@@ -11,6 +11,12 @@ public struct NetworkStats: Equatable, Sendable {
     public var droppedCut = 0
     /// Copies dropped because no open endpoint had the destination address.
     public var droppedNoEndpoint = 0
+    /// Copies to a NAT's public IP on a port with no live mapping.
+    public var droppedNATNoMapping = 0
+    /// Copies a NAT's filter refused: the mapping exists, the source is not allowed in.
+    public var droppedNATFiltered = 0
+    /// Datagrams to the sender's own NAT's public IP when the NAT does not hairpin.
+    public var droppedNATHairpin = 0
     /// Extra copies made by a link's duplication.
     public var duplicated = 0
     /// Bytes handed to the network by endpoints.

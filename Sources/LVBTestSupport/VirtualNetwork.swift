@@ -2,8 +2,8 @@ import LVBCore
 import LVBTransport
 
 /// A deterministic in-process datagram network on a manual clock, for scenario
-/// tests of many nodes with loss, delay, jitter, reordering, duplication and
-/// partitions. Same seed and same calls ⇒ same deliveries at the same times.
+/// tests of many nodes with loss, delay, jitter, reordering, duplication,
+/// partitions and NATs. Same seed and same calls ⇒ same deliveries at the same times.
 public final class VirtualNetwork {
     public let clock: ManualClock
     /// Impairment of every direction without its own `setImpairment`.
@@ -23,6 +23,7 @@ public final class VirtualNetwork {
     private var cuts: Set<Link> = []
     private var isolated: Set<PeerAddress> = []
     private var nextAutoAddress = 0
+    private var routing = NATRouting()
 
     public init(seed: UInt64, defaultImpairment: Impairment = .none, clock: ManualClock = ManualClock()) {
         self.random = SeededRandom(seed: seed)
@@ -54,6 +55,25 @@ public final class VirtualNetwork {
                 UInt8(truncatingIfNeeded: i % 254 + 1), port: 7400)
             if endpoints[address] == nil { return address }
         }
+    }
+
+    // MARK: NATs
+
+    /// A NAT with public IP `publicIP` (203.0.113.n when nil) in front of a
+    /// new private network 192.168.n.0/24. Impairments of a datagram are
+    /// those from its sending endpoint to the address it was sent to; cuts
+    /// and isolation also hold between the sending and receiving endpoints.
+    public func makeNAT(publicIP: PeerAddress.Host? = nil, behavior: NATBehavior) -> VirtualNAT {
+        let subnet = routing.nextSubnet
+        let nat = VirtualNAT(publicIP: publicIP ?? .v4(0xCB00_7100 | UInt32(subnet)), subnet: subnet,
+                             behavior: behavior, network: self)
+        routing.add(nat)
+        return nat
+    }
+
+    /// A new endpoint behind `nat`, at its next private address.
+    public func makeEndpoint(behind nat: VirtualNAT, port: UInt16 = 7400) -> VirtualEndpoint {
+        nat.makeEndpoint(port: port)
     }
 
     func remove(_ endpoint: VirtualEndpoint) {
@@ -109,6 +129,11 @@ public final class VirtualNetwork {
             stats.droppedCut += 1
             return
         }
+        // Leaving a private network, the datagram takes its NAT's external address.
+        guard case let .send(source) = routing.outbound(from: from, to: to) else {
+            stats.droppedNATHairpin += 1
+            return
+        }
         let delays = impairment(from: from, to: to).plan(random: random)
         guard !delays.isEmpty else {
             stats.dropped += 1
@@ -118,23 +143,38 @@ public final class VirtualNetwork {
         let now = clock.now()
         for delay in delays {
             queue.push(at: now + delay) { [weak self] in
-                self?.deliver(datagram, from: from, to: to)
+                self?.deliver(datagram, from: from, source: source, to: to)
             }
         }
     }
 
-    private func deliver(_ datagram: [UInt8], from: PeerAddress, to: PeerAddress) {
+    /// `from` is the sending endpoint, `source` the address the datagram
+    /// carries (different when it left through a NAT), `to` where it was sent.
+    private func deliver(_ datagram: [UInt8], from: PeerAddress, source: PeerAddress, to: PeerAddress) {
         guard isUp(from: from, to: to) else {
             stats.droppedCut += 1
             return
         }
-        guard let endpoint = endpoints[to], !endpoint.isClosed else {
+        // Reaching a NAT's public IP, the filter decides and the mapping names the inside endpoint.
+        let recipient: PeerAddress
+        switch routing.inbound(to: to, sender: from, source: source) {
+        case let .deliver(address): recipient = address
+        case .noMapping: stats.droppedNATNoMapping += 1; return
+        case .filtered: stats.droppedNATFiltered += 1; return
+        case .unroutable: stats.droppedNoEndpoint += 1; return
+        }
+        // Cuts and isolation name endpoints, so they hold across a NAT too.
+        guard recipient == to || isUp(from: from, to: recipient) else {
+            stats.droppedCut += 1
+            return
+        }
+        guard let endpoint = endpoints[recipient], !endpoint.isClosed else {
             stats.droppedNoEndpoint += 1
             return
         }
         stats.delivered += 1
         stats.bytesDelivered += datagram.count
-        endpoint.deliver(datagram, from: from)
+        endpoint.deliver(datagram, from: source)
     }
 
     // MARK: Timers
