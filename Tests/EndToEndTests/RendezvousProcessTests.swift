@@ -67,6 +67,11 @@ import Testing
             Thread.sleep(forTimeInterval: 1)
         }
         #expect(gone, "room a still listed \(Int(Date().timeIntervalSince(killedAt))) s after its host was killed")
+        // Both joins by room id asked for an introduction, and both hosts were told.
+        rv.signal(SIGTERM)
+        #expect(rv.waitExit() == 0)
+        let counters = try #require(rv.waitFor("exit", timeout: 1)?["rendezvous"] as? [String: Any])
+        #expect(counters["introduce_requests"] as? Int ?? 0 >= 2 && counters["introductions"] as? Int ?? 0 >= 2, "\(counters)")
     }
 
     @Test func aHostThatQuitsLeavesTheListAtOnceAndTheRendezvousAnswersSTUN() throws {
