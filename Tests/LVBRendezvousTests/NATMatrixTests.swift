@@ -1,0 +1,95 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBRoom
+import LVBTestSupport
+import LVBTransport
+import Testing
+@testable import LVBRendezvous
+
+/// Which pairs of NATs a join by room id gets through, and how fast: a
+/// public rendezvous, a host behind one NAT announcing to it, a joiner
+/// behind another asking it for an introduction, both dialling at once —
+/// the library's own roles on the virtual network with RFC 4787 NATs.
+@Suite struct NATMatrixTests {
+    static let kinds: [(name: String, behavior: NATBehavior?)] = [
+        ("public", nil), ("full cone", .fullCone), ("restricted", .restrictedCone),
+        ("port-restricted", .portRestrictedCone), ("address-dependent", .addressDependent), ("symmetric", .symmetric),
+    ]
+
+    /// The join's outcome: admitted after how long, or nil within 10 s.
+    static func join(host hostNAT: NATBehavior?, joiner joinerNAT: NATBehavior?, seed: UInt64) throws -> Duration? {
+        let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(delay: .milliseconds(20)))
+        var config = TransportConfig()
+        config.hello = Hello(agent: "test", role: .rendezvous)
+        let server = net.makeNodes(1, seed: seed ^ 1, config: config)[0]
+        let service = RendezvousService(core: server.core, clock: net.clock)
+        server.recordsEvents = false
+        server.onTransportEvent = { service.handle($0) }
+        let ticker = net.every(.seconds(1)) { service.tick() }
+        defer { ticker.cancel() }
+
+        let nats = [hostNAT.map { net.makeNAT(behavior: $0) }, joinerNAT.map { net.makeNAT(behavior: $0) }]
+        let sims = net.makeNodes(behind: nats, seed: seed ^ 2)
+        let random = SeededRandom(seed: seed)
+        let policy = AdmissionPolicy(room: RoomID.random(random), host: sims[0].core.identity, mode: .open, clock: net.clock)
+        let host = try SimLiveNode(sims[0], plan: NodePlan(part: .host(policy, info: RoomInfo(title: "matrix"))), network: net, random: random)
+        host.node.attach(RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: [sims[0].address]))
+        guard net.run(until: { service.registry.listing(host.room.room) != nil }, timeout: .seconds(5)),
+              let listing = service.registry.listing(host.room.room) else { return nil }
+        net.run(for: .milliseconds(200))  // the announcement naming the reflexive address
+
+        let started = net.clock.now()
+        let plan = NodePlan(part: .join(room: listing.announcement.room, host: host.id, proof: .none,
+                                        addresses: service.registry.listing(host.room.room)?.announcement.addresses ?? []))
+        let joiner = try SimLiveNode(sims[1], plan: plan, network: net, random: SeededRandom(seed: seed ^ 3))
+        joiner.node.attach(RoomIntroducer(core: sims[1].core, clock: net.clock, random: SeededRandom(seed: seed ^ 4),
+                                          rendezvous: [server.address], room: host.room.room, host: host.id, addresses: [sims[1].address]))
+        guard net.run(until: { joiner.room.isAdmitted }, timeout: .seconds(10)) else { return nil }
+        return net.clock.now() - started
+    }
+
+    /// Every pair that has a way through gets through directly: where one
+    /// side's NAT maps and filters independently of the endpoint enough for
+    /// the other's first packets to arrive. The rest (a port-restricted or
+    /// address-dependent side facing a NAT whose mapping depends on the
+    /// destination) needs the relay.
+    @Test func theMatrixOfDirectJoins() throws {
+        var rows: [String] = []
+        var failures: [String] = []
+        for (hi, h) in Self.kinds.enumerated() {
+            var cells: [String] = []
+            for (ji, j) in Self.kinds.enumerated() {
+                let took = try Self.join(host: h.behavior, joiner: j.behavior, seed: UInt64(100 + hi * 10 + ji))
+                cells.append(took.map { "\(Int($0.milliseconds)) ms" } ?? "no")
+                let expected = Self.expectDirect(h.behavior, j.behavior)
+                if (took != nil) != expected { failures.append("host \(h.name), joiner \(j.name): \(took.map { "\($0)" } ?? "no join")") }
+                if let took { #expect(took < .seconds(2), "host \(h.name), joiner \(j.name): \(took)") }
+            }
+            rows.append("\(h.name): " + cells.joined(separator: ", "))
+        }
+        print("NAT matrix (host rows, joiner columns \(Self.kinds.map(\.name))):\n" + rows.joined(separator: "\n"))
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    /// Direct is possible when each side's first packets can cross the other's
+    /// NAT: the joiner's arrive from the port the host was told (the joiner's
+    /// mapping is endpoint-independent) or the host's NAT does not filter by
+    /// port (endpoint-independent or address-dependent filtering with an
+    /// endpoint-independent mapping); and the same the other way round.
+    static func expectDirect(_ a: NATBehavior?, _ b: NATBehavior?) -> Bool {
+        reaches(from: b, to: a) || reaches(from: a, to: b)
+    }
+
+    /// Whether packets from a node behind `from` reach one behind `to` that has
+    /// already sent towards `from`'s observed address (which opens `to`).
+    private static func reaches(from: NATBehavior?, to: NATBehavior?) -> Bool {
+        guard let to else { return true }  // a public receiver filters nothing
+        let samePort = from.map { $0.mapping == .endpointIndependent } ?? true
+        switch to.filtering {
+        case .endpointIndependent: return to.mapping == .endpointIndependent
+        case .addressDependent: return to.mapping == .endpointIndependent
+        case .addressAndPortDependent: return to.mapping == .endpointIndependent && samePort
+        }
+    }
+}
