@@ -30,7 +30,9 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // swift-argument-parser 1.8.2 with its one FoundationEssentials import
+        // removed (6 MB of the static binary): see Vendor/swift-argument-parser.
+        .package(path: "Vendor/swift-argument-parser"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
