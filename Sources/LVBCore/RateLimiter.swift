@@ -38,6 +38,16 @@ public struct RateLimiter<Key: Hashable> {
         return true
     }
 
+    /// Takes `cost` tokens at once if `id` has them (a byte budget: one token a byte).
+    public mutating func allow(_ id: Key, cost: Int, now: Instant) -> Bool {
+        let start = max(arrival[id] ?? 0, now.nanoseconds)
+        let next = start &+ interval &* UInt64(max(1, cost))
+        guard next - now.nanoseconds <= tolerance &+ interval else { return false }
+        arrival[id] = next
+        if arrival.count >= sweepAt { sweep(now: now) }
+        return true
+    }
+
     /// Takes a token whether or not one is left (for counting failures).
     public mutating func take(_ id: Key, now: Instant) {
         let start = max(arrival[id] ?? 0, now.nanoseconds)

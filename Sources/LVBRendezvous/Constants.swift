@@ -100,6 +100,11 @@ public enum RendezvousConstants {
     public static let introduceRetry: Duration = .milliseconds(500)
     public static let introduceAttempts = 10
 
+    /// The relay: one pair's share at most (kbit/s; a stream and its repairs),
+    /// and how long after its introduction or last relayed datagram a pair may use it.
+    public static let relayPairKbps = 2500
+    public static let relayPairLifetime: Duration = .seconds(600)
+
     /// Unknown attributes listed in one 420 answer (the answer stays small).
     public static let maxListedUnknownAttributes = 4
 }

@@ -13,8 +13,11 @@ import LVBGossip
 ///     4 resolve    request (4) ‖ room id (16)         node → rendezvous
 ///     5 resolved   request (4) ‖ found (1) ‖ [announcement]
 ///     6 introduce  request (4) ‖ room id (16) ‖ count (1) ‖ address…   joiner → rendezvous
-///     7 introduction  request (4) ‖ peer (32) ‖ count (1) ‖ address…  rendezvous → joiner, host
+///     7 introduction  request (4) ‖ peer (32) ‖ relay (1) ‖ count (1) ‖ address…
+///                                                           rendezvous → joiner, host
 ///     8 observed   address                                  rendezvous → node
+///     9 relay      peer (32) ‖ datagram                     node → rendezvous
+///    10 relayed    peer (32) ‖ datagram                     rendezvous → node
 ///
 /// An address is family (1: 4 or 6) ‖ address (4 or 16) ‖ port (2).
 /// The room list passes on the hosts' own signed announcements, so a
@@ -28,13 +31,18 @@ public enum RendezvousMessage: Equatable, Sendable {
     /// A joiner asks to be introduced to `room`'s host; `addresses` are its own (local) ones.
     case introduce(request: UInt32, room: RoomID, addresses: [PeerAddress])
     /// Both sides of an introduction learn where the other is: the address
-    /// the rendezvous sees it at first, then the ones it gave. No addresses:
-    /// the host cannot be reached through this rendezvous now.
-    case introduction(request: UInt32, peer: NodeID, addresses: [PeerAddress])
+    /// the rendezvous sees it at first, then the ones it gave; `relay`: the
+    /// rendezvous forwards the pair's sealed datagrams if asked. No
+    /// addresses: the host cannot be reached through this rendezvous now.
+    case introduction(request: UInt32, peer: NodeID, relay: Bool, addresses: [PeerAddress])
     /// The address the rendezvous sees the node at (its reflexive address).
     case observed(PeerAddress)
+    /// A sealed session datagram for `peer`, to forward (node → rendezvous),
+    /// or one from `peer` (rendezvous → node).
+    case relay(peer: NodeID, datagram: [UInt8])
+    case relayed(peer: NodeID, datagram: [UInt8])
 
-    public enum Kind: UInt8, Sendable { case announce = 1, list, rooms, resolve, resolved, introduce, introduction, observed }
+    public enum Kind: UInt8, Sendable { case announce = 1, list, rooms, resolve, resolved, introduce, introduction, observed, relay, relayed }
 
     public var encoded: [UInt8] {
         var w = ByteWriter(capacity: 64)
@@ -72,11 +80,16 @@ public enum RendezvousMessage: Equatable, Sendable {
             w.write(request)
             w.write(bytes: room.bytes)
             Self.write(addresses, into: &w)
-        case let .introduction(request, peer, addresses):
+        case let .introduction(request, peer, relay, addresses):
             w.write(Kind.introduction.rawValue)
             w.write(request)
             w.write(bytes: peer.publicKey)
+            w.write(UInt8(relay ? 1 : 0))
             Self.write(addresses, into: &w)
+        case let .relay(peer, datagram), let .relayed(peer, datagram):
+            if case .relay = self { w.write(Kind.relay.rawValue) } else { w.write(Kind.relayed.rawValue) }
+            w.write(bytes: peer.publicKey)
+            w.write(bytes: datagram)
         case .observed(let address):
             w.write(Kind.observed.rawValue)
             w.write(address: address)
@@ -135,9 +148,16 @@ public enum RendezvousMessage: Equatable, Sendable {
             case .introduction:
                 let request = try r.readUInt32()
                 guard let peer = try? NodeID(publicKey: Array(try r.readBytes(32))) else { throw RendezvousMessageError.malformed }
-                message = .introduction(request: request, peer: peer, addresses: try Self.readAddresses(&r))
+                let relay = try r.readUInt8()
+                guard relay <= 1 else { throw RendezvousMessageError.malformed }
+                message = .introduction(request: request, peer: peer, relay: relay == 1, addresses: try Self.readAddresses(&r))
             case .observed:
                 message = .observed(try r.readAddress())
+            case .relay, .relayed:
+                guard let peer = try? NodeID(publicKey: Array(try r.readBytes(32))) else { throw RendezvousMessageError.malformed }
+                let datagram = Array(r.readRest())
+                guard !datagram.isEmpty else { throw RendezvousMessageError.malformed }
+                message = kind == .relay ? .relay(peer: peer, datagram: datagram) : .relayed(peer: peer, datagram: datagram)
             }
             guard r.isAtEnd else { throw RendezvousMessageError.malformed }
             return message

@@ -13,6 +13,11 @@ public struct RendezvousStats: Sendable, Equatable {
     /// Introductions asked for, and made (both sides told).
     public var introduceRequests = 0
     public var introductions = 0
+    /// Datagrams and bytes relayed between introduced pairs, and those
+    /// refused (pair not introduced, over the pair's or the total cap, peer gone).
+    public var relayedDatagrams = 0
+    public var relayedBytes = 0
+    public var relayRefused = 0
     public var malformed = 0
     public var unknownTypes = 0
     public var stunAnswered = 0
@@ -36,10 +41,30 @@ public final class RendezvousService {
     /// Per-session budget of rendezvous messages, and per-IP budget of STUN.
     private var requests = RateLimiter<NodeID>(count: RendezvousConstants.requestRate, burst: RendezvousConstants.requestBurst)
     private var stunSources = RateLimiter<PeerAddress.Host>(count: RendezvousConstants.stunRate, burst: RendezvousConstants.stunBurst)
+    /// The relay's budget in kbit/s (0: no relay), and the pairs it may relay
+    /// for: introduced here, within `relayPairLifetime` of their last use.
+    public let relayKbps: Int
+    private var relayPairs: [RelayPair: Instant] = [:]
+    private var pairBytes: RateLimiter<RelayPair>
+    private var totalBytes: RateLimiter<Int>
 
-    public init(core: TransportCore, clock: Clock) {
+    /// An unordered pair of nodes.
+    struct RelayPair: Hashable {
+        let a: NodeID, b: NodeID
+        init(_ x: NodeID, _ y: NodeID) { (a, b) = x.text < y.text ? (x, y) : (y, x) }
+    }
+
+    /// - Parameter relayKbps: relay introduced pairs' sealed datagrams up to
+    ///   this many kbit/s in all (`--relay-kbps`; 0: no relay), each pair up
+    ///   to `relayPairKbps` of it.
+    public init(core: TransportCore, clock: Clock, relayKbps: Int = 0) {
         self.core = core
         self.clock = clock
+        self.relayKbps = max(0, relayKbps)
+        let pairRate = max(1, min(self.relayKbps, RendezvousConstants.relayPairKbps) * 125)
+        pairBytes = RateLimiter(count: pairRate, burst: max(pairRate / 4, 2 * CoreConstants.maxDatagram))
+        let totalRate = max(1, self.relayKbps * 125)
+        totalBytes = RateLimiter(count: totalRate, burst: max(totalRate / 4, 2 * CoreConstants.maxDatagram))
         registry = RoomRegistry(clock: clock)
         core.sideChannel = { [unowned self] bytes, source in
             guard STUNMessage.looksLikeSTUN(bytes) else { return .notMine }
@@ -102,7 +127,9 @@ public final class RendezvousService {
         case let .introduce(request, room, addresses):
             stats.introduceRequests += 1
             introduce(peer, to: room, request: request, claimed: addresses)
-        case .rooms, .resolved, .introduction, .observed:
+        case let .relay(to, datagram):
+            forward(datagram, from: peer, to: to)
+        case .rooms, .resolved, .introduction, .observed, .relayed:
             stats.malformed += 1  // answers come from a rendezvous, never to one
         }
     }
@@ -119,14 +146,33 @@ public final class RendezvousService {
         let host = listing.announcement.host
         guard let hostSeen = core.endpoint(of: host), core.isEstablished(with: host), let joinerSeen = core.endpoint(of: joiner) else {
             // The host's session with us is down: the joiner dials the announced addresses alone.
-            send(.introduction(request: request, peer: host, addresses: []), to: joiner)
+            send(.introduction(request: request, peer: host, relay: false, addresses: []), to: joiner)
             return
         }
         stats.introductions += 1
+        let relay = relayKbps > 0
+        if relay { relayPairs[RelayPair(joiner, host)] = clock.now() }
         let joinerAddresses = Self.unique([joinerSeen] + claimed.filter(\.isLocalScope))
         let hostAddresses = Self.unique([hostSeen] + listing.announcement.addresses)
-        send(.introduction(request: 0, peer: joiner, addresses: joinerAddresses), to: host)
-        send(.introduction(request: request, peer: host, addresses: hostAddresses), to: joiner)
+        send(.introduction(request: 0, peer: joiner, relay: relay, addresses: joinerAddresses), to: host)
+        send(.introduction(request: request, peer: host, relay: relay, addresses: hostAddresses), to: joiner)
+    }
+
+    /// Relays one sealed datagram of an introduced pair, within the pair's
+    /// and the total budget; the answer is never larger than what was sent.
+    private func forward(_ datagram: [UInt8], from: NodeID, to: NodeID) {
+        let now = clock.now()
+        let pair = RelayPair(from, to)
+        guard relayKbps > 0, let last = relayPairs[pair], now - last < RendezvousConstants.relayPairLifetime,
+              core.isEstablished(with: to), pairBytes.wouldAllow(pair, now: now),
+              pairBytes.allow(pair, cost: datagram.count, now: now), totalBytes.allow(0, cost: datagram.count, now: now) else {
+            stats.relayRefused += 1
+            return
+        }
+        relayPairs[pair] = now
+        stats.relayedDatagrams += 1
+        stats.relayedBytes += datagram.count
+        send(.relayed(peer: from, datagram: datagram), to: to)
     }
 
     static func unique(_ addresses: [PeerAddress]) -> [PeerAddress] {
@@ -135,7 +181,11 @@ public final class RendezvousService {
     }
 
     /// Timers: expired rooms leave the list.
-    public func tick() { registry.expire(now: clock.now()) }
+    public func tick() {
+        let now = clock.now()
+        registry.expire(now: now)
+        relayPairs = relayPairs.filter { now - $0.value < RendezvousConstants.relayPairLifetime }
+    }
 
     /// Splits announcements into groups whose encodings fit `limit` bytes
     /// (at least one group, maybe empty: an empty page is an answer too).

@@ -17,6 +17,7 @@ public final class RoomAnnouncer: AttachedRole {
     private let clock: Clock
     private let addresses: [PeerAddress]
     private var servers: Set<NodeID> = []
+    private let relay: RelayClient?
     /// Where each rendezvous sees this host (its reflexive address there).
     private var observed: [NodeID: PeerAddress] = [:]
     /// Introductions acted on; beyond this rate they are ignored.
@@ -31,8 +32,10 @@ public final class RoomAnnouncer: AttachedRole {
     /// - Parameters:
     ///   - rendezvous: where the rendezvous servers are (dialled now).
     ///   - addresses: where joiners reach this host.
-    public init(room: RoomNode, clock: Clock, rendezvous: [PeerAddress], addresses: [PeerAddress]) {
+    ///   - relay: where relay paths come from, if the rendezvous offers its relay.
+    public init(room: RoomNode, clock: Clock, rendezvous: [PeerAddress], addresses: [PeerAddress], relay: RelayClient? = nil) {
         self.room = room
+        self.relay = relay
         core = room.core
         self.clock = clock
         self.addresses = Array(addresses.prefix(RendezvousConstants.maxAnnouncedAddresses))
@@ -54,10 +57,12 @@ public final class RoomAnnouncer: AttachedRole {
                 // A new reflexive address (a NAT rebinding): tell every rendezvous now.
                 guard observed.updateValue(address, forKey: id) != address, !done else { return }
                 announce(to: servers, closed: false)
-            case let .introduction(_, peer, addresses):
+            case let .introduction(_, peer, relayed, addresses):
                 guard !done, !addresses.isEmpty, peer != core.nodeID, dials.allow(0, now: clock.now()) else { return }
                 introductionsDialled += 1
-                core.connect(to: addresses, expecting: peer, punch: true)
+                // Direct addresses and the relay path at once: whichever answers first carries the session.
+                let viaRelay = relayed ? relay.map { [$0.path(to: peer, via: id)] } ?? [] : []
+                core.connect(to: addresses + viaRelay, expecting: peer, punch: true)
             default:
                 break
             }

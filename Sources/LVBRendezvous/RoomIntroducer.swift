@@ -18,15 +18,18 @@ public final class RoomIntroducer: AttachedRole {
     private let request: UInt32
     private var servers: Set<NodeID> = []
     private var asked: (at: Instant, times: Int)?
+    private let relay: RelayClient?
     public private(set) var introduced = false
 
     /// - Parameters:
     ///   - rendezvous: where the rendezvous servers are (dialled now).
     ///   - host: the room's host, as the rendezvous's signed announcement says.
     ///   - addresses: this node's own (local) addresses.
+    ///   - relay: where relay paths come from, if the rendezvous offers its relay.
     public init(core: TransportCore, clock: Clock, random: RandomSource, rendezvous: [PeerAddress],
-                room: RoomID, host: NodeID, addresses: [PeerAddress]) {
+                room: RoomID, host: NodeID, addresses: [PeerAddress], relay: RelayClient? = nil) {
         self.core = core
+        self.relay = relay
         self.clock = clock
         self.room = room
         self.host = host
@@ -41,12 +44,15 @@ public final class RoomIntroducer: AttachedRole {
             guard servers.insert(id).inserted, !introduced else { return }
             ask(id)
         case let .message(id, .rendezvous, payload) where servers.contains(id):
-            guard !introduced, case let .introduction(request, peer, found)? = try? RendezvousMessage.parse(payload),
+            guard !introduced, case let .introduction(request, peer, relayed, found)? = try? RendezvousMessage.parse(payload),
                   request == self.request, peer == host else { return }
             introduced = true
             // No addresses: the host is not connected to that rendezvous; the
-            // node keeps dialling the announced addresses on its own.
-            if !found.isEmpty { core.connect(to: found, expecting: host, punch: true) }
+            // node keeps dialling the announced addresses on its own. With a
+            // relay, its path races the direct addresses from the first try.
+            guard !found.isEmpty else { return }
+            let viaRelay = relayed ? relay.map { [$0.path(to: host, via: id)] } ?? [] : []
+            core.connect(to: found + viaRelay, expecting: host, punch: true)
         case let .gone(id, _):
             servers.remove(id)
         default:

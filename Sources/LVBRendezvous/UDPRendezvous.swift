@@ -16,7 +16,7 @@ public final class UDPRendezvous: @unchecked Sendable {
     private init(udp: UDPNode) { self.udp = udp }
 
     /// Binds `listen` and starts answering. `onEvent` sees every session event on the loop.
-    public static func start(identity: Identity, listen: PeerAddress, agent: String,
+    public static func start(identity: Identity, listen: PeerAddress, agent: String, relayKbps: Int = 0,
                              onEvent: @escaping (TransportEvent) -> Void) async throws -> UDPRendezvous {
         var config = TransportConfig()
         config.hello = Hello(agent: agent, role: .rendezvous)
@@ -28,7 +28,7 @@ public final class UDPRendezvous: @unchecked Sendable {
         }
         let node = UDPRendezvous(udp: udp)
         try await udp.submit { core in
-            let service = RendezvousService(core: core, clock: SystemClock.shared)
+            let service = RendezvousService(core: core, clock: SystemClock.shared, relayKbps: relayKbps)
             box.service = service
             node.service = service
         }

@@ -36,6 +36,12 @@ public enum TransportConstants {
     /// Hole punching: the first retry of an initiation to an introduced peer
     /// comes this soon, each next one twice as late, up to `rekeyTimeout`.
     public static let punchRetry: Duration = .milliseconds(100)
+    /// A session that started over a relay path tries the direct addresses
+    /// again after this, then twice as late each time up to `directProbeLast`,
+    /// for `directProbeWindow`.
+    public static let directProbeFirst: Duration = .seconds(1)
+    public static let directProbeLast: Duration = .seconds(8)
+    public static let directProbeWindow: Duration = .seconds(120)
     /// How often the owner must call `TransportCore.tick()`.
     public static let tickInterval: Duration = .milliseconds(100)
     /// Initiations with a valid mac1 per second above which mac2 (a cookie)

@@ -7,8 +7,10 @@ import LVBCrypto
 extension TransportCore {
     // MARK: Initiator
 
-    /// Sends a fresh initiation to `peer` (new ephemeral key and index each try).
-    func startInitiation(_ peer: Peer, firstAttempt: Instant, cookieRetried: Bool = false) {
+    /// Sends a fresh initiation to `peer` (new ephemeral key and index each
+    /// try); `only`: to these addresses alone (probing a direct path while
+    /// the session runs over a relay).
+    func startInitiation(_ peer: Peer, firstAttempt: Instant, cookieRetried: Bool = false, only: [PeerAddress]? = nil) {
         if let old = peer.initiation { indices[old.localIndex] = nil }
         peer.initiation = nil
         let pattern: NoisePattern = peer.id == nil ? .XX : .IK
@@ -32,8 +34,12 @@ extension TransportCore {
             peer.initiation = PendingInitiation(handshake: hs, pattern: pattern, localIndex: index, firstAttempt: firstAttempt,
                                                 sentAt: now, retryAt: now + wait, cookieRetried: cookieRetried)
             indices[index] = .initiation(peer)
-            transmit(packet, to: peer.endpoint)
-            for other in peer.candidates where other != peer.endpoint { transmit(packet, to: other) }
+            if let only {
+                for address in only { transmit(packet, to: address) }
+            } else {
+                transmit(packet, to: peer.endpoint)
+                for other in peer.candidates where other != peer.endpoint { transmit(packet, to: other) }
+            }
             peer.lastSent = now
         } catch {
             log.error("cannot create initiation: \(error)")

@@ -14,6 +14,11 @@ final class Peer {
     /// (`punchRetry` doubling up to `rekeyTimeout`), so the first one that
     /// crosses a freshly opened NAT mapping is not 5 s behind. Counts the tries.
     var punchAttempts: Int?
+    /// Direct addresses to keep trying while the session runs over a relay
+    /// path: a fresh handshake goes to them now and then, and the first that
+    /// completes moves the session there (its response proves the path both ways).
+    var directCandidates: [PeerAddress] = []
+    var directProbe: (next: Instant, gap: Duration, until: Instant)?
     /// Keep the session up and retry until `rekeyAttemptTime` (we dialled it).
     let persistent: Bool
 

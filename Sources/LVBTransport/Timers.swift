@@ -23,6 +23,7 @@ extension TransportCore {
             }
             startInitiation(peer, firstAttempt: i.firstAttempt)
         }
+        probeDirectPath(peer, now: now)
         // Keys past rejectAfterTime are useless: wipe them.
         var expired = [Keypair]()
         if let k = peer.previous, k.isExpired(now: now) { expired.append(k); peer.previous = nil }
@@ -70,6 +71,26 @@ extension TransportCore {
         } else {
             remove(peer, reason: reason)
         }
+    }
+
+    /// While a session runs over a relay path, a handshake to the direct
+    /// addresses now and then (1 s, doubling to 8 s, for `directProbeWindow`):
+    /// the first that completes moves the session off the relay.
+    private func probeDirectPath(_ peer: Peer, now: Instant) {
+        guard let probe = peer.directProbe else { return }
+        guard now < probe.until, !peer.directCandidates.isEmpty else {
+            peer.directProbe = nil
+            return
+        }
+        guard peer.established, RelayPath.isRelay(peer.endpoint) else {
+            if peer.established { peer.directProbe = nil }  // on a direct path already
+            return
+        }
+        guard now >= probe.next, peer.initiation == nil else { return }
+        let gap = min(probe.gap * 2, TransportConstants.directProbeLast)
+        peer.directProbe = (now + gap, gap, probe.until)
+        stats.directProbes += 1
+        startInitiation(peer, firstAttempt: now, only: peer.directCandidates)
     }
 
     private func giveUp(_ peer: Peer) {

@@ -26,6 +26,9 @@ public final class TransportCore {
     /// Another protocol sharing the socket (STUN on a rendezvous): sees every
     /// datagram first and claims its own.
     public var sideChannel: ((ArraySlice<UInt8>, PeerAddress) -> SideChannelVerdict)?
+    /// Sends a datagram along a relay path (`RelayPath`); without it such
+    /// datagrams are dropped.
+    public var relaySend: ((PeerAddress, [UInt8]) -> Void)?
     public internal(set) var stats = TransportStats()
 
     let clock: Clock
@@ -80,6 +83,7 @@ public final class TransportCore {
             existing.endpoint = address
             existing.candidates = Array(addresses.dropFirst())
             if punch, existing.punchAttempts == nil { existing.punchAttempts = 0 }
+            noteDirectCandidates(addresses, of: existing)
             if existing.current == nil && (existing.initiation == nil || punch) {
                 startInitiation(existing, firstAttempt: existing.initiation?.firstAttempt ?? clock.now())
             }
@@ -88,9 +92,23 @@ public final class TransportCore {
         let peer = Peer(id: id, endpoint: address, persistent: true, cookies: generator(for: id), created: clock.now())
         peer.candidates = Array(addresses.dropFirst())
         if punch { peer.punchAttempts = 0 }
+        noteDirectCandidates(addresses, of: peer)
         if let id { peersByID[id] = peer } else { anonymousPeers.append(peer) }
         startInitiation(peer, firstAttempt: clock.now())
     }
+
+    /// A dial that races a relay path against direct addresses: remember the
+    /// direct ones, to move the session there if it starts on the relay.
+    private func noteDirectCandidates(_ addresses: [PeerAddress], of peer: Peer) {
+        guard addresses.contains(where: RelayPath.isRelay) else { return }
+        peer.directCandidates = addresses.filter { !RelayPath.isRelay($0) }
+        let now = clock.now()
+        peer.directProbe = (now + TransportConstants.directProbeFirst, TransportConstants.directProbeFirst,
+                            now + TransportConstants.directProbeWindow)
+    }
+
+    /// The address a session with `id` currently uses is a relay path.
+    public func isRelayed(_ id: NodeID) -> Bool { peersByID[id].map { RelayPath.isRelay($0.endpoint) } ?? false }
 
     /// Ends the session with `id`, telling the peer (bye) if a session exists.
     public func disconnect(_ id: NodeID, reason: UInt8 = 0) {
@@ -155,6 +173,10 @@ public final class TransportCore {
         stats.datagramsOut += 1
         stats.bytesOut += datagram.count
         if unauthenticatedReply { stats.bytesSentToUnauthenticated += datagram.count }
+        if RelayPath.isRelay(address) {
+            relaySend?(address, datagram)
+            return
+        }
         sink.send(datagram, to: address)
     }
 

@@ -52,6 +52,8 @@ public struct TransportStats: Sendable, Equatable {
     public var datagramsOut = 0
     public var bytesOut = 0
     public var handshakesCompleted = 0
+    /// Handshakes sent to direct addresses while a session ran over a relay path.
+    public var directProbes = 0
     public var cookieRepliesSent = 0
     public var keepalivesIn = 0
     public var messagesIn = 0

@@ -84,13 +84,17 @@ struct NodeRunner {
     /// rendezvous servers; a joiner that found the room through one asks it
     /// for an introduction to the host (both then dial at once).
     private func attachRoles(to node: LiveNode, local: PeerAddress) {
-        if case let .join(room, host?, _, _, _) = setup, !rendezvous.isEmpty {
+        guard !rendezvous.isEmpty else { return }
+        // Relay paths through a rendezvous that offers its relay, raced against direct ones.
+        let relay = RelayClient(core: node.core)
+        node.attach(relay)
+        if case let .join(room, host?, _, _, _) = setup {
             node.attach(RoomIntroducer(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared, rendezvous: rendezvous,
-                                       room: room, host: host, addresses: LocalAddresses.advertised(for: local)))
+                                       room: room, host: host, addresses: LocalAddresses.advertised(for: local), relay: relay))
         }
-        if case .host = setup, !rendezvous.isEmpty {
+        if case .host = setup {
             node.attach(RoomAnnouncer(room: node.room, clock: SystemClock.shared, rendezvous: rendezvous,
-                                      addresses: LocalAddresses.advertised(for: local)))
+                                      addresses: LocalAddresses.advertised(for: local), relay: relay))
         }
     }
 

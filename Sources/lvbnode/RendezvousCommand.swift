@@ -16,10 +16,17 @@ struct RendezvousCommand: AsyncParsableCommand {
             the list 30 s after its last announcement, or at once when its host leaves. Soft state only: \
             a restart loses nothing for long. `lvbnode rooms --rendezvous ADDR` lists the rooms; \
             `lvbnode join ROOM-ID --rendezvous ADDR` joins one. Stock STUN clients get their reflexive \
-            address from the same port.
+            address from the same port. With --relay-kbps it also relays the sealed datagrams of pairs it             introduced that cannot reach each other directly (both behind NATs whose mappings depend on             the destination).
             """)
 
     @OptionGroup var node: NodeOptions
+
+    @Option(name: .long, help: ArgumentHelp("Relay introduced pairs that cannot connect directly, up to this many kbit/s in all (each pair at most 2500; default 0: no relay).", valueName: "kbps"))
+    var relayKbps = 0
+
+    func validate() throws {
+        if !(0...1_000_000).contains(relayKbps) { throw ValidationError("--relay-kbps must be 0...1000000") }
+    }
 
     func run() async throws {
         LoggingSystem.bootstrap { label in
@@ -37,7 +44,8 @@ struct RendezvousCommand: AsyncParsableCommand {
         let termination = Termination(duration: node.duration)
         let server: UDPRendezvous
         do {
-            server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: "lvbnode/\(CoreConstants.version)") { _ in }
+            server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: "lvbnode/\(CoreConstants.version)",
+                                                   relayKbps: relayKbps) { _ in }
         } catch {
             Output.fail("cannot listen on \(listen): \(describeSocketError(error)); choose another address or port with --listen")
             throw ExitCode(1)
@@ -62,6 +70,9 @@ struct RendezvousCommand: AsyncParsableCommand {
             o.add("introduce_requests", s.introduceRequests)
             o.add("introductions", s.introductions)
             o.add("rate_limited", s.rateLimited)
+            o.add("relayed_datagrams", s.relayedDatagrams)
+            o.add("relayed_bytes", s.relayedBytes)
+            o.add("relay_refused", s.relayRefused)
             o.add("malformed", s.malformed)
             o.add("unknown_types", s.unknownTypes)
             o.add("stun_answered", s.stunAnswered)

@@ -17,13 +17,19 @@ import Testing
         ("port-restricted", .portRestrictedCone), ("address-dependent", .addressDependent), ("symmetric", .symmetric),
     ]
 
-    /// The join's outcome: admitted after how long, or nil within 10 s.
-    static func join(host hostNAT: NATBehavior?, joiner joinerNAT: NATBehavior?, seed: UInt64) throws -> Duration? {
+    /// How a join went: admitted after how long (nil: not within 10 s), and
+    /// whether its session ran over the relay 3 s later.
+    struct Outcome {
+        var admitted: Duration?
+        var relayed: Bool
+    }
+
+    static func join(host hostNAT: NATBehavior?, joiner joinerNAT: NATBehavior?, seed: UInt64, relayKbps: Int = 0) throws -> Outcome {
         let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(delay: .milliseconds(20)))
         var config = TransportConfig()
         config.hello = Hello(agent: "test", role: .rendezvous)
         let server = net.makeNodes(1, seed: seed ^ 1, config: config)[0]
-        let service = RendezvousService(core: server.core, clock: net.clock)
+        let service = RendezvousService(core: server.core, clock: net.clock, relayKbps: relayKbps)
         server.recordsEvents = false
         server.onTransportEvent = { service.handle($0) }
         let ticker = net.every(.seconds(1)) { service.tick() }
@@ -34,19 +40,31 @@ import Testing
         let random = SeededRandom(seed: seed)
         let policy = AdmissionPolicy(room: RoomID.random(random), host: sims[0].core.identity, mode: .open, clock: net.clock)
         let host = try SimLiveNode(sims[0], plan: NodePlan(part: .host(policy, info: RoomInfo(title: "matrix"))), network: net, random: random)
-        host.node.attach(RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: [sims[0].address]))
+        let hostRelay = RelayClient(core: sims[0].core)
+        host.node.attach(hostRelay)
+        host.node.attach(RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: [sims[0].address],
+                                       relay: hostRelay))
         guard net.run(until: { service.registry.listing(host.room.room) != nil }, timeout: .seconds(5)),
-              let listing = service.registry.listing(host.room.room) else { return nil }
+              let listing = service.registry.listing(host.room.room) else { return Outcome(admitted: nil, relayed: false) }
         net.run(for: .milliseconds(200))  // the announcement naming the reflexive address
 
         let started = net.clock.now()
         let plan = NodePlan(part: .join(room: listing.announcement.room, host: host.id, proof: .none,
                                         addresses: service.registry.listing(host.room.room)?.announcement.addresses ?? []))
         let joiner = try SimLiveNode(sims[1], plan: plan, network: net, random: SeededRandom(seed: seed ^ 3))
+        let joinerRelay = RelayClient(core: sims[1].core)
+        joiner.node.attach(joinerRelay)
         joiner.node.attach(RoomIntroducer(core: sims[1].core, clock: net.clock, random: SeededRandom(seed: seed ^ 4),
-                                          rendezvous: [server.address], room: host.room.room, host: host.id, addresses: [sims[1].address]))
-        guard net.run(until: { joiner.room.isAdmitted }, timeout: .seconds(10)) else { return nil }
-        return net.clock.now() - started
+                                          rendezvous: [server.address], room: host.room.room, host: host.id, addresses: [sims[1].address],
+                                          relay: joinerRelay))
+        guard net.run(until: { joiner.room.isAdmitted }, timeout: .seconds(10)) else { return Outcome(admitted: nil, relayed: false) }
+        let took = net.clock.now() - started
+        net.run(for: .seconds(3))
+        // Still in the room, and chat still flows both ways, on whichever path.
+        try joiner.room.chat("still here")
+        net.run(for: .seconds(1))
+        guard host.room.state?.chatLog.contains(where: { $0.author == joiner.id }) == true else { return Outcome(admitted: nil, relayed: false) }
+        return Outcome(admitted: took, relayed: sims[1].core.isRelayed(host.id) || sims[0].core.isRelayed(joiner.id))
     }
 
     /// Every pair that has a way through gets through directly: where one
@@ -60,7 +78,7 @@ import Testing
         for (hi, h) in Self.kinds.enumerated() {
             var cells: [String] = []
             for (ji, j) in Self.kinds.enumerated() {
-                let took = try Self.join(host: h.behavior, joiner: j.behavior, seed: UInt64(100 + hi * 10 + ji))
+                let took = try Self.join(host: h.behavior, joiner: j.behavior, seed: UInt64(100 + hi * 10 + ji)).admitted
                 cells.append(took.map { "\(Int($0.milliseconds)) ms" } ?? "no")
                 let expected = Self.expectDirect(h.behavior, j.behavior)
                 if (took != nil) != expected { failures.append("host \(h.name), joiner \(j.name): \(took.map { "\($0)" } ?? "no join")") }
@@ -91,5 +109,29 @@ import Testing
         case .addressDependent: return to.mapping == .endpointIndependent
         case .addressAndPortDependent: return to.mapping == .endpointIndependent && samePort
         }
+    }
+
+    /// With the rendezvous's relay, every pair gets in, within a second:
+    /// the relay path races the direct ones from the first handshake, and a
+    /// pair that can go direct ends up direct (a handshake on the direct path
+    /// moves the session off the relay); the others stay on the relay.
+    @Test func withTheRelayEveryPairGetsInAndDirectWhereverPossible() throws {
+        var rows: [String] = []
+        var failures: [String] = []
+        for (hi, h) in Self.kinds.enumerated() {
+            var cells: [String] = []
+            for (ji, j) in Self.kinds.enumerated() {
+                let o = try Self.join(host: h.behavior, joiner: j.behavior, seed: UInt64(500 + hi * 10 + ji), relayKbps: 5000)
+                cells.append(o.admitted.map { "\(o.relayed ? "relay" : "direct") \(Int($0.milliseconds)) ms" } ?? "no")
+                let direct = Self.expectDirect(h.behavior, j.behavior)
+                if o.admitted == nil || o.relayed == direct {
+                    failures.append("host \(h.name), joiner \(j.name): \(cells.last ?? "")")
+                }
+                if let t = o.admitted { #expect(t < .seconds(1), "host \(h.name), joiner \(j.name): \(t)") }
+            }
+            rows.append("\(h.name): " + cells.joined(separator: ", "))
+        }
+        print("NAT matrix with the relay (host rows, joiner columns \(Self.kinds.map(\.name))):\n" + rows.joined(separator: "\n"))
+        #expect(failures.isEmpty, "\(failures)")
     }
 }

@@ -17,23 +17,29 @@ import Testing
             .rooms(request: 7, page: 2, total: 41, part: 0, parts: 2, announcements: [[9, 9], [8]]),
             .resolve(request: 8, room: room), .resolved(request: 8, announcement: nil), .resolved(request: 8, announcement: [5]),
             .introduce(request: 9, room: room, addresses: addresses), .introduce(request: 9, room: room, addresses: []),
-            .introduction(request: 9, peer: peer, addresses: addresses), .introduction(request: 0, peer: peer, addresses: []),
+            .introduction(request: 9, peer: peer, relay: true, addresses: addresses), .introduction(request: 0, peer: peer, relay: false, addresses: []),
+            .relay(peer: peer, datagram: [4, 0, 0, 0, 9]), .relayed(peer: peer, datagram: [1]),
             .observed(addresses[0]), .observed(addresses[1]),
         ]
         for m in messages { #expect(try RendezvousMessage.parse(m.encoded[...]) == m, "\(m)") }
     }
 
     @Test func brokenLayoutsAreMalformedAndUnknownTypesAreNot() {
-        let good = RendezvousMessage.introduction(request: 1, peer: peer, addresses: [.ipv4(10, 0, 0, 1, port: 1)]).encoded
-        for cut in [1, 5, 37, good.count - 1] {
+        let good = RendezvousMessage.introduction(request: 1, peer: peer, relay: false, addresses: [.ipv4(10, 0, 0, 1, port: 1)]).encoded
+        for cut in [1, 5, 37, 38, good.count - 1] {
             #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse(good.prefix(cut)) }
         }
         #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse((good + [0])[...]) }
         // More addresses than the layout allows.
-        var many = Array(good.prefix(37))
+        var many = Array(good.prefix(38))
         many.append(UInt8(RendezvousConstants.maxIntroducedAddresses + 1))
         for _ in 0...RendezvousConstants.maxIntroducedAddresses { many += [4, 10, 0, 0, 1, 0, 1] }
         #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse(many[...]) }
+        // A relay flag that is neither 0 nor 1; a relay message with no datagram.
+        var flag = good
+        flag[37] = 2
+        #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse(flag[...]) }
+        #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse(RendezvousMessage.relay(peer: peer, datagram: [1]).encoded.dropLast()) }
         // An address family that is neither 4 nor 6.
         #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse([8, 5, 1, 2, 3, 4, 0, 1][...]) }
         #expect(throws: RendezvousMessageError.unknownType(99)) { try RendezvousMessage.parse([99, 1][...]) }
