@@ -156,6 +156,12 @@ import LVBTransport
                                          + "63746f7220002000080001a147e112a64300080014"
                                          + "2b91f599fd9e90c38c7489f92af9ba53f06be7d780280004c07d4c96"),
             "binding-request": hex("000100002112a442000102030405060708090a0b"),
+            "introduce": RendezvousMessage.introduce(request: 7, room: try RoomID(bytes: Array(1...16)),
+                                                     addresses: [.ipv4(10, 0, 0, 2, port: 40000)]).encoded,
+            "introduction": RendezvousMessage.introduction(request: 7, peer: host.nodeID, relay: true,
+                                                           addresses: [.ipv4(203, 0, 113, 5, port: 51000), .ipv4(10, 0, 0, 2, port: 7400)]).encoded,
+            "observed": RendezvousMessage.observed(.ipv4(203, 0, 113, 5, port: 51000)).encoded,
+            "relay": RendezvousMessage.relay(peer: host.nodeID, datagram: [4, 0, 0, 0] + [UInt8](repeating: 0x77, count: 40)).encoded,
         ]
     }
 
