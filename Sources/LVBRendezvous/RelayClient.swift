@@ -15,6 +15,9 @@ public final class RelayClient: AttachedRole {
     private var byPair: [Pair: UInt32] = [:]
     private var servers: Set<NodeID> = []
     private var next: UInt32 = 1
+    private var nextID: UInt16 = 0
+    /// First pieces waiting for their second, per path (the latest only: pieces of one datagram travel together).
+    private var halves: [UInt32: RelayPiece] = [:]
     /// Datagrams through relays, each way.
     public private(set) var sent = 0
     public private(set) var received = 0
@@ -26,9 +29,12 @@ public final class RelayClient: AttachedRole {
     public init(core: TransportCore) {
         self.core = core
         core.relaySend = { [unowned self] address, datagram in
-            guard let i = RelayPath.index(of: address), let path = paths[i] else { return }
-            let message = RendezvousMessage.relay(peer: path.peer, datagram: datagram).encoded
-            guard (try? core.send(message, channel: .rendezvous, to: path.server)) != nil else { return }
+            guard let i = RelayPath.index(of: address), let path = paths[i],
+                  let pieces = RelayPiece.split(datagram, id: nextID, maxPayload: core.maxPayload) else { return }
+            nextID &+= 1
+            for piece in pieces {
+                try? core.send(RendezvousMessage.relay(peer: path.peer, piece: piece).encoded, channel: .rendezvous, to: path.server)
+            }
             sent += 1
         }
     }
@@ -54,9 +60,21 @@ public final class RelayClient: AttachedRole {
         case let .gone(id, _):
             servers.remove(id)
         case let .message(server, .rendezvous, payload) where servers.contains(server):
-            guard case let .relayed(peer, datagram)? = try? RendezvousMessage.parse(payload) else { return }
+            guard case let .relayed(peer, piece)? = try? RendezvousMessage.parse(payload) else { return }
+            let address = path(to: peer, via: server)
+            guard let i = RelayPath.index(of: address) else { return }
+            var datagram = piece.bytes
+            if piece.count == 2 {
+                // Two pieces: keep the first until the second of the same datagram comes.
+                if piece.index == 0 {
+                    halves[i] = piece
+                    return
+                }
+                guard let first = halves.removeValue(forKey: i), first.id == piece.id else { return }
+                datagram = first.bytes + piece.bytes
+            }
             received += 1
-            core.receive(datagram, from: path(to: peer, via: server))
+            core.receive(datagram, from: address)
         default:
             break
         }

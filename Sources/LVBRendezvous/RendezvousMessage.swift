@@ -16,8 +16,12 @@ import LVBGossip
 ///     7 introduction  request (4) ‖ peer (32) ‖ relay (1) ‖ count (1) ‖ address…
 ///                                                           rendezvous → joiner, host
 ///     8 observed   address                                  rendezvous → node
-///     9 relay      peer (32) ‖ datagram                     node → rendezvous
-///    10 relayed    peer (32) ‖ datagram                     rendezvous → node
+///     9 relay      peer (32) ‖ id (2) ‖ part (1) ‖ piece    node → rendezvous
+///    10 relayed    peer (32) ‖ id (2) ‖ part (1) ‖ piece    rendezvous → node
+///
+/// A relayed datagram goes in one or two pieces (a session datagram and
+/// this header outgrow one session payload): `part` is index << 4 | count,
+/// `id` numbers the sender's datagrams.
 ///
 /// An address is family (1: 4 or 6) ‖ address (4 or 16) ‖ port (2).
 /// The room list passes on the hosts' own signed announcements, so a
@@ -39,8 +43,8 @@ public enum RendezvousMessage: Equatable, Sendable {
     case observed(PeerAddress)
     /// A sealed session datagram for `peer`, to forward (node → rendezvous),
     /// or one from `peer` (rendezvous → node).
-    case relay(peer: NodeID, datagram: [UInt8])
-    case relayed(peer: NodeID, datagram: [UInt8])
+    case relay(peer: NodeID, piece: RelayPiece)
+    case relayed(peer: NodeID, piece: RelayPiece)
 
     public enum Kind: UInt8, Sendable { case announce = 1, list, rooms, resolve, resolved, introduce, introduction, observed, relay, relayed }
 
@@ -86,10 +90,12 @@ public enum RendezvousMessage: Equatable, Sendable {
             w.write(bytes: peer.publicKey)
             w.write(UInt8(relay ? 1 : 0))
             Self.write(addresses, into: &w)
-        case let .relay(peer, datagram), let .relayed(peer, datagram):
+        case let .relay(peer, piece), let .relayed(peer, piece):
             if case .relay = self { w.write(Kind.relay.rawValue) } else { w.write(Kind.relayed.rawValue) }
             w.write(bytes: peer.publicKey)
-            w.write(bytes: datagram)
+            w.write(piece.id)
+            w.write(UInt8(piece.index << 4 | piece.count))
+            w.write(bytes: piece.bytes)
         case .observed(let address):
             w.write(Kind.observed.rawValue)
             w.write(address: address)
@@ -155,9 +161,12 @@ public enum RendezvousMessage: Equatable, Sendable {
                 message = .observed(try r.readAddress())
             case .relay, .relayed:
                 guard let peer = try? NodeID(publicKey: Array(try r.readBytes(32))) else { throw RendezvousMessageError.malformed }
-                let datagram = Array(r.readRest())
-                guard !datagram.isEmpty else { throw RendezvousMessageError.malformed }
-                message = kind == .relay ? .relay(peer: peer, datagram: datagram) : .relayed(peer: peer, datagram: datagram)
+                let id = try r.readUInt16(), part = try r.readUInt8()
+                let bytes = Array(r.readRest())
+                let (index, count) = (part >> 4, part & 0x0F)
+                guard !bytes.isEmpty, (1...RelayPiece.maxCount).contains(count), index < count else { throw RendezvousMessageError.malformed }
+                let piece = RelayPiece(id: id, index: index, count: count, bytes: bytes)
+                message = kind == .relay ? .relay(peer: peer, piece: piece) : .relayed(peer: peer, piece: piece)
             }
             guard r.isAtEnd else { throw RendezvousMessageError.malformed }
             return message
@@ -172,4 +181,35 @@ public enum RendezvousMessageError: Error, Equatable {
     case unknownType(UInt8)
     /// A known type whose layout is broken.
     case malformed
+}
+
+/// One piece of a relayed session datagram (see types 9 and 10).
+public struct RelayPiece: Equatable, Sendable {
+    /// A datagram goes in at most this many pieces.
+    public static let maxCount: UInt8 = 2
+    /// Bytes a relay message adds in front of its piece, type byte included.
+    public static let header = 1 + 32 + 2 + 1
+
+    public var id: UInt16
+    public var index: UInt8
+    public var count: UInt8
+    public var bytes: [UInt8]
+
+    public init(id: UInt16, index: UInt8, count: UInt8, bytes: [UInt8]) {
+        self.id = id
+        self.index = index
+        self.count = count
+        self.bytes = bytes
+    }
+
+    /// `datagram` cut into pieces whose messages fit `maxPayload`; nil when even two do not.
+    public static func split(_ datagram: [UInt8], id: UInt16, maxPayload: Int) -> [RelayPiece]? {
+        let room = maxPayload - header
+        guard room > 0 else { return nil }
+        if datagram.count <= room { return [RelayPiece(id: id, index: 0, count: 1, bytes: datagram)] }
+        let half = (datagram.count + 1) / 2
+        guard half <= room else { return nil }
+        return [RelayPiece(id: id, index: 0, count: 2, bytes: Array(datagram[..<half])),
+                RelayPiece(id: id, index: 1, count: 2, bytes: Array(datagram[half...]))]
+    }
 }

@@ -88,7 +88,10 @@ public final class RendezvousService {
     /// Feeds a transport event.
     public func handle(_ event: TransportEvent) {
         guard case let .message(peer, .rendezvous, payload) = event else { return }
-        guard requests.allow(peer, now: clock.now()) else {
+        // Relayed datagrams have their own byte budget (per pair and in all);
+        // the message budget is for requests.
+        let isRelay = payload.first == RendezvousMessage.Kind.relay.rawValue
+        guard isRelay || requests.allow(peer, now: clock.now()) else {
             stats.rateLimited += 1
             return
         }
@@ -127,8 +130,8 @@ public final class RendezvousService {
         case let .introduce(request, room, addresses):
             stats.introduceRequests += 1
             introduce(peer, to: room, request: request, claimed: addresses)
-        case let .relay(to, datagram):
-            forward(datagram, from: peer, to: to)
+        case let .relay(to, piece):
+            forward(piece, from: peer, to: to)
         case .rooms, .resolved, .introduction, .observed, .relayed:
             stats.malformed += 1  // answers come from a rendezvous, never to one
         }
@@ -160,19 +163,19 @@ public final class RendezvousService {
 
     /// Relays one sealed datagram of an introduced pair, within the pair's
     /// and the total budget; the answer is never larger than what was sent.
-    private func forward(_ datagram: [UInt8], from: NodeID, to: NodeID) {
+    private func forward(_ piece: RelayPiece, from: NodeID, to: NodeID) {
         let now = clock.now()
         let pair = RelayPair(from, to)
         guard relayKbps > 0, let last = relayPairs[pair], now - last < RendezvousConstants.relayPairLifetime,
-              core.isEstablished(with: to), pairBytes.wouldAllow(pair, now: now),
-              pairBytes.allow(pair, cost: datagram.count, now: now), totalBytes.allow(0, cost: datagram.count, now: now) else {
+              core.isEstablished(with: to), pairBytes.allow(pair, cost: piece.bytes.count, now: now),
+              totalBytes.allow(0, cost: piece.bytes.count, now: now) else {
             stats.relayRefused += 1
             return
         }
         relayPairs[pair] = now
-        stats.relayedDatagrams += 1
-        stats.relayedBytes += datagram.count
-        send(.relayed(peer: from, datagram: datagram), to: to)
+        if piece.index == 0 { stats.relayedDatagrams += 1 }
+        stats.relayedBytes += piece.bytes.count
+        send(.relayed(peer: from, piece: piece), to: to)
     }
 
     static func unique(_ addresses: [PeerAddress]) -> [PeerAddress] {

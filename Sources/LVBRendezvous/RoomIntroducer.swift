@@ -19,6 +19,8 @@ public final class RoomIntroducer: AttachedRole {
     private var servers: Set<NodeID> = []
     private var asked: (at: Instant, times: Int)?
     private let relay: RelayClient?
+    private var fallback: [PeerAddress]
+    private let started: Instant
     public private(set) var introduced = false
 
     /// - Parameters:
@@ -26,10 +28,14 @@ public final class RoomIntroducer: AttachedRole {
     ///   - host: the room's host, as the rendezvous's signed announcement says.
     ///   - addresses: this node's own (local) addresses.
     ///   - relay: where relay paths come from, if the rendezvous offers its relay.
+    ///   - fallback: the host's addresses to dial when no introduction comes
+    ///     (the host is not connected to the rendezvous, or it does not answer).
     public init(core: TransportCore, clock: Clock, random: RandomSource, rendezvous: [PeerAddress],
-                room: RoomID, host: NodeID, addresses: [PeerAddress], relay: RelayClient? = nil) {
+                room: RoomID, host: NodeID, addresses: [PeerAddress], relay: RelayClient? = nil, fallback: [PeerAddress] = []) {
         self.core = core
         self.relay = relay
+        self.fallback = fallback
+        started = clock.now()
         self.clock = clock
         self.room = room
         self.host = host
@@ -50,7 +56,10 @@ public final class RoomIntroducer: AttachedRole {
             // No addresses: the host is not connected to that rendezvous; the
             // node keeps dialling the announced addresses on its own. With a
             // relay, its path races the direct addresses from the first try.
-            guard !found.isEmpty else { return }
+            guard !found.isEmpty else {
+                dialFallback()
+                return
+            }
             let viaRelay = relayed ? relay.map { [$0.path(to: host, via: id)] } ?? [] : []
             core.connect(to: found + viaRelay, expecting: host, punch: true)
         case let .gone(id, _):
@@ -62,9 +71,29 @@ public final class RoomIntroducer: AttachedRole {
 
     /// Asks again until introduced (a request or an answer may be lost).
     public func tick() {
-        guard !introduced, let asked, asked.times < RendezvousConstants.introduceAttempts,
-              clock.now() - asked.at >= RendezvousConstants.introduceRetry else { return }
+        guard !introduced else { return }
+        let giveUpAfter = RendezvousConstants.introduceRetry * RendezvousConstants.introduceAttempts
+        guard let asked else {
+            // No rendezvous session came up at all.
+            if clock.now() - started >= giveUpAfter {
+                introduced = true
+                dialFallback()
+            }
+            return
+        }
+        guard clock.now() - asked.at >= RendezvousConstants.introduceRetry else { return }
+        guard asked.times < RendezvousConstants.introduceAttempts else {
+            introduced = true  // given up: dial what the announcement said
+            dialFallback()
+            return
+        }
         for id in servers { ask(id) }
+    }
+
+    private func dialFallback() {
+        guard !fallback.isEmpty else { return }
+        core.connect(to: fallback, expecting: host)
+        fallback = []
     }
 
     public func leave() {}

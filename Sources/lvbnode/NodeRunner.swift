@@ -29,6 +29,8 @@ struct NodeRunner {
     var stdinIsMedia = false
     /// Rendezvous servers a host announces its room to, or a joiner found its room through.
     var rendezvous: [PeerAddress] = []
+    /// A joiner's addresses of the host to dial if no introduction comes.
+    var introductionFallback: [PeerAddress] = []
 
     var role: NodeRole { if case .host = setup { .host } else { .viewer } }
     var defaultPort: UInt16 { if case .host = setup { 7400 } else { 0 } }
@@ -90,7 +92,8 @@ struct NodeRunner {
         node.attach(relay)
         if case let .join(room, host?, _, _, _) = setup {
             node.attach(RoomIntroducer(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared, rendezvous: rendezvous,
-                                       room: room, host: host, addresses: LocalAddresses.advertised(for: local), relay: relay))
+                                       room: room, host: host, addresses: LocalAddresses.advertised(for: local), relay: relay,
+                                       fallback: introductionFallback))
         }
         if case .host = setup {
             node.attach(RoomAnnouncer(room: node.room, clock: SystemClock.shared, rendezvous: rendezvous,

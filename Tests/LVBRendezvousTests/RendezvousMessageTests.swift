@@ -18,7 +18,8 @@ import Testing
             .resolve(request: 8, room: room), .resolved(request: 8, announcement: nil), .resolved(request: 8, announcement: [5]),
             .introduce(request: 9, room: room, addresses: addresses), .introduce(request: 9, room: room, addresses: []),
             .introduction(request: 9, peer: peer, relay: true, addresses: addresses), .introduction(request: 0, peer: peer, relay: false, addresses: []),
-            .relay(peer: peer, datagram: [4, 0, 0, 0, 9]), .relayed(peer: peer, datagram: [1]),
+            .relay(peer: peer, piece: RelayPiece(id: 3, index: 0, count: 1, bytes: [4, 0, 0, 0, 9])),
+            .relayed(peer: peer, piece: RelayPiece(id: 65535, index: 1, count: 2, bytes: [1])),
             .observed(addresses[0]), .observed(addresses[1]),
         ]
         for m in messages { #expect(try RendezvousMessage.parse(m.encoded[...]) == m, "\(m)") }
@@ -39,7 +40,13 @@ import Testing
         var flag = good
         flag[37] = 2
         #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse(flag[...]) }
-        #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse(RendezvousMessage.relay(peer: peer, datagram: [1]).encoded.dropLast()) }
+        let relay = RendezvousMessage.relay(peer: peer, piece: RelayPiece(id: 1, index: 0, count: 1, bytes: [1])).encoded
+        #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse(relay.dropLast()) }
+        for part: UInt8 in [0x00, 0x03, 0x11, 0x22] {  // no pieces, three, index = count, index past count
+            var bad = relay
+            bad[35] = part
+            #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse(bad[...]) }
+        }
         // An address family that is neither 4 nor 6.
         #expect(throws: RendezvousMessageError.malformed) { try RendezvousMessage.parse([8, 5, 1, 2, 3, 4, 0, 1][...]) }
         #expect(throws: RendezvousMessageError.unknownType(99)) { try RendezvousMessage.parse([99, 1][...]) }
@@ -53,5 +60,15 @@ import Testing
         for text in ["8.8.8.8:1", "172.32.0.1:1", "192.169.0.1:1", "100.128.0.1:1", "[2001:db8::1]:1", "[::ffff:8.8.8.8]:1"] {
             #expect(try !PeerAddress(parsing: text).isLocalScope, "\(text)")
         }
+    }
+
+    @Test func aFullSessionDatagramGoesInTwoPiecesThatFitAndJoinBack() {
+        let datagram = (0..<1200).map { UInt8(truncatingIfNeeded: $0) }
+        let pieces = RelayPiece.split(datagram, id: 9, maxPayload: 1167)
+        #expect(pieces?.count == 2)
+        #expect(pieces?.allSatisfy { RelayPiece.header + $0.bytes.count <= 1167 } == true)
+        #expect(pieces.map { $0.flatMap(\.bytes) } == datagram)
+        #expect(RelayPiece.split([1, 2, 3], id: 1, maxPayload: 1167)?.count == 1)
+        #expect(RelayPiece.split(datagram, id: 1, maxPayload: 300) == nil)
     }
 }

@@ -161,7 +161,8 @@ import LVBTransport
             "introduction": RendezvousMessage.introduction(request: 7, peer: host.nodeID, relay: true,
                                                            addresses: [.ipv4(203, 0, 113, 5, port: 51000), .ipv4(10, 0, 0, 2, port: 7400)]).encoded,
             "observed": RendezvousMessage.observed(.ipv4(203, 0, 113, 5, port: 51000)).encoded,
-            "relay": RendezvousMessage.relay(peer: host.nodeID, datagram: [4, 0, 0, 0] + [UInt8](repeating: 0x77, count: 40)).encoded,
+            "relay": RendezvousMessage.relay(peer: host.nodeID, piece: RelayPiece(id: 1, index: 0, count: 2,
+                                                                                  bytes: [4, 0, 0, 0] + [UInt8](repeating: 0x77, count: 40))).encoded,
         ]
     }
 
