@@ -23,9 +23,11 @@ final class NodeProcess: @unchecked Sendable {
         return root.appendingPathComponent(".build/debug/lvbnode")
     }
 
-    init(_ arguments: [String]) throws {
-        process.executableURL = Self.binary
-        process.arguments = arguments
+    /// `executable` and `prefix`: run the binary through another program
+    /// (`ip netns exec NS lvbnode …` puts it in a network namespace).
+    init(_ arguments: [String], executable: URL? = nil, prefix: [String] = []) throws {
+        process.executableURL = executable ?? Self.binary
+        process.arguments = prefix + arguments
         process.standardInput = stdinPipe
         process.standardOutput = stdoutPipe
         process.standardError = stderrPipe
