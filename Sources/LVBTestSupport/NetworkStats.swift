@@ -23,5 +23,7 @@ public struct NetworkStats: Equatable, Sendable {
     public var bytesSent = 0
     /// Bytes delivered to endpoints (each copy counted).
     public var bytesDelivered = 0
+    /// Hop-limited datagrams (hole punching's openers) that died after their own NAT.
+    public var droppedHopLimit = 0
     public init() {}
 }

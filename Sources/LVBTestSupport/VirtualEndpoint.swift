@@ -21,6 +21,13 @@ public final class VirtualEndpoint: DatagramSink {
         network?.transmit(datagram, from: self.address, to: address)
     }
 
+    /// A hop-limited datagram leaves through this endpoint's NAT (mapping the
+    /// flow) and dies before the next one: the model of "a few hops".
+    public func send(_ datagram: [UInt8], to address: PeerAddress, hopLimit: Int) {
+        guard !isClosed else { return }
+        network?.transmit(datagram, from: self.address, to: address, diesAfterOwnNAT: true)
+    }
+
     /// Stops receiving and sending; datagrams to this address are dropped.
     public func close() {
         guard !isClosed else { return }

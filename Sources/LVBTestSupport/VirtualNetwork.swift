@@ -122,7 +122,7 @@ public final class VirtualNetwork {
 
     // MARK: Datagrams
 
-    func transmit(_ datagram: [UInt8], from: PeerAddress, to: PeerAddress) {
+    func transmit(_ datagram: [UInt8], from: PeerAddress, to: PeerAddress, diesAfterOwnNAT: Bool = false) {
         stats.sent += 1
         stats.bytesSent += datagram.count
         guard isUp(from: from, to: to) else {
@@ -132,6 +132,10 @@ public final class VirtualNetwork {
         // Leaving a private network, the datagram takes its NAT's external address.
         guard case let .send(source) = routing.outbound(from: from, to: to) else {
             stats.droppedNATHairpin += 1
+            return
+        }
+        guard !diesAfterOwnNAT else {
+            stats.droppedHopLimit += 1
             return
         }
         let delays = impairment(from: from, to: to).plan(random: random)

@@ -36,6 +36,11 @@ public enum TransportConstants {
     /// Hole punching: the first retry of an initiation to an introduced peer
     /// comes this soon, each next one twice as late, up to `rekeyTimeout`.
     public static let punchRetry: Duration = .milliseconds(100)
+    /// Hole punching's first initiation goes out with this hop limit: enough
+    /// to pass this node's own NAT, too little to reach the peer's.
+    public static let punchOpenerHops = 2
+    /// IPv4's usual TTL, restored after an opener.
+    public static let defaultTTL = 64
     /// A session that started over a relay path tries the direct addresses
     /// again after this, then twice as late each time up to `directProbeLast`,
     /// for `directProbeWindow`.

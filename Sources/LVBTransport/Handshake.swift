@@ -27,9 +27,13 @@ extension TransportCore {
             peer.cookies.addMACs(&packet)
             let jitter = Duration.nanoseconds(Int64(random.unit() * Double(TransportConstants.rekeyTimeoutJitter.nanosecondsClamped)))
             var wait = TransportConstants.rekeyTimeout + jitter
+            // A punch's first try only opens our own NAT (hop-limited); the
+            // real ones follow from punchRetry on, when the peer's NAT has opened too.
+            var hopLimit: Int?
             if let n = peer.punchAttempts {
                 wait = min(wait, TransportConstants.punchRetry * (1 << min(n, 8)))
                 peer.punchAttempts = n + 1
+                if n == 0 { hopLimit = TransportConstants.punchOpenerHops }
             }
             peer.initiation = PendingInitiation(handshake: hs, pattern: pattern, localIndex: index, firstAttempt: firstAttempt,
                                                 sentAt: now, retryAt: now + wait, cookieRetried: cookieRetried)
@@ -37,8 +41,10 @@ extension TransportCore {
             if let only {
                 for address in only { transmit(packet, to: address) }
             } else {
-                transmit(packet, to: peer.endpoint)
-                for other in peer.candidates where other != peer.endpoint { transmit(packet, to: other) }
+                // Relay paths are not NATed: they get the real thing at once.
+                for address in [peer.endpoint] + peer.candidates.filter({ $0 != peer.endpoint }) {
+                    transmit(packet, to: address, hopLimit: RelayPath.isRelay(address) ? nil : hopLimit)
+                }
             }
             peer.lastSent = now
         } catch {

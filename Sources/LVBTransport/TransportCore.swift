@@ -169,7 +169,7 @@ public final class TransportCore {
         CookieGenerator(keyMaterial: id?.noiseStaticKey ?? MacKeyMaterial.anonymous, clock: clock)
     }
 
-    func transmit(_ datagram: [UInt8], to address: PeerAddress, unauthenticatedReply: Bool = false) {
+    func transmit(_ datagram: [UInt8], to address: PeerAddress, unauthenticatedReply: Bool = false, hopLimit: Int? = nil) {
         stats.datagramsOut += 1
         stats.bytesOut += datagram.count
         if unauthenticatedReply { stats.bytesSentToUnauthenticated += datagram.count }
@@ -177,7 +177,7 @@ public final class TransportCore {
             relaySend?(address, datagram)
             return
         }
-        sink.send(datagram, to: address)
+        if let hopLimit { sink.send(datagram, to: address, hopLimit: hopLimit) } else { sink.send(datagram, to: address) }
     }
 
     func emit(_ e: TransportEvent) { onEvent?(e) }

@@ -122,6 +122,25 @@ final class ChannelSink: DatagramSink {
         }
     }
 
+    /// The hop limit for this one datagram (IPv4 TTL and IPv6 hop limit, as
+    /// either may apply on a dual-stack socket), then back to the default.
+    func send(_ datagram: [UInt8], to address: PeerAddress, hopLimit: Int) {
+        guard let channel, let options = channel.syncOptions else { return send(datagram, to: address) }
+        flushIfNeeded()
+        let ttl = ChannelOptions.Types.SocketOption(level: NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_IP)),
+                                                    name: NIOBSDSocket.Option(rawValue: CInt(IP_TTL)))
+        let hops = ChannelOptions.Types.SocketOption(level: NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_IPV6)),
+                                                     name: NIOBSDSocket.Option(rawValue: CInt(IPV6_UNICAST_HOPS)))
+        let limited = [ttl, hops].filter { (try? options.setOption($0, value: hopLimit)) != nil }
+        let wasBatching = batching
+        batching = false
+        send(datagram, to: address)
+        batching = wasBatching
+        // -1: the system's default again.
+        for option in limited where option == hops { try? options.setOption(option, value: -1) }
+        for option in limited where option == ttl { try? options.setOption(option, value: TransportConstants.defaultTTL) }
+    }
+
     func flushIfNeeded() {
         if pendingFlush {
             pendingFlush = false

@@ -29,6 +29,28 @@ import Testing
         #expect(counters["introductions"] as? Int == 1 && (counters["relayed_datagrams"] as? Int ?? 0) > 100, "\(counters)")
     }
 
+    /// Two ordinary Linux NATs (masquerade keeps ports): no relay needed,
+    /// the introduction's simultaneous dial punches through, and the session
+    /// runs straight to the host's NAT.
+    @Test func behindPortPreservingNATsAViewerPunchesThroughDirectly() throws {
+        let lab = try NATLab(tag: "lvd\(getpid() % 1000)", random: false)
+        defer { lab.remove() }
+        let rv = try lab.run("net", ["rendezvous", "--ephemeral", "--listen", "0.0.0.0:7600", "--json"])
+        defer { rv.signal(SIGTERM); _ = rv.waitExit() }
+        #expect(rv.waitFor("ready") != nil)
+        let host = try lab.run("a", ["host", "--ephemeral", "--listen", "0.0.0.0:7400", "--json", "--size", "320x180",
+                                     "--rendezvous", "198.18.1.1:7600"])
+        defer { host.signal(SIGTERM); _ = host.waitExit() }
+        let hostID = try #require(host.waitFor("ready")?["id"] as? String)
+        let room = try #require(host.waitFor("ready")?["room"] as? String)
+        Thread.sleep(forTimeInterval: 1)
+        let viewer = try lab.run("b", ["join", room, "--rendezvous", "198.18.2.1:7600", "--ephemeral", "--json", "--duration", "4"])
+        let session = viewer.waitFor("session", timeout: 10, where: { $0["peer"] as? String == hostID })
+        #expect(session?["address"] as? String == "198.18.1.2:7400", "the host's NAT, straight: \(String(describing: session)) \(viewer.stderr)")
+        #expect(viewer.waitFor("first_frame", timeout: 10) != nil)
+        #expect(viewer.waitExit(timeout: 20) == 0, "\(viewer.stderr)")
+    }
+
     @Test func behindSymmetricNATsWithoutARelayTheJoinFailsWithOneLine() throws {
         let lab = try NATLab(tag: "lvn\(getpid() % 1000)", random: true)
         defer { lab.remove() }
