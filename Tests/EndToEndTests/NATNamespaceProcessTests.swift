@@ -10,14 +10,8 @@ import Testing
     @Test func behindSymmetricNATsAViewerJoinsThroughTheRelayAndWatches() throws {
         let lab = try NATLab(tag: "lvs\(getpid() % 1000)", random: true)
         defer { lab.remove() }
-        let rv = try lab.run("net", ["rendezvous", "--ephemeral", "--listen", "0.0.0.0:7600", "--json", "--relay-kbps", "4000"])
-        defer { rv.signal(SIGTERM); _ = rv.waitExit() }
-        #expect(rv.waitFor("ready") != nil, "\(rv.stderr)")
-        let host = try lab.run("a", ["host", "--ephemeral", "--listen", "0.0.0.0:7400", "--json", "--size", "320x180",
-                                     "--rendezvous", "198.18.1.1:7600"])
-        defer { host.signal(SIGTERM); _ = host.waitExit() }
-        let room = try #require(host.waitFor("ready")?["room"] as? String, "\(host.stderr)")
-        Thread.sleep(forTimeInterval: 1)  // its first announcement
+        let (rv, host, room, _) = try lab.room(relayKbps: 4000)
+        defer { for p in [host, rv] { p.signal(SIGTERM); _ = p.waitExit() } }
         let viewer = try lab.run("b", ["join", room, "--rendezvous", "198.18.2.1:7600", "--ephemeral", "--json", "--duration", "5"])
         #expect(viewer.waitFor("first_frame", timeout: 10) != nil, "viewer: \(viewer.stderr)")
         #expect(viewer.waitExit(timeout: 20) == 0, "\(viewer.stderr)")
@@ -35,15 +29,8 @@ import Testing
     @Test func behindPortPreservingNATsAViewerPunchesThroughDirectly() throws {
         let lab = try NATLab(tag: "lvd\(getpid() % 1000)", random: false)
         defer { lab.remove() }
-        let rv = try lab.run("net", ["rendezvous", "--ephemeral", "--listen", "0.0.0.0:7600", "--json"])
-        defer { rv.signal(SIGTERM); _ = rv.waitExit() }
-        #expect(rv.waitFor("ready") != nil)
-        let host = try lab.run("a", ["host", "--ephemeral", "--listen", "0.0.0.0:7400", "--json", "--size", "320x180",
-                                     "--rendezvous", "198.18.1.1:7600"])
-        defer { host.signal(SIGTERM); _ = host.waitExit() }
-        let hostID = try #require(host.waitFor("ready")?["id"] as? String)
-        let room = try #require(host.waitFor("ready")?["room"] as? String)
-        Thread.sleep(forTimeInterval: 1)
+        let (rv, host, room, hostID) = try lab.room()
+        defer { for p in [host, rv] { p.signal(SIGTERM); _ = p.waitExit() } }
         let viewer = try lab.run("b", ["join", room, "--rendezvous", "198.18.2.1:7600", "--ephemeral", "--json", "--duration", "4"])
         let session = viewer.waitFor("session", timeout: 10, where: { $0["peer"] as? String == hostID })
         #expect(session?["address"] as? String == "198.18.1.2:7400", "the host's NAT, straight: \(String(describing: session)) \(viewer.stderr)")
@@ -54,14 +41,8 @@ import Testing
     @Test func behindSymmetricNATsWithoutARelayTheJoinFailsWithOneLine() throws {
         let lab = try NATLab(tag: "lvn\(getpid() % 1000)", random: true)
         defer { lab.remove() }
-        let rv = try lab.run("net", ["rendezvous", "--ephemeral", "--listen", "0.0.0.0:7600", "--json"])
-        defer { rv.signal(SIGTERM); _ = rv.waitExit() }
-        #expect(rv.waitFor("ready") != nil)
-        let host = try lab.run("a", ["host", "--ephemeral", "--listen", "0.0.0.0:7400", "--json", "--video", "none", "--audio", "none",
-                                     "--rendezvous", "198.18.1.1:7600"])
-        defer { host.signal(SIGTERM); _ = host.waitExit() }
-        let room = try #require(host.waitFor("ready")?["room"] as? String)
-        Thread.sleep(forTimeInterval: 1)
+        let (rv, host, room, _) = try lab.room(hostArguments: ["--video", "none", "--audio", "none"])
+        defer { for p in [host, rv] { p.signal(SIGTERM); _ = p.waitExit() } }
         let viewer = try lab.run("b", ["join", room, "--rendezvous", "198.18.2.1:7600", "--ephemeral", "--json", "--no-media", "--duration", "4"])
         #expect(viewer.waitExit(timeout: 20) == 1)
         #expect(viewer.stderr.contains("never connected"), "\(viewer.stderr)")
@@ -108,6 +89,19 @@ struct NATLab {
             remove()
             throw LabError(message: "could not build the NAT lab: \(err)")
         }
+    }
+
+    /// A rendezvous in the internet and a host behind site a announcing to it:
+    /// both processes, the room id and the host's id, once the room is announced.
+    func room(relayKbps: Int = 0, hostArguments: [String] = ["--size", "320x180"]) throws -> (rv: NodeProcess, host: NodeProcess, room: String, hostID: String) {
+        let rv = try run("net", ["rendezvous", "--ephemeral", "--listen", "0.0.0.0:7600", "--json", "--relay-kbps", "\(relayKbps)"])
+        guard rv.waitFor("ready") != nil else { throw LabError(message: "rendezvous: \(rv.stderr)") }
+        let host = try run("a", ["host", "--ephemeral", "--listen", "0.0.0.0:7400", "--json", "--rendezvous", "198.18.1.1:7600"] + hostArguments)
+        guard let ready = host.waitFor("ready"), let room = ready["room"] as? String, let id = ready["id"] as? String else {
+            throw LabError(message: "host: \(host.stderr)")
+        }
+        Thread.sleep(forTimeInterval: 1)  // its first announcement
+        return (rv, host, room, id)
     }
 
     /// The binary in namespace `site` ("net", "a" or "b").
