@@ -105,6 +105,10 @@ public enum RendezvousConstants {
     public static let relayPairKbps = 2500
     public static let relayPairLifetime: Duration = .seconds(600)
 
+    /// A node asks its STUN servers again this often once answered (it also
+    /// keeps the NAT mapping alive; RFC 4787 asks NATs for at least 2 minutes).
+    public static let stunRefresh: Duration = .seconds(25)
+
     /// Unknown attributes listed in one 420 answer (the answer stays small).
     public static let maxListedUnknownAttributes = 4
 }

@@ -18,8 +18,10 @@ public final class RoomAnnouncer: AttachedRole {
     private let addresses: [PeerAddress]
     private var servers: Set<NodeID> = []
     private let relay: RelayClient?
-    /// Where each rendezvous sees this host (its reflexive address there).
+    /// Where each rendezvous sees this host (its reflexive address there),
+    /// and where STUN servers do (`--stun`).
     private var observed: [NodeID: PeerAddress] = [:]
+    private var stunned: [PeerAddress: PeerAddress] = [:]
     /// Introductions acted on; beyond this rate they are ignored.
     private var dials = RateLimiter<Int>(count: RendezvousConstants.introductionRate, burst: RendezvousConstants.introductionBurst)
     public private(set) var introductionsDialled = 0
@@ -87,10 +89,17 @@ public final class RoomAnnouncer: AttachedRole {
         announce(to: servers, closed: true)
     }
 
+    /// A STUN server at `server` sees this host at `address`: announced too, at once when new.
+    public func noteReflexive(_ address: PeerAddress, from server: PeerAddress) {
+        guard stunned.updateValue(address, forKey: server) != address, !done, !servers.isEmpty else { return }
+        announce(to: servers, closed: false)
+    }
+
     /// Reflexive addresses first (what a joiner elsewhere can reach), then local ones.
     private var announcedAddresses: [PeerAddress] {
         var seen: Set<PeerAddress> = []
-        let all = observed.values.sorted { $0.description < $1.description } + addresses
+        let reflexive = Array(observed.values) + Array(stunned.values)
+        let all = reflexive.sorted { $0.description < $1.description } + addresses
         return Array(all.filter { seen.insert($0).inserted }.prefix(RendezvousConstants.maxAnnouncedAddresses))
     }
 

@@ -107,6 +107,10 @@ public final class TransportCore {
                             now + TransportConstants.directProbeWindow)
     }
 
+    /// Sends a datagram outside any session, from the node's socket: for a
+    /// protocol sharing the port (a STUN request), never for session data.
+    public func sendRaw(_ datagram: [UInt8], to address: PeerAddress) { transmit(datagram, to: address) }
+
     /// The address a session with `id` currently uses is a relay path.
     public func isRelayed(_ id: NodeID) -> Bool { peersByID[id].map { RelayPath.isRelay($0.endpoint) } ?? false }
 

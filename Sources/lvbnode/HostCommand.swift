@@ -17,6 +17,9 @@ struct HostCommand: AsyncParsableCommand {
     @OptionGroup var profile: ProfileOptions
     @OptionGroup(title: "Media") var media: HostMediaOptions
 
+    @Option(name: .long, help: ArgumentHelp("Ask this STUN server (IP:PORT, repeatable; any RFC 8489 Binding server) where it sees this node, and announce that address too.", valueName: "ip:port"))
+    var stun: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Link-mic: co-hosts on stage at once (0 turns link-mic off: requests are declined at once).", valueName: "n"))
     var maxGuests = RoomConstants.defaultMaxGuests
 
@@ -36,6 +39,7 @@ struct HostCommand: AsyncParsableCommand {
         if password != nil && inviteOnly { throw ValidationError("choose one of --password and --invite-only") }
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
         if let password, password.isEmpty { throw ValidationError("--password must not be empty") }
+        for server in stun { _ = try parseAddress(server, what: "--stun") }
         if !(0...MixConstants.maxGuests).contains(maxGuests) { throw ValidationError("--max-guests must be 0...\(MixConstants.maxGuests)") }
         if let title {
             do { try EventBody.roomInfo(RoomInfo(title: title)).validate() } catch { throw ValidationError("--title: \(error)") }
@@ -71,6 +75,7 @@ struct HostCommand: AsyncParsableCommand {
         runner.maxGuests = maxGuests
         runner.stdinIsMedia = media.readsStdin
         runner.rendezvous = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
+        runner.stun = try stun.map { try parseAddress($0, what: "--stun") }
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
     }

@@ -26,6 +26,9 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Find the room id through this rendezvous, IP:PORT (repeatable: the first to answer is used).", valueName: "ip:port"))
     var rendezvous: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("Ask this STUN server (IP:PORT, repeatable) where it sees this node (a reflexive event).", valueName: "ip:port"))
+    var stun: [String] = []
+
     @OptionGroup var node: NodeOptions
     @OptionGroup var profile: ProfileOptions
     @OptionGroup(title: "Media") var media: ViewerMediaOptions
@@ -47,6 +50,7 @@ struct JoinCommand: AsyncParsableCommand {
 
     func validate() throws {
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
+        for server in stun { _ = try parseAddress(server, what: "--stun") }
         if roomID != nil {
             guard !rendezvous.isEmpty else { throw ValidationError("'\(peer)' is a room id: say where to find it with --rendezvous IP:PORT") }
             if password != nil && invite != nil { throw ValidationError("give one of --password and --invite") }
@@ -131,6 +135,7 @@ struct JoinCommand: AsyncParsableCommand {
         runner.profile = profile.profile
         runner.receive = media.sinkOptions(startedAt: startedAt)
         if roomID != nil { runner.rendezvous = try rendezvous.map { try parseAddress($0, what: "--rendezvous") } }
+        runner.stun = try stun.map { try parseAddress($0, what: "--stun") }
         do {
             let setup = try stage.publisherSetup(look: .guest)
             runner.publish = setup.isEmpty ? nil : setup

@@ -31,6 +31,8 @@ struct NodeRunner {
     var rendezvous: [PeerAddress] = []
     /// A joiner's addresses of the host to dial if no introduction comes.
     var introductionFallback: [PeerAddress] = []
+    /// STUN servers to learn this node's reflexive address from.
+    var stun: [PeerAddress] = []
 
     var role: NodeRole { if case .host = setup { .host } else { .viewer } }
     var defaultPort: UInt16 { if case .host = setup { 7400 } else { 0 } }
@@ -64,7 +66,7 @@ struct NodeRunner {
             live = try await UDPLiveNode.start(plan: plan(identity: identity), identity: identity, listen: listen, config: config,
                                                prepare: { node, local in
                                                    reporters.attach(node)
-                                                   attachRoles(to: node, local: local)
+                                                   attachRoles(to: node, local: local, out: out)
                                                }, onOutput: { reporters.report($0) })
         } catch {
             switch error {
@@ -85,7 +87,21 @@ struct NodeRunner {
     /// Roles of layers above the room: a host announces its room to its
     /// rendezvous servers; a joiner that found the room through one asks it
     /// for an introduction to the host (both then dial at once).
-    private func attachRoles(to node: LiveNode, local: PeerAddress) {
+    private func attachRoles(to node: LiveNode, local: PeerAddress, out: Output) {
+        var announcer: RoomAnnouncer?
+        defer {
+            if !stun.isEmpty {
+                let client = STUNClient(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared, servers: stun)
+                client.onReflexive = { address, server in
+                    var l = JSONLine(event: "reflexive")
+                    l.add("address", address.description)
+                    l.add("via", server.description)
+                    out.emit(l, human: "\(server) sees this node at \(address)", kind: "session")
+                    announcer?.noteReflexive(address, from: server)
+                }
+                node.attach(client)
+            }
+        }
         guard !rendezvous.isEmpty else { return }
         // Relay paths through a rendezvous that offers its relay, raced against direct ones.
         let relay = RelayClient(core: node.core)
@@ -96,8 +112,10 @@ struct NodeRunner {
                                        fallback: introductionFallback))
         }
         if case .host = setup {
-            node.attach(RoomAnnouncer(room: node.room, clock: SystemClock.shared, rendezvous: rendezvous,
-                                      addresses: LocalAddresses.advertised(for: local), relay: relay))
+            let made = RoomAnnouncer(room: node.room, clock: SystemClock.shared, rendezvous: rendezvous,
+                                     addresses: LocalAddresses.advertised(for: local), relay: relay)
+            announcer = made
+            node.attach(made)
         }
     }
 

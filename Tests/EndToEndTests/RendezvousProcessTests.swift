@@ -130,5 +130,16 @@ import Testing
             let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(text.contains("reflexive addr: 127.0.0.1:"), "\(text)")
         }
+
+        // A host asking a STUN server (this one's port) with --stun learns the
+        // address it sees it at: its own listening address here, on loopback.
+        let asker = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--video", "none", "--audio", "none",
+                                     "--stun", address])
+        defer { asker.signal(SIGTERM); _ = asker.waitExit() }
+        let listen = try #require(asker.waitFor("ready")?["listen"] as? String)
+        let seen = asker.waitFor("reflexive", timeout: 5)
+        #expect(seen?["address"] as? String == listen && seen?["via"] as? String == address, "\(String(describing: seen)) \(asker.stderr)")
+        let (bad, _, why) = try runToEnd(["host", "--ephemeral", "--stun", "stun.example.org:3478"])
+        #expect(bad == 64 && why.contains("--stun"), "\(why)")
     }
 }

@@ -134,4 +134,43 @@ import Testing
         print("NAT matrix with the relay (host rows, joiner columns \(Self.kinds.map(\.name))):\n" + rows.joined(separator: "\n"))
         #expect(failures.isEmpty, "\(failures)")
     }
+
+    /// A host behind a NAT asks a STUN server (here another rendezvous's
+    /// port, as it would any public one) from its own socket: it learns the
+    /// address its NAT gave it and announces that as well.
+    @Test func aHostLearnsItsReflexiveAddressFromAnySTUNServerAndAnnouncesIt() throws {
+        let net = VirtualNetwork(seed: 77, defaultImpairment: Impairment(delay: .milliseconds(20)))
+        var config = TransportConfig()
+        config.hello = Hello(agent: "test", role: .rendezvous)
+        let servers = net.makeNodes(2, seed: 78, config: config)
+        let services = servers.map { RendezvousService(core: $0.core, clock: net.clock) }
+        for (server, service) in zip(servers, services) {
+            server.recordsEvents = false
+            server.onTransportEvent = { service.handle($0) }
+        }
+        let nat = net.makeNAT(behavior: .portRestrictedCone)
+        let sim = net.makeNodes(behind: [nat], seed: 79)[0]
+        let random = SeededRandom(seed: 80)
+        let policy = AdmissionPolicy(room: RoomID.random(random), host: sim.core.identity, mode: .open, clock: net.clock)
+        let host = try SimLiveNode(sim, plan: NodePlan(part: .host(policy, info: RoomInfo(title: "stun"))), network: net, random: random)
+        let announcer = RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [servers[0].address], addresses: [sim.address])
+        host.node.attach(announcer)
+        let stun = STUNClient(core: sim.core, clock: net.clock, random: SeededRandom(seed: 81), servers: [servers[1].address])
+        var heard: [(PeerAddress, PeerAddress)] = []
+        stun.onReflexive = { address, server in
+            heard.append((address, server))
+            announcer.noteReflexive(address, from: server)
+        }
+        host.node.attach(stun)
+        #expect(net.run(until: { !heard.isEmpty }, timeout: .seconds(3)))
+        let external = try #require(nat.externalAddress(of: sim.address, to: servers[1].address))
+        #expect(heard.first?.0 == external && heard.first?.1 == servers[1].address)
+        #expect(services[1].stats.stunAnswered >= 1)
+        net.run(for: .seconds(1))
+        #expect(services[0].registry.listing(host.room.room)?.announcement.addresses.contains(external) == true)
+        // Asked again every stunRefresh, which also keeps the mapping up; no change, no new announcement.
+        let answered = services[1].stats.stunAnswered
+        net.run(for: RendezvousConstants.stunRefresh + .seconds(1))
+        #expect(services[1].stats.stunAnswered == answered + 1 && heard.count == 1)
+    }
 }
