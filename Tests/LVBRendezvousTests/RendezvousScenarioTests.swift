@@ -193,4 +193,34 @@ struct RendezvousScenarioTests {
         w.net.run(for: .seconds(5))
         #expect(strangerGot == 0)
     }
+
+    /// Amplification, request type by request type, from a source the
+    /// rendezvous has not verified (a bare UDP socket, which could be spoofing
+    /// a victim's address): STUN is answered with at most 3× its bytes;
+    /// every rendezvous request outside a session gets nothing at all (they
+    /// are answered only inside sessions, whose handshake proved the source).
+    @Test func noRequestTypeAmplifiesFromAnUnverifiedSource() throws {
+        let w = RendezvousWorld()
+        let host = try w.addHost(1, title: "amplify")
+        w.net.run(for: .seconds(1))
+        let stranger = w.net.makeEndpoint(address: .ipv4(192, 0, 2, 66, port: 5555))
+        var got: [Int] = []
+        stranger.onReceive = { bytes, _ in got.append(bytes.count) }
+        let peer = host.id
+        let requests: [(String, [UInt8])] = [
+            ("stun", STUNMessage(type: RendezvousConstants.MessageType.bindingRequest, transactionID: Array(1...12)).encoded),
+            ("list", RendezvousMessage.list(request: 1, page: 0).encoded),
+            ("resolve", RendezvousMessage.resolve(request: 2, room: host.room.room).encoded),
+            ("introduce", RendezvousMessage.introduce(request: 3, room: host.room.room, addresses: [.ipv4(10, 0, 0, 9, port: 1)]).encoded),
+            ("relay", RendezvousMessage.relay(peer: peer, piece: RelayPiece(id: 1, index: 0, count: 1, bytes: [4, 0, 0, 0, 1])).encoded),
+            ("announce", RendezvousMessage.announce(try #require(w.service.registry.listing(host.room.room)).announcement.encoded).encoded),
+        ]
+        for (name, bytes) in requests {
+            got.removeAll()
+            for _ in 0..<5 { stranger.send(bytes, to: w.server.address) }
+            w.net.run(for: .milliseconds(200))
+            let limit = name == "stun" ? 3 * bytes.count : 0
+            #expect(got.allSatisfy { $0 <= limit } && (name == "stun" ? !got.isEmpty : got.isEmpty), "\(name): \(got) for \(bytes.count)-byte requests")
+        }
+    }
 }
