@@ -2,6 +2,7 @@ import LVBCore
 import LVBCrypto
 import LVBGossip
 import LVBMedia
+import LVBRendezvous
 import LVBRoom
 import LVBTransport
 
@@ -28,6 +29,7 @@ struct ConsoleCommands: Sendable {
         /accept [NAME], /reject NAME [REASON]   answer a link-mic request (host)
         /hangup [NAME]     leave the stage or withdraw your request (viewer); take NAME off stage (host)
         /layout pip|split|grid   how co-hosts are placed in the mixed picture (host)
+        /rooms [N]         the live rooms the rendezvous lists (page N)
         /close             end the room for everyone (host)
         /peers             encrypted sessions (id, address, round-trip time)
         /stats             transport, room and media counters
@@ -82,6 +84,7 @@ struct ConsoleCommands: Sendable {
             room { try $0.rejectLinkMic(who, reason: args.count > 1 ? args[1] : "") }
         case "/hangup": room { try $0.hangUpLinkMic(rest.isEmpty ? nil : rest) }
         case "/layout": layout(rest)
+        case "/rooms": rooms(rest)
         case "/close": room { try $0.closeRoom() }
         case "/peers": peers()
         case "/stats": stats()
@@ -131,6 +134,20 @@ struct ConsoleCommands: Sendable {
                 }
             }
             try r.setProfile(p)
+        }
+    }
+
+    private func rooms(_ text: String) {
+        guard let page = text.isEmpty ? 1 : Int(text), (1...10_000).contains(page) else { return fail("usage: /rooms [PAGE], from 1") }
+        live.execute { node in
+            guard let browser = node.roles.lazy.compactMap({ $0 as? RoomBrowser }).first else {
+                return fail("no rendezvous: /rooms needs a host started with --rendezvous, or a join by room id")
+            }
+            browser.onAnswer = { answer in
+                guard case let .page(_, total, rooms) = answer else { return }
+                RoomListOutput.emit(rooms, total: total, page: page, to: out)
+            }
+            if !browser.list(page: page - 1) { fail("not connected to the rendezvous yet; try again in a moment") }
         }
     }
 

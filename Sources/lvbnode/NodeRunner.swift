@@ -103,6 +103,8 @@ struct NodeRunner {
             }
         }
         guard !rendezvous.isEmpty else { return }
+        // The console's /rooms, over the sessions with the rendezvous servers.
+        node.attach(RoomBrowser(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared))
         // Relay paths through a rendezvous that offers its relay, raced against direct ones.
         let relay = RelayClient(core: node.core)
         node.attach(relay)

@@ -120,6 +120,14 @@ struct RoomsCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         guard case let .page(_, total, rooms) = answer else { throw ExitCode(1) }
+        RoomListOutput.emit(rooms, total: total, page: page, to: out)
+    }
+}
+
+/// The room list as lines: one `room` per room, then the `rooms` summary
+/// (`lvbnode rooms` and the console's `/rooms` alike).
+enum RoomListOutput {
+    static func emit(_ rooms: [RoomAnnouncement], total: Int, page: Int, to out: Output) {
         for a in rooms {
             var l = JSONLine(event: "room")
             l.add("id", a.room.text)

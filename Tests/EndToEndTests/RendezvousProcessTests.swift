@@ -48,6 +48,11 @@ import Testing
         #expect(listed.map { $0["viewers"] as? Int } == [1, 0])
         #expect(listed.map { $0["title"] as? String } == ["beta", "alpha"])
         #expect(try rooms(address).1?["total"] as? Int == 2)
+        // The viewer browses from inside its room: /rooms asks the rendezvous over its own session.
+        viewer.send("/rooms")
+        let summary = viewer.waitFor("rooms", timeout: 5)
+        #expect(summary?["total"] as? Int == 2 && summary?["page"] as? Int == 1, "\(String(describing: summary)) \(viewer.stderr)")
+        #expect(Set(viewer.events.filter { $0["event"] as? String == "room" }.compactMap { $0["id"] as? String }) == [roomA, roomB])
 
         // Joining room a by its id reaches host a (IK with the announced key).
         let (status, out, err) = try runToEnd(["join", roomA, "--rendezvous", address, "--ephemeral", "--json", "--no-media", "--duration", "1"])
