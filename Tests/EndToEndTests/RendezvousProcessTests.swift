@@ -31,7 +31,11 @@ import Testing
         let (a, roomA, idA) = try host("alpha", via: address)
         let (b, roomB, _) = try host("beta", via: address)
         defer { b.signal(SIGTERM); _ = b.waitExit() }
-        // A viewer in room b, joined by its room id through the rendezvous.
+        // A viewer in room b, joined by its room id through the rendezvous
+        // (once b's first announcement is there: `ready` comes before it).
+        for _ in 0..<25 where try !rooms(address).0.contains(where: { $0["id"] as? String == roomB }) {
+            Thread.sleep(forTimeInterval: 0.2)
+        }
         let viewer = try NodeProcess(["join", roomB, "--rendezvous", address, "--ephemeral", "--json", "--no-media"])
         defer { viewer.signal(SIGTERM); _ = viewer.waitExit() }
         #expect(viewer.waitFor("admitted", where: { $0["room"] as? String == roomB }) != nil, "\(viewer.stderr)")
@@ -55,7 +59,7 @@ import Testing
         #expect(Set(viewer.events.filter { $0["event"] as? String == "room" }.compactMap { $0["id"] as? String }) == [roomA, roomB])
 
         // Joining room a by its id reaches host a (IK with the announced key).
-        let (status, out, err) = try runToEnd(["join", roomA, "--rendezvous", address, "--ephemeral", "--json", "--no-media", "--duration", "1"])
+        let (status, out, err) = try runToEnd(["join", roomA, "--rendezvous", address, "--ephemeral", "--json", "--no-media", "--duration", "3"])
         #expect(status == 0, "\(err)")
         #expect(out.contains("\"event\":\"admitted\"") && out.contains(idA), "\(out)")
         // An unknown room id: one line, status 1.
@@ -107,7 +111,7 @@ import Testing
         let (refused, _, asked) = try runToEnd(["join", lockedRoom, "--rendezvous", address, "--ephemeral"])
         #expect(refused == 64 && asked.contains("--password"), "\(asked)")
         let (ok, joined, err) = try runToEnd(["join", lockedRoom, "--rendezvous", address, "--password", "s3cret", "--ephemeral",
-                                              "--json", "--no-media", "--duration", "1"])
+                                              "--json", "--no-media", "--duration", "3"])
         #expect(ok == 0 && joined.contains("\"event\":\"admitted\""), "\(err)")
 
         // RFC 5769's sample request, from a plain UDP socket: a Binding
