@@ -7,7 +7,7 @@
 /// and is not only whitespace. Whitespace is the Unicode White_Space set left
 /// after those exclusions, listed here so every implementation agrees:
 /// U+0020, U+00A0, U+1680, U+2000...U+200A, U+202F, U+205F, U+3000.
-enum EventText {
+public enum EventText {
     /// Checks `text` against the rules and a limit of `max` UTF-8 bytes.
     static func check(_ text: String, field: String, max: Int) throws(EventError) {
         let count = text.utf8.count
@@ -38,7 +38,7 @@ enum EventText {
 
     /// The string whose UTF-8 is exactly `bytes`, or `invalidUTF8`. The other
     /// rules are left to `check`, so parse and make raise the same errors.
-    static func decode(_ bytes: ArraySlice<UInt8>) throws(EventError) -> String {
+    public static func decode(_ bytes: ArraySlice<UInt8>) throws(EventError) -> String {
         var decoder = UTF8()
         var iterator = bytes.makeIterator()
         while true {
@@ -50,7 +50,7 @@ enum EventText {
         }
     }
 
-    static func isControl(_ v: UInt32) -> Bool {
+    public static func isControl(_ v: UInt32) -> Bool {
         v < 0x20 || (0x7F...0x9F).contains(v) || v == 0x2028 || v == 0x2029
     }
 

@@ -61,7 +61,7 @@ public final class StreamReceiver {
         let now = clock.now()
         switch packet.payloadType {
         case MediaConstants.videoPayloadType:
-            if let current = video.mediaSSRC, current != packet.ssrc, switches(.videoPayloadType, since: lastVideoRTP, now: now),
+            if let current = video.mediaSSRC, current != packet.ssrc, switches(MediaConstants.videoPayloadType, since: lastVideoRTP, now: now),
                let fresh = try? VideoReceiver(clock: clock, ssrc: ssrc) {
                 fresh.rtt = video.rtt
                 video = fresh
@@ -70,7 +70,7 @@ public final class StreamReceiver {
             videoBytes += payload.count
             video.receive(packet)
         case MediaConstants.audioPayloadType:
-            if let current = audio.mediaSSRC, current != packet.ssrc, switches(.audioPayloadType, since: lastAudioRTP, now: now),
+            if let current = audio.mediaSSRC, current != packet.ssrc, switches(MediaConstants.audioPayloadType, since: lastAudioRTP, now: now),
                let fresh = try? AudioReceiver(clock: clock, ssrc: ssrc) {
                 audio = fresh
             }
@@ -95,8 +95,7 @@ public final class StreamReceiver {
         switchExpected = [MediaConstants.videoPayloadType, MediaConstants.audioPayloadType]
     }
 
-    private func switches(_ kind: PayloadKind, since last: Instant?, now: Instant) -> Bool {
-        let type = kind == .videoPayloadType ? MediaConstants.videoPayloadType : MediaConstants.audioPayloadType
+    private func switches(_ type: UInt8, since last: Instant?, now: Instant) -> Bool {
         guard switchExpected.remove(type) != nil || last.map({ now - $0 >= MediaConstants.streamSwitchSilence }) ?? true else {
             return false
         }
@@ -104,8 +103,6 @@ public final class StreamReceiver {
         log.debug("stream switched to a new SSRC")
         return true
     }
-
-    private enum PayloadKind { case videoPayloadType, audioPayloadType }
 
     /// RTCP from upstream: sender reports feed the round-trip estimate.
     public func receiveRTCP(_ payload: ArraySlice<UInt8>) {

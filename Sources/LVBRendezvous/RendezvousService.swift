@@ -155,8 +155,8 @@ public final class RendezvousService {
         stats.introductions += 1
         let relay = relayKbps > 0
         if relay { relayPairs[RelayPair(joiner, host)] = clock.now() }
-        let joinerAddresses = Self.unique([joinerSeen] + claimed.filter(\.isLocalScope))
-        let hostAddresses = Self.unique([hostSeen] + listing.announcement.addresses)
+        let joinerAddresses = ([joinerSeen] + claimed.filter(\.isLocalScope)).uniqued(limit: RendezvousConstants.maxIntroducedAddresses)
+        let hostAddresses = ([hostSeen] + listing.announcement.addresses).uniqued(limit: RendezvousConstants.maxIntroducedAddresses)
         send(.introduction(request: 0, peer: joiner, relay: relay, addresses: joinerAddresses), to: host)
         send(.introduction(request: request, peer: host, relay: relay, addresses: hostAddresses), to: joiner)
     }
@@ -178,10 +178,7 @@ public final class RendezvousService {
         send(.relayed(peer: from, piece: piece), to: to)
     }
 
-    static func unique(_ addresses: [PeerAddress]) -> [PeerAddress] {
-        var seen: Set<PeerAddress> = []
-        return Array(addresses.filter { seen.insert($0).inserted }.prefix(RendezvousConstants.maxIntroducedAddresses))
-    }
+
 
     /// Timers: expired rooms leave the list.
     public func tick() {

@@ -97,10 +97,8 @@ public final class RoomAnnouncer: AttachedRole {
 
     /// Reflexive addresses first (what a joiner elsewhere can reach), then local ones.
     private var announcedAddresses: [PeerAddress] {
-        var seen: Set<PeerAddress> = []
         let reflexive = Array(observed.values) + Array(stunned.values)
-        let all = reflexive.sorted { $0.description < $1.description } + addresses
-        return Array(all.filter { seen.insert($0).inserted }.prefix(RendezvousConstants.maxAnnouncedAddresses))
+        return (reflexive.sorted { $0.description < $1.description } + addresses).uniqued(limit: RendezvousConstants.maxAnnouncedAddresses)
     }
 
     private func announce(to peers: Set<NodeID>, closed: Bool) {

@@ -131,9 +131,9 @@ public struct LinkMicMessage: Equatable, Sendable {
     private static func text(_ r: inout ByteReader) throws -> String {
         let length = Int(try r.readUInt8())
         guard length <= RoomConstants.linkMicTextMax else { throw RoomError.badText }
-        let bytes = try r.readBytes(length)
-        guard let s = String(validating: bytes, as: UTF8.self),
-              !s.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        // The room events' text rules (valid UTF-8, no control characters).
+        guard let s = try? EventText.decode(try r.readBytes(length)),
+              !s.unicodeScalars.contains(where: { EventText.isControl($0.value) }) else {
             throw RoomError.badText
         }
         return s
@@ -143,7 +143,7 @@ public struct LinkMicMessage: Equatable, Sendable {
     static func cut(_ text: String) -> String {
         var out = ""
         var bytes = 0
-        for ch in text where !ch.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        for ch in text where !ch.unicodeScalars.contains(where: { EventText.isControl($0.value) }) {
             let n = ch.utf8.count
             guard bytes + n <= RoomConstants.linkMicTextMax else { break }
             out.append(ch)
