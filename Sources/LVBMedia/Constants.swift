@@ -49,9 +49,19 @@ public enum MediaConstants {
         static let typeRR: UInt8 = 201
         static let typeRTPFB: UInt8 = 205
         static let typePSFB: UInt8 = 206
+        static let typeAPP: UInt8 = 204
         static let formatGenericNACK: UInt8 = 1
         static let formatPLI: UInt8 = 1
         static let reportBlockSize = 24
+        /// APP data that still fits the 16-bit length field (words after the header, SSRC and name).
+        static let maxAppData = 4 * (Int(UInt16.max) - 2)
+        /// This project's APP message "this subscriber wants keyframes only"
+        /// (a trickle subscription, to preview a room): name "LVBK", subtype 0,
+        /// no data (any data is reserved and ignored). A feedback compound that
+        /// carries it subscribes its sender to each keyframe of the video and
+        /// nothing else; one without it subscribes to the whole stream.
+        static let keyframesOnlyName: [UInt8] = Array("LVBK".utf8)
+        static let keyframesOnlySubtype: UInt8 = 0
     }
 
     // MARK: Tuning values

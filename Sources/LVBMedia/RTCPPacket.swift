@@ -151,7 +151,7 @@ public enum RTCPPacket: Equatable, Sendable {
     case receiverReport(RTCPReceiverReport)
     case nack(RTCPGenericNACK)
     case pli(RTCPPictureLossIndication)
-
+    case app(RTCPApp)
 
     public static func parseCompound(_ bytes: [UInt8]) throws(MediaError) -> [RTCPPacket] {
         try parseCompound(bytes[...])
@@ -214,6 +214,13 @@ public enum RTCPPacket: Equatable, Sendable {
             // RFC 4585 §6.3.1: "the length field MUST be 2".
             guard body.count == 8 else { throw .malformed("PLI length must be 2") }
             return .pli(RTCPPictureLossIndication(senderSSRC: try r.mediaRead32("PLI"), mediaSSRC: try r.mediaRead32("PLI")))
+        case (MediaConstants.RTCP.typeAPP, _):
+            // RFC 3550 §6.7: SSRC, a 4-octet ASCII name, then data in whole 32-bit words.
+            guard body.count >= 8, body.count % 4 == 0 else { throw .malformed("APP length must cover SSRC, name and whole data words") }
+            let ssrc = try r.mediaRead32("APP")
+            let name = Array(try r.mediaBytes(4, "APP"))
+            guard name.allSatisfy({ $0 < 0x80 }) else { throw .malformed("APP name not ASCII") }
+            return .app(RTCPApp(checkedSubtype: UInt8(count), ssrc: ssrc, name: name, data: Array(r.readRest())))
         default:
             return nil
         }
@@ -261,6 +268,9 @@ public enum RTCPPacket: Equatable, Sendable {
         case let .pli(pli):
             (count, type) = (Int(MediaConstants.RTCP.formatPLI), MediaConstants.RTCP.typePSFB)
             w.write(pli.senderSSRC); w.write(pli.mediaSSRC)
+        case let .app(app):
+            (count, type) = (Int(app.subtype), MediaConstants.RTCP.typeAPP)
+            w.write(app.ssrc); w.write(bytes: app.name); w.write(bytes: app.data)
         }
         var out: [UInt8] = [2 << 6 | UInt8(count), type]
         let words = UInt16(w.count / 4)

@@ -13,6 +13,10 @@ import Testing
     static let nack = hex("81cd0004" + "00000001" + "01020304" + "00640001" + "00750000")
     // RFC 4585 §6.3.1: PLI, FMT 1, PT 206, length 2.
     static let pli = hex("81ce0002" + "00000001" + "01020304")
+    // RFC 3550 §6.7: APP, subtype 0, PT 204, length 2; SSRC 01020304, name "LVBK", no data.
+    static let keyframesOnly = hex("80cc0002" + "01020304" + "4c56424b")
+    // APP subtype 5, length 4, name "TEST", 8 bytes of data.
+    static let appWithData = hex("85cc0004" + "01020304" + "54455354" + "0a0b0c0d0e0f1011")
 
     static let block = RTCPReportBlock(ssrc: 0x0506_0708, fractionLost: 0x40, cumulativeLost: 3,
                                        extendedHighestSequence: 0x0001_0064, jitter: 16,
@@ -66,16 +70,51 @@ import Testing
         #expect(expected.serialized() == Self.pli)
     }
 
+    @Test func appKeyframesOnlyRequest() throws {
+        let expected = RTCPPacket.app(.keyframesOnly(ssrc: 0x0102_0304))
+        #expect(try RTCPPacket.parseCompound(Self.keyframesOnly) == [expected])
+        #expect(expected.serialized() == Self.keyframesOnly)
+        #expect(RTCPApp.keyframesOnly(ssrc: 1).isKeyframesOnly)
+        #expect(try RTCPApp(subtype: 0, ssrc: 1, name: Array("LVBK".utf8)) == .keyframesOnly(ssrc: 1))
+        #expect(try !RTCPApp(subtype: 1, ssrc: 1, name: Array("LVBK".utf8)).isKeyframesOnly)
+        #expect(try !RTCPApp(subtype: 0, ssrc: 1, name: Array("LVBX".utf8)).isKeyframesOnly)
+    }
+
+    @Test func appWithSubtypeAndDataRoundTrips() throws {
+        let app = try RTCPApp(subtype: 5, ssrc: 0x0102_0304, name: Array("TEST".utf8),
+                              data: [0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11])
+        #expect(try RTCPPacket.parseCompound(Self.appWithData) == [.app(app)])
+        #expect(RTCPPacket.app(app).serialized() == Self.appWithData)
+        // In a compound after a receiver report, as a preview sends it; padding is not data.
+        let padded = hex("a0cc0003" + "01020304" + "4c56424b" + "00000004")
+        #expect(try RTCPPacket.parseCompound(Self.rr + padded) == [try RTCPPacket.parseCompound(Self.rr)[0], .app(.keyframesOnly(ssrc: 0x0102_0304))])
+    }
+
+    @Test func appParametersAreChecked() {
+        expectError(.invalidParameter("APP subtype 32, at most 31")) { () throws(MediaError) in
+            try RTCPApp(subtype: 32, ssrc: 1, name: Array("LVBK".utf8))
+        }
+        expectError(.invalidParameter("APP name must be 4 ASCII bytes")) { () throws(MediaError) in
+            try RTCPApp(subtype: 0, ssrc: 1, name: Array("LVB".utf8))
+        }
+        expectError(.invalidParameter("APP name must be 4 ASCII bytes")) { () throws(MediaError) in
+            try RTCPApp(subtype: 0, ssrc: 1, name: [0x4C, 0x56, 0x42, 0xCB])
+        }
+        expectError(.invalidParameter("APP data of 3 bytes: a multiple of 4, at most 262132")) { () throws(MediaError) in
+            try RTCPApp(subtype: 0, ssrc: 1, name: Array("LVBK".utf8), data: [1, 2, 3])
+        }
+    }
+
     @Test func compoundKeepsOrderAndSkipsUnknownTypes() throws {
-        let app = hex("80cc0002" + "01020304" + "6e616d65")  // APP (204), unknown here
+        let bye = hex("81cb0001" + "01020304")  // BYE (203), unknown here
         let fir = hex("84ce0002" + "00000001" + "01020304")  // PSFB FMT 4 (FIR), not PLI
-        let parsed = try RTCPPacket.parseCompound(Self.sr + app + Self.rr + fir + Self.nack + Self.pli)
+        let parsed = try RTCPPacket.parseCompound(Self.sr + bye + Self.rr + fir + Self.nack + Self.pli)
         #expect(parsed.count == 4)
         #expect(RTCPPacket.serializeCompound(parsed) == Self.sr + Self.rr + Self.nack + Self.pli)
     }
 
     @Test func everyTruncationFails() {
-        for vector in [Self.sr, Self.rr, Self.nack, Self.pli] {
+        for vector in [Self.sr, Self.rr, Self.nack, Self.pli, Self.keyframesOnly, Self.appWithData] {
             for n in 0..<vector.count {
                 #expect(throws: MediaError.self) { try RTCPPacket.parseCompound(Array(vector.prefix(n))) }
             }
@@ -107,6 +146,16 @@ import Testing
             var bytes = Self.sr
             bytes[0] = 0x81
             return try RTCPPacket.parseCompound(bytes)
+        }
+        // APP: SSRC without a name; data not in whole words (3 bytes left after 1 of padding); a non-ASCII name.
+        expectError(.malformed("APP length must cover SSRC, name and whole data words")) { () throws(MediaError) in
+            try RTCPPacket.parseCompound(hex("80cc0001" + "01020304"))
+        }
+        expectError(.malformed("APP length must cover SSRC, name and whole data words")) { () throws(MediaError) in
+            try RTCPPacket.parseCompound(hex("a0cc0003" + "01020304" + "4c56424b" + "00000001"))
+        }
+        expectError(.malformed("APP name not ASCII")) { () throws(MediaError) in
+            try RTCPPacket.parseCompound(hex("80cc0002" + "01020304" + "4c5642cb"))
         }
         expectError(.malformed("RTCP padding longer than packet")) { () throws(MediaError) in
             try RTCPPacket.parseCompound(hex("a1ce0002" + "00000001" + "010203ff"))

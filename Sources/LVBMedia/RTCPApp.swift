@@ -1,0 +1,57 @@
+/// Application-defined RTCP packet (RFC 3550 §6.7, PT 204): messages of this
+/// project's own, told apart by `name` and `subtype`.
+///
+/// ```
+///  0                   1                   2                   3
+///  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |V=2|P| subtype |   PT=APP=204  |             length            |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |                           SSRC/CSRC                           |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |                          name (ASCII)                         |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |                   application-dependent data                ...
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// ```
+/// The one this node speaks is `keyframesOnly(ssrc:)`: name "LVBK",
+/// subtype 0, no data — "this subscriber wants keyframes only" (a trickle
+/// subscription, to preview a room). Other APP packets are parsed and ignored.
+public struct RTCPApp: Equatable, Sendable {
+    /// 0...31 (the 5-bit count field), checked by `init`.
+    public private(set) var subtype: UInt8
+    /// The sender's SSRC.
+    public var ssrc: UInt32
+    /// Exactly 4 ASCII bytes, checked by `init` and when parsing.
+    public private(set) var name: [UInt8]
+    /// A multiple of 4 bytes (RFC 3550 §6.7: "a multiple of 32 bits long").
+    public private(set) var data: [UInt8]
+
+    public init(subtype: UInt8, ssrc: UInt32, name: [UInt8], data: [UInt8] = []) throws(MediaError) {
+        guard subtype <= MediaConstants.RTCP.maxCount else { throw .invalidParameter("APP subtype \(subtype), at most 31") }
+        guard name.count == 4, name.allSatisfy({ $0 < 0x80 }) else { throw .invalidParameter("APP name must be 4 ASCII bytes") }
+        guard data.count % 4 == 0, data.count <= MediaConstants.RTCP.maxAppData else {
+            throw .invalidParameter("APP data of \(data.count) bytes: a multiple of 4, at most \(MediaConstants.RTCP.maxAppData)")
+        }
+        self.init(checkedSubtype: subtype, ssrc: ssrc, name: name, data: data)
+    }
+
+    init(checkedSubtype subtype: UInt8, ssrc: UInt32, name: [UInt8], data: [UInt8]) {
+        self.subtype = subtype
+        self.ssrc = ssrc
+        self.name = name
+        self.data = data
+    }
+
+    /// "This subscriber wants keyframes only" (`MediaConstants.RTCP.keyframesOnlyName`,
+    /// subtype 0, no data), from the subscriber `ssrc`.
+    public static func keyframesOnly(ssrc: UInt32) -> RTCPApp {
+        RTCPApp(checkedSubtype: MediaConstants.RTCP.keyframesOnlySubtype, ssrc: ssrc,
+                name: MediaConstants.RTCP.keyframesOnlyName, data: [])
+    }
+
+    /// True for the keyframes-only request (its data, reserved, is not looked at).
+    public var isKeyframesOnly: Bool {
+        name == MediaConstants.RTCP.keyframesOnlyName && subtype == MediaConstants.RTCP.keyframesOnlySubtype
+    }
+}
