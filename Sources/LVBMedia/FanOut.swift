@@ -12,13 +12,18 @@ public struct FanOutStats: Sendable, Equatable {
     /// NACKed packets not resent because the subscriber's repair budget was spent.
     public var retransmitsRefused = 0
     public var gopBursts = 0
+    /// Keyframes sent to keyframes-only subscribers (one per subscriber per
+    /// keyframe, the cached one they start from included).
+    public var trickleKeyframes = 0
 }
 
 /// The fan-out stage of one stream, sans-IO: sends each packet to every
 /// subscriber, keeps the send history (a NACK is answered with the same bytes,
 /// within a per-subscriber budget) and the GOP cache (a new subscriber gets the
-/// current GOP at once). It knows nothing of encoders, sender reports or rate
-/// control, so the origin of a stream and a relay of it use it alike.
+/// current GOP at once). A subscriber may take keyframes only (a trickle, to
+/// preview the stream): it gets each keyframe and nothing else, and the cached
+/// keyframe when it subscribes. It knows nothing of encoders, sender reports or
+/// rate control, so the origin of a stream and a relay of it use it alike.
 public final class FanOut<Peer: Hashable> {
     private struct Subscriber {
         var lastHeard: Instant
@@ -30,6 +35,8 @@ public final class FanOut<Peer: Hashable> {
         /// last `takeRepairCounts`: loss before repair.
         var sentSinceReport = 0
         var nacked: Set<UInt16> = []
+        /// Gets keyframes only: no delta frames, no audio.
+        var keyframesOnly: Bool
     }
 
     public let useGOPCache: Bool
@@ -40,8 +47,9 @@ public final class FanOut<Peer: Hashable> {
     private var subscribers: [Peer: Subscriber] = [:]
     private var history = SendHistory()
     private var gop = GOPCache()
-    /// When each peer last got the GOP cache.
+    /// When each peer last got the GOP cache, and the cached keyframe alone.
     private var lastBurst: [Peer: Instant] = [:]
+    private var lastPreview: [Peer: Instant] = [:]
     private let defaultBudgetKbps: Double
 
     /// - Parameter budgetKbps: a subscriber's repair budget until the owner sets one.
@@ -52,20 +60,51 @@ public final class FanOut<Peer: Hashable> {
 
     public var peers: [Peer] { Array(subscribers.keys) }
     public var count: Int { subscribers.count }
+    /// Subscribers that take keyframes only.
+    public var keyframesOnlyCount: Int { subscribers.values.count(where: \.keyframesOnly) }
 
-    /// Adds `peer` (or notes that it is still there). A new subscriber gets the
-    /// cached GOP at once, at most once per `gopBurstInterval` so that leaving
-    /// and subscribing again cannot turn the cache into an amplifier. Returns
-    /// true when the peer is new and got no picture to start from: the origin
-    /// should make a keyframe.
+    public func isKeyframesOnly(_ peer: Peer) -> Bool { subscribers[peer]?.keyframesOnly ?? false }
+
+    /// Adds `peer` (or notes that it is still there) in the mode it asks for.
+    ///
+    /// A new full subscriber gets the cached GOP at once, at most once per
+    /// `gopBurstInterval` so that leaving and subscribing again cannot turn the
+    /// cache into an amplifier; a keyframes-only subscriber that becomes full
+    /// is treated the same. A new keyframes-only subscriber gets the cached
+    /// keyframe alone (at most once per `gopBurstInterval` too), which neither
+    /// uses up its GOP burst nor asks for a keyframe: a preview must not make
+    /// the encoder spend keyframes for everyone. A full subscriber that asks
+    /// for keyframes only gets nothing more. Returns true when the peer became
+    /// a full subscriber and got no picture to start from: the origin should
+    /// make a keyframe.
     @discardableResult
-    public func subscribe(_ peer: Peer, now: Instant) -> Bool {
-        if subscribers[peer] != nil {
-            subscribers[peer]?.lastHeard = now
-            return false
-        }
-        subscribers[peer] = Subscriber(lastHeard: now, budgetKbps: defaultBudgetKbps, tokensAt: now)
+    public func subscribe(_ peer: Peer, now: Instant, keyframesOnly: Bool = false) -> Bool {
         lastBurst = lastBurst.filter { now - $0.value < MediaConstants.gopBurstInterval }
+        lastPreview = lastPreview.filter { now - $0.value < MediaConstants.gopBurstInterval }
+        if var s = subscribers[peer] {
+            let upgrade = s.keyframesOnly && !keyframesOnly
+            s.lastHeard = now
+            s.keyframesOnly = keyframesOnly
+            subscribers[peer] = s
+            return upgrade ? startFull(peer, now: now) : false
+        }
+        subscribers[peer] = Subscriber(lastHeard: now, budgetKbps: defaultBudgetKbps, tokensAt: now,
+                                       keyframesOnly: keyframesOnly)
+        guard keyframesOnly else { return startFull(peer, now: now) }
+        if useGOPCache, lastPreview[peer] == nil, gop.isComplete, gop.keyframePackets > 0, let send {
+            lastPreview[peer] = now
+            stats.trickleKeyframes += 1
+            for b in gop.keyframe {
+                send(peer, .rtp, b)
+                stats.bytesSent += b.count
+            }
+        }
+        return false
+    }
+
+    /// Sends the GOP cache to a peer that just became a full subscriber, if
+    /// its burst interval allows; true when it has nothing to start from.
+    private func startFull(_ peer: Peer, now: Instant) -> Bool {
         guard useGOPCache else { return false }
         if lastBurst[peer] == nil, gop.isComplete, !gop.packets.isEmpty, let send {
             lastBurst[peer] = now
@@ -84,16 +123,20 @@ public final class FanOut<Peer: Hashable> {
     /// The repair budget of `peer`: a multiple of what it is sent.
     public func setBudget(_ peer: Peer, kbps: Double) { subscribers[peer]?.budgetKbps = kbps }
 
-    /// Sends one video frame's packets (`sequences` are their RTP sequence numbers).
+    /// Sends one video frame's packets (`sequences` are their RTP sequence
+    /// numbers): a keyframe to every subscriber, a delta frame to full ones.
     public func sendVideo(_ packets: [[UInt8]], sequences: [UInt16], keyframe: Bool) {
         for (s, b) in zip(sequences, packets) { history.store(s, b) }
         if useGOPCache { gop.add(packets, keyframe: keyframe) }
-        fanOut(packets)
-        for peer in subscribers.keys { subscribers[peer]?.sentSinceReport += packets.count }
+        fanOut(packets, keyframe: keyframe)
+        for (peer, s) in subscribers where keyframe || !s.keyframesOnly {
+            subscribers[peer]?.sentSinceReport += packets.count
+        }
     }
 
-    /// Sends one audio packet (audio is never retransmitted: FEC and concealment repair it).
-    public func sendAudio(_ packet: [UInt8]) { fanOut([packet]) }
+    /// Sends one audio packet to full subscribers (audio is never
+    /// retransmitted: FEC and concealment repair it).
+    public func sendAudio(_ packet: [UInt8]) { fanOut([packet], keyframe: false) }
 
     /// Sends one packet to one subscriber only (RTCP for it, such as a sender report).
     public func send(_ bytes: [UInt8], channel: MediaChannel, to peer: Peer) {
@@ -101,12 +144,15 @@ public final class FanOut<Peer: Hashable> {
         send?(peer, channel, bytes)
     }
 
-    private func fanOut(_ packets: [[UInt8]]) {
+    /// Sends `packets` to full subscribers, and to keyframes-only ones too when they are a keyframe.
+    private func fanOut(_ packets: [[UInt8]], keyframe: Bool) {
         guard let send, !subscribers.isEmpty else { return }
-        for peer in subscribers.keys {
+        let size = packets.reduce(0) { $0 + $1.count }
+        for (peer, s) in subscribers where keyframe || !s.keyframesOnly {
             for b in packets { send(peer, .rtp, b) }
+            stats.bytesSent += size
+            if s.keyframesOnly { stats.trickleKeyframes += 1 }
         }
-        stats.bytesSent += packets.reduce(0) { $0 + $1.count } * subscribers.count
     }
 
     /// A generic NACK (RFC 4585 §6.2.1) from `peer`: resends what the history

@@ -4,6 +4,8 @@
 public struct GOPCache: Sendable {
     public private(set) var packets: [[UInt8]] = []
     public private(set) var bytes = 0
+    /// How many of `packets` (the first ones) are the GOP's keyframe.
+    public private(set) var keyframePackets = 0
     /// False from an over-long GOP until the next keyframe.
     public private(set) var isComplete = false
     public let maxBytes: Int
@@ -15,6 +17,7 @@ public struct GOPCache: Sendable {
         if keyframe {
             packets.removeAll(keepingCapacity: true)
             bytes = 0
+            keyframePackets = frame.count
             isComplete = true
         }
         guard isComplete else { return }
@@ -22,11 +25,15 @@ public struct GOPCache: Sendable {
         guard bytes + size <= maxBytes else {
             packets.removeAll()
             bytes = 0
+            keyframePackets = 0
             isComplete = false
             return
         }
         packets += frame
         bytes += size
     }
+
+    /// The keyframe's packets alone (what a keyframes-only subscriber starts from).
+    public var keyframe: ArraySlice<[UInt8]> { packets.prefix(keyframePackets) }
 }
 

@@ -1,0 +1,138 @@
+import LVBCore
+import LVBTestSupport
+import Testing
+@testable import LVBMedia
+
+/// A fan-out of stand-in packets (`[frame, index]`, sequence number frame × 16 + index)
+/// that records what each subscriber is sent.
+private final class FanOutProbe {
+    let fanOut = FanOut<Int>(budgetKbps: 1000)
+    private(set) var sent: [Int: [[UInt8]]] = [:]
+    let start = Instant(nanoseconds: 1_000_000_000)
+
+    init() { fanOut.send = { [unowned self] peer, _, bytes in sent[peer, default: []].append(bytes) } }
+
+    static func frame(_ n: UInt8, packets: Int) -> [[UInt8]] { (0..<UInt8(packets)).map { [n, $0] } }
+
+    /// Publishes frame `n` (a keyframe of 3 packets or a delta of 2); returns its packets.
+    @discardableResult
+    func video(_ n: UInt8, keyframe: Bool) -> [[UInt8]] {
+        let packets = Self.frame(n, packets: keyframe ? 3 : 2)
+        fanOut.sendVideo(packets, sequences: packets.map { UInt16($0[0]) * 16 + UInt16($0[1]) }, keyframe: keyframe)
+        return packets
+    }
+
+    func take(_ peer: Int) -> [[UInt8]] {
+        defer { sent[peer] = nil }
+        return sent[peer] ?? []
+    }
+}
+
+@Suite("Trickle (keyframes-only) subscriptions: fan-out and origin")
+struct TrickleSubscriptionTests {
+    @Test("fan-out: a keyframes-only subscriber gets the cached keyframe alone, then each keyframe, never deltas or audio")
+    func trickleGetsKeyframesOnly() {
+        let p = FanOutProbe()
+        let k0 = p.video(0, keyframe: true)
+        let d1 = p.video(1, keyframe: false), d2 = p.video(2, keyframe: false)
+
+        // It starts from the cached keyframe, without the deltas, without asking for a keyframe.
+        #expect(!p.fanOut.subscribe(1, now: p.start, keyframesOnly: true))
+        #expect(p.take(1) == k0)
+        #expect(p.fanOut.stats.gopBursts == 0 && p.fanOut.stats.trickleKeyframes == 1)
+        #expect(p.fanOut.isKeyframesOnly(1) && p.fanOut.keyframesOnlyCount == 1)
+        // A full subscriber beside it still gets the whole GOP.
+        #expect(!p.fanOut.subscribe(2, now: p.start))
+        #expect(p.take(2) == k0 + d1 + d2)
+        #expect(!p.fanOut.isKeyframesOnly(2) && p.fanOut.keyframesOnlyCount == 1 && p.fanOut.count == 2)
+
+        let d3 = p.video(3, keyframe: false)
+        p.fanOut.sendAudio([0xA0])
+        #expect(p.take(1).isEmpty)
+        #expect(p.take(2) == d3 + [[0xA0]])
+        let k4 = p.video(4, keyframe: true)
+        #expect(p.take(1) == k4)
+        #expect(p.fanOut.stats.trickleKeyframes == 2)
+        // Loss accounting counts what each was sent live.
+        #expect(p.fanOut.takeRepairCounts(1).sent == k4.count)
+        #expect(p.fanOut.takeRepairCounts(2).sent == d3.count + k4.count)
+
+        // Its NACKs are answered from the same history.
+        p.fanOut.nack([4 * 16 + 1], from: 1, now: p.start + .seconds(1))
+        #expect(p.take(1) == [k4[1]])
+        #expect(p.fanOut.stats.retransmissions == 1)
+    }
+
+    @Test("fan-out: with nothing cached, a keyframes-only subscriber waits; a full one asks for a keyframe")
+    func trickleNeverAsksForKeyframe() {
+        let p = FanOutProbe()
+        #expect(!p.fanOut.subscribe(1, now: p.start, keyframesOnly: true))
+        #expect(p.fanOut.subscribe(2, now: p.start))
+        p.video(0, keyframe: false)  // a delta with no keyframe before it: not cached
+        #expect(p.take(1).isEmpty)
+        #expect(!p.fanOut.subscribe(3, now: p.start, keyframesOnly: true))
+        #expect(p.take(3).isEmpty)
+    }
+
+    @Test("fan-out: upgrading to full brings the GOP burst; downgrading brings nothing")
+    func upgradeAndDowngrade() {
+        let p = FanOutProbe()
+        let k0 = p.video(0, keyframe: true), d1 = p.video(1, keyframe: false)
+        p.fanOut.subscribe(1, now: p.start, keyframesOnly: true)
+        #expect(p.take(1) == k0)
+        // Still a preview: saying so again sends nothing.
+        #expect(!p.fanOut.subscribe(1, now: p.start + .milliseconds(100), keyframesOnly: true))
+        #expect(p.take(1).isEmpty)
+
+        #expect(!p.fanOut.subscribe(1, now: p.start + .milliseconds(200)))
+        #expect(p.take(1) == k0 + d1)
+        #expect(p.fanOut.stats.gopBursts == 1 && p.fanOut.keyframesOnlyCount == 0)
+        let d2 = p.video(2, keyframe: false)
+        #expect(p.take(1) == d2)
+
+        #expect(!p.fanOut.subscribe(1, now: p.start + .milliseconds(300), keyframesOnly: true))
+        #expect(p.take(1).isEmpty)
+        #expect(p.fanOut.isKeyframesOnly(1))
+        p.video(3, keyframe: false)
+        p.fanOut.sendAudio([0xA0])
+        #expect(p.take(1).isEmpty)
+        let k4 = p.video(4, keyframe: true)
+        #expect(p.take(1) == k4)
+    }
+
+    @Test("fan-out: toggling between trickle and full gets no more bursts than leaving and coming back")
+    func burstLimitHoldsAcrossToggles() {
+        let p = FanOutProbe()
+        let k0 = p.video(0, keyframe: true), d1 = p.video(1, keyframe: false)
+        p.fanOut.subscribe(1, now: p.start)
+        #expect(p.take(1) == k0 + d1)
+        var keyframeAsks = 0
+        var t = p.start
+        for _ in 0..<40 {
+            t = t + .milliseconds(100)
+            #expect(!p.fanOut.subscribe(1, now: t, keyframesOnly: true))
+            t = t + .milliseconds(100)
+            if p.fanOut.subscribe(1, now: t) { keyframeAsks += 1 }
+        }
+        // 8 s of toggling: no second burst (the origin is asked for a keyframe
+        // instead, which its own rate limit bounds as it bounds PLIs).
+        #expect(p.take(1).isEmpty)
+        #expect(p.fanOut.stats.gopBursts == 1)
+        #expect(keyframeAsks == 40)
+        // Leaving and coming back as a preview: the cached keyframe at most once per interval.
+        let peer = 2
+        for _ in 0..<20 {
+            t = t + .milliseconds(100)
+            p.fanOut.subscribe(peer, now: t, keyframesOnly: true)
+            p.fanOut.unsubscribe(peer)
+        }
+        #expect(p.take(peer) == k0)
+        #expect(p.fanOut.stats.trickleKeyframes == 1)
+        // Once the interval has passed since the first burst, an upgrade bursts again.
+        t = p.start + MediaConstants.gopBurstInterval
+        p.fanOut.subscribe(1, now: t, keyframesOnly: true)
+        #expect(!p.fanOut.subscribe(1, now: t))
+        #expect(p.take(1) == k0 + d1)
+        #expect(p.fanOut.stats.gopBursts == 2)
+    }
+}
