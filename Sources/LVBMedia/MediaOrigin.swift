@@ -5,7 +5,10 @@ import Logging
 public struct OriginStats: Sendable, Equatable {
     public var videoPackets = 0
     public var audioPackets = 0
+    /// PLIs from full subscribers (keyframe requests).
     public var plisReceived = 0
+    /// PLIs from keyframes-only subscribers, not acted on.
+    public var plisIgnored = 0
     public var receiverReports = 0
     public var malformedRTCP = 0
 }
@@ -16,13 +19,18 @@ public struct OriginStats: Sendable, Equatable {
 /// subscriber with nothing to start from) and a target bitrate per subscriber
 /// (the encoder follows the lowest), measures round trips, and sends sender
 /// reports. A peer subscribes by sending receiver feedback (RR, NACK or PLI);
-/// it is dropped after `subscriberTimeout` without any.
+/// it is dropped after `subscriberTimeout` without any. Feedback that carries
+/// the APP keyframes-only request (`RTCPApp.keyframesOnly`) subscribes it to
+/// keyframes only (a preview); feedback without it, to the whole stream. A
+/// keyframes-only subscriber's PLIs are ignored and its reports feed neither
+/// rate control nor `subscriberLoss`: its sequence numbers have gaps by design.
 public final class MediaOrigin<Peer: Hashable> {
     private struct Subscriber {
         var rate: RateController
         var lastSenderReport: Instant
         var lossFraction = 0.0
         var rtt: Duration?
+        var keyframesOnly = false
     }
 
     public let videoSSRC: UInt32
@@ -55,16 +63,20 @@ public final class MediaOrigin<Peer: Hashable> {
         set { fanOut.send = newValue }
     }
 
+    /// Subscribers, keyframes-only ones included.
     public var subscriberCount: Int { fanOut.count }
+    /// Subscribers that take keyframes only (previews).
+    public var trickleCount: Int { fanOut.keyframesOnlyCount }
 
-    /// The video target: the lowest any subscriber's rate control allows.
+    /// The video target: the lowest any full subscriber's rate control allows.
     public var targetVideoKbps: Int {
-        subscribers.values.map { Int($0.rate.targetKbps) }.min() ?? maxVideoKbps
+        subscribers.values.filter { !$0.keyframesOnly }.map { Int($0.rate.targetKbps) }.min() ?? maxVideoKbps
     }
 
-    /// Mean loss fraction and worst round-trip time the subscribers report.
+    /// Mean loss fraction the full subscribers report, and the worst round-trip time.
     public var subscriberLoss: Double {
-        subscribers.isEmpty ? 0 : subscribers.values.reduce(0) { $0 + $1.lossFraction } / Double(subscribers.count)
+        let full = subscribers.values.filter { !$0.keyframesOnly }
+        return full.isEmpty ? 0 : full.reduce(0) { $0 + $1.lossFraction } / Double(full.count)
     }
     public var subscriberRTT: Duration? { subscribers.values.compactMap(\.rtt).max() }
 
@@ -102,7 +114,8 @@ public final class MediaOrigin<Peer: Hashable> {
     }
 
     /// RTCP from a peer the owner lets subscribe (an admitted member).
-    /// Receiver feedback subscribes it; the first time, it gets the cached GOP.
+    /// Receiver feedback subscribes it; the first time, it gets the cached GOP
+    /// (or, asking for keyframes only, the cached keyframe).
     public func receiveRTCP(_ bytes: ArraySlice<UInt8>, from peer: Peer) {
         let packets: [RTCPPacket]
         do { packets = try RTCPPacket.parseCompound(bytes) } catch {
@@ -116,23 +129,31 @@ public final class MediaOrigin<Peer: Hashable> {
     /// The same, already parsed (a node that also receives from `peer` parses once).
     public func receiveRTCP(_ packets: [RTCPPacket], from peer: Peer) {
         let now = clock.now()
-        let isFeedback = packets.contains {
-            switch $0 {
-            case .receiverReport, .nack, .pli: true
-            default: false
+        var isFeedback = false, keyframesOnly = false
+        for packet in packets {
+            switch packet {
+            case .receiverReport, .nack, .pli: isFeedback = true
+            case .app(let app) where app.isKeyframesOnly: (isFeedback, keyframesOnly) = (true, true)
+            case .senderReport, .app: break
             }
         }
         guard isFeedback else { return }
-        subscribe(peer)
+        subscribe(peer, keyframesOnly: keyframesOnly)
         for packet in packets {
             switch packet {
             case .nack(let nack) where nack.mediaSSRC == videoSSRC:
                 fanOut.nack(nack.lostSequenceNumbers, from: peer, now: now)
             case .pli(let pli) where pli.mediaSSRC == videoSSRC:
-                stats.plisReceived += 1
-                requestKeyframe(now: now)
+                // A preview waits for the next keyframe: it must not make the encoder spend one for everyone.
+                if keyframesOnly {
+                    stats.plisIgnored += 1
+                } else {
+                    stats.plisReceived += 1
+                    requestKeyframe(now: now)
+                }
             case .receiverReport(let rr):
                 stats.receiverReports += 1
+                guard !keyframesOnly else { break }
                 for block in rr.reportBlocks where block.ssrc == videoSSRC {
                     noteReport(block, from: peer, now: now)
                 }
@@ -145,12 +166,25 @@ public final class MediaOrigin<Peer: Hashable> {
     /// Subscribes `peer` before it sent any feedback (the host's return stream
     /// to a co-host it just accepted; a co-host's stream to its host): it gets
     /// the cached GOP, or a keyframe is requested.
-    public func subscribe(_ peer: Peer) {
+    public func subscribe(_ peer: Peer) { subscribe(peer, keyframesOnly: false) }
+
+    /// Subscribes `peer` in the mode its feedback asked for. A preview that
+    /// becomes a full subscriber starts its rate control and repair counts
+    /// afresh: whatever they held (from before it was a preview, or NACKs
+    /// of keyframes) says nothing about the whole stream it now gets.
+    private func subscribe(_ peer: Peer, keyframesOnly: Bool) {
         let now = clock.now()
-        if subscribers[peer] == nil {
-            subscribers[peer] = Subscriber(rate: RateController(maxKbps: maxVideoKbps), lastSenderReport: now)
+        let existing = subscribers[peer]
+        if existing == nil || (existing?.keyframesOnly == true && !keyframesOnly) {
+            subscribers[peer] = Subscriber(rate: RateController(maxKbps: maxVideoKbps),
+                                           lastSenderReport: existing?.lastSenderReport ?? now, rtt: existing?.rtt)
+            if existing != nil {
+                _ = fanOut.takeRepairCounts(peer)
+                fanOut.setBudget(peer, kbps: MediaConstants.retransmitBudgetFactor * Double(maxVideoKbps))
+            }
         }
-        if fanOut.subscribe(peer, now: now) { requestKeyframe(now: now) }
+        subscribers[peer]?.keyframesOnly = keyframesOnly
+        if fanOut.subscribe(peer, now: now, keyframesOnly: keyframesOnly) { requestKeyframe(now: now) }
     }
 
     /// Forgets a subscriber (its session ended or it left).

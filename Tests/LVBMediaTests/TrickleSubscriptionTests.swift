@@ -135,4 +135,91 @@ struct TrickleSubscriptionTests {
         #expect(p.take(1) == k0 + d1)
         #expect(p.fanOut.stats.gopBursts == 2)
     }
+
+    // MARK: Origin
+
+    private static let videoSSRC: UInt32 = 7
+
+    /// Receiver feedback from a viewer with SSRC 100: an RR (with a report
+    /// block of `lost`/256 loss when given), the keyframes-only request when
+    /// `trickle`, then `extra`.
+    private static func feedback(lost: UInt8? = nil, trickle: Bool, _ extra: [RTCPPacket] = []) throws -> ArraySlice<UInt8> {
+        let blocks = lost.map {
+            [RTCPReportBlock(ssrc: videoSSRC, fractionLost: $0, cumulativeLost: 0, extendedHighestSequence: 0,
+                             jitter: 0, lastSenderReport: 0, delaySinceLastSenderReport: 0)]
+        } ?? []
+        var packets: [RTCPPacket] = [.receiverReport(try RTCPReceiverReport(ssrc: 100, reportBlocks: blocks))]
+        if trickle { packets.append(.app(.keyframesOnly(ssrc: 100))) }
+        return RTCPPacket.serializeCompound(packets + extra)[...]
+    }
+
+    private static let pli = RTCPPacket.pli(RTCPPictureLossIndication(senderSSRC: 100, mediaSSRC: videoSSRC))
+
+    @Test("origin: the keyframes-only request subscribes a preview, whose PLIs and lossy reports change nothing; a full viewer's do")
+    func originIgnoresPreviewFeedback() throws {
+        let clock = ManualClock()
+        let origin = MediaOrigin<Int>(clock: clock, videoSSRC: Self.videoSSRC, audioSSRC: 9, maxVideoKbps: 1000)
+        origin.send = { _, _, _ in }
+        // Nothing cached yet: a preview waits for the next keyframe, a full viewer asks for one.
+        origin.receiveRTCP(try Self.feedback(trickle: true), from: 1)
+        #expect(origin.trickleCount == 1 && origin.subscriberCount == 1 && origin.fanOut.isKeyframesOnly(1))
+        #expect(!origin.takeKeyframeRequest())
+        for _ in 0..<6 {
+            clock.advance(by: .milliseconds(500))
+            origin.receiveRTCP(try Self.feedback(lost: 64, trickle: true, [Self.pli]), from: 1)
+        }
+        #expect(!origin.takeKeyframeRequest())
+        #expect(origin.stats.plisIgnored == 6 && origin.stats.plisReceived == 0)
+        #expect(origin.targetVideoKbps == 1000 && origin.subscriberLoss == 0)
+        #expect(origin.trickleCount == 1)
+
+        origin.receiveRTCP(try Self.feedback(trickle: false), from: 2)
+        #expect(origin.takeKeyframeRequest())
+        clock.advance(by: MediaConstants.keyframeRequestInterval)
+        origin.receiveRTCP(try Self.feedback(trickle: false, [Self.pli]), from: 2)
+        #expect(origin.takeKeyframeRequest())
+        #expect(origin.stats.plisReceived == 1)
+        for _ in 0..<6 {
+            clock.advance(by: .milliseconds(500))
+            origin.receiveRTCP(try Self.feedback(lost: 64, trickle: false), from: 2)
+        }
+        #expect(origin.targetVideoKbps < 500)
+        #expect(origin.subscriberLoss == 0.25)
+        #expect(origin.trickleCount == 1 && origin.subscriberCount == 2)
+    }
+
+    @Test("origin: feedback without the request upgrades a preview, whose rate control starts afresh; with it, a viewer becomes a preview")
+    func originUpgradesAndDowngrades() throws {
+        let clock = ManualClock()
+        let origin = MediaOrigin<Int>(clock: clock, videoSSRC: Self.videoSSRC, audioSSRC: 9, maxVideoKbps: 1000)
+        origin.send = { _, _, _ in }
+        origin.receiveRTCP(try Self.feedback(trickle: false), from: 1)
+        #expect(origin.takeKeyframeRequest())
+        for _ in 0..<6 {
+            clock.advance(by: .milliseconds(500))
+            origin.receiveRTCP(try Self.feedback(lost: 64, trickle: false), from: 1)
+        }
+        #expect(origin.targetVideoKbps < 500)
+
+        // Now a preview: its reports no longer count, and a PLI is ignored.
+        origin.receiveRTCP(try Self.feedback(lost: 64, trickle: true, [Self.pli]), from: 1)
+        #expect(origin.trickleCount == 1)
+        #expect(origin.targetVideoKbps == 1000 && origin.subscriberLoss == 0)
+        clock.advance(by: MediaConstants.keyframeRequestInterval)
+        #expect(!origin.takeKeyframeRequest())
+
+        // Back to full with a clean report: its target starts from the top, not from the lossy past.
+        clock.advance(by: .milliseconds(500))
+        origin.receiveRTCP(try Self.feedback(lost: 0, trickle: false), from: 1)
+        #expect(origin.trickleCount == 0)
+        #expect(origin.targetVideoKbps == 1000)
+        // A NACK alone is feedback too, and also means the whole stream.
+        origin.receiveRTCP(try Self.feedback(trickle: true), from: 1)
+        let nack = RTCPPacket.nack(try RTCPGenericNACK(senderSSRC: 100, mediaSSRC: Self.videoSSRC, lost: [1]))
+        origin.receiveRTCP(RTCPPacket.serializeCompound([nack])[...], from: 1)
+        #expect(origin.trickleCount == 0)
+        // A subscription without feedback is full.
+        origin.subscribe(2)
+        #expect(!origin.fanOut.isKeyframesOnly(2) && origin.trickleCount == 0)
+    }
 }
