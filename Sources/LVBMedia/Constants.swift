@@ -224,6 +224,23 @@ public enum ReceiverConstants {
     /// Most audio packets queued (10 s at 20 ms).
     public static let maxQueuedAudioPackets = 500
 
+    // MARK: Tuning — preview (keyframes-only subscription)
+
+    /// Frames a preview assembles at once, and their bytes together (a
+    /// keyframe larger than the host's GOP cache could not be cached there
+    /// either); packets per frame are bounded by `maxPacketsPerFrame`.
+    public static let previewMaxPendingFrames = 4
+    public static let previewMaxPendingBytes = MediaConstants.gopCacheMaxBytes
+    /// A keyframe still missing packets this long after its last packet
+    /// arrived is NACKed, then again every `previewNackRetry`, at most
+    /// `previewNackRounds` times: a lost packet must not cost a whole GOP.
+    public static let previewNackWait: Duration = .milliseconds(20)
+    public static let previewNackRetry: Duration = .milliseconds(200)
+    public static let previewNackRounds = 3
+    /// Frames remembered as done (kept, delta, dropped) so that their late
+    /// packets do not start them again.
+    public static let previewFinishedFrames = 16
+
     // MARK: Tuning — reports
 
     /// Receiver reports go out this often once packets flow.
