@@ -79,8 +79,6 @@ public final class FanOut<Peer: Hashable> {
     /// make a keyframe.
     @discardableResult
     public func subscribe(_ peer: Peer, now: Instant, keyframesOnly: Bool = false) -> Bool {
-        lastBurst = lastBurst.filter { now - $0.value < MediaConstants.gopBurstInterval }
-        lastPreview = lastPreview.filter { now - $0.value < MediaConstants.gopBurstInterval }
         if var s = subscribers[peer] {
             let upgrade = s.keyframesOnly && !keyframesOnly
             s.lastHeard = now
@@ -91,6 +89,7 @@ public final class FanOut<Peer: Hashable> {
         subscribers[peer] = Subscriber(lastHeard: now, budgetKbps: defaultBudgetKbps, tokensAt: now,
                                        keyframesOnly: keyframesOnly)
         guard keyframesOnly else { return startFull(peer, now: now) }
+        lastPreview = lastPreview.filter { now - $0.value < MediaConstants.gopBurstInterval }
         if useGOPCache, lastPreview[peer] == nil, gop.isComplete, gop.keyframePackets > 0, let send {
             lastPreview[peer] = now
             stats.trickleKeyframes += 1
@@ -105,6 +104,7 @@ public final class FanOut<Peer: Hashable> {
     /// Sends the GOP cache to a peer that just became a full subscriber, if
     /// its burst interval allows; true when it has nothing to start from.
     private func startFull(_ peer: Peer, now: Instant) -> Bool {
+        lastBurst = lastBurst.filter { now - $0.value < MediaConstants.gopBurstInterval }
         guard useGOPCache else { return false }
         if lastBurst[peer] == nil, gop.isComplete, !gop.packets.isEmpty, let send {
             lastBurst[peer] = now
