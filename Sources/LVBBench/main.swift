@@ -8,7 +8,7 @@ import Glibc
 
 // Benchmarks for the session and gossip layers, the VP8 encoder, live media with the
 // lvbnode binary as processes and the host's link-mic mix (Scripts/bench; a second argument
-// "handshakes", "gossip", "vp8", "media" or "mix" runs that one alone; media and mix need the
+// "handshakes", "gossip", "vp8", "media", "mix" or "switch" runs that one alone; media and mix need the
 // binary: see MediaBench.swift). Each figure comes with a reference measured in the same run,
 // so ratios hold on a noisy machine.
 
@@ -33,6 +33,10 @@ if CommandLine.arguments.dropFirst(2).first == "mix" {
     MixBench.runAndPrint(seconds: seconds)
     exit(0)
 }
+if CommandLine.arguments.dropFirst(2).first == "switch" {
+    SwitchBench.runAndPrint(seconds: seconds)
+    exit(0)
+}
 let payloadSize = CoreConstants.maxDatagram - MessageSize.transportOverhead - 1  // fills a 1200-byte datagram
 
 print("lvbnode session benchmarks (\(seconds) s per figure, 1 core)")
@@ -52,6 +56,7 @@ printGossip(try await GossipLoop.run(seconds: seconds))
 VP8Bench.runAndPrint(seconds: seconds)
 MediaBench.runAndPrint(seconds: seconds)
 MixBench.runAndPrint(seconds: seconds)
+SwitchBench.runAndPrint(seconds: seconds)
 
 func format2(_ v: Double) -> String {
     let r = (v * 100).rounded() / 100

@@ -70,48 +70,70 @@ public final class FanOut<Peer: Hashable> {
     /// A new full subscriber gets the cached GOP at once, at most once per
     /// `gopBurstInterval` so that leaving and subscribing again cannot turn the
     /// cache into an amplifier; a keyframes-only subscriber that becomes full
-    /// is treated the same. A new keyframes-only subscriber gets the cached
+    /// (a viewer switching to this room) is treated the same, and within the
+    /// interval gets the burst from its repair budget if that holds it (so
+    /// toggling costs no more than NACKs could). A new keyframes-only subscriber gets the cached
     /// keyframe alone (at most once per `gopBurstInterval` too), which neither
     /// uses up its GOP burst nor asks for a keyframe: a preview must not make
     /// the encoder spend keyframes for everyone. A full subscriber that asks
-    /// for keyframes only gets nothing more. Returns true when the peer became
-    /// a full subscriber and got no picture to start from: the origin should
+    /// for keyframes only gets the cached keyframe under the same rule.
+    /// Returns true when the peer became a full subscriber and got no picture
+    /// to start from: the origin should
     /// make a keyframe.
     @discardableResult
     public func subscribe(_ peer: Peer, now: Instant, keyframesOnly: Bool = false) -> Bool {
         if var s = subscribers[peer] {
-            let upgrade = s.keyframesOnly && !keyframesOnly
+            let (upgrade, downgrade) = (s.keyframesOnly && !keyframesOnly, !s.keyframesOnly && keyframesOnly)
             s.lastHeard = now
             s.keyframesOnly = keyframesOnly
             subscribers[peer] = s
-            return upgrade ? startFull(peer, now: now) : false
+            if downgrade { startPreview(peer, now: now) }
+            return upgrade ? startFull(peer, now: now, upgrade: true) : false
         }
         subscribers[peer] = Subscriber(lastHeard: now, budgetKbps: defaultBudgetKbps, tokensAt: now,
                                        keyframesOnly: keyframesOnly)
-        guard keyframesOnly else { return startFull(peer, now: now) }
-        lastPreview = lastPreview.filter { now - $0.value < MediaConstants.gopBurstInterval }
-        if useGOPCache, lastPreview[peer] == nil, gop.isComplete, gop.keyframePackets > 0, let send {
-            lastPreview[peer] = now
-            stats.trickleKeyframes += 1
-            for b in gop.keyframe {
-                send(peer, .rtp, b)
-                stats.bytesSent += b.count
-            }
-        }
+        guard keyframesOnly else { return startFull(peer, now: now, upgrade: false) }
+        startPreview(peer, now: now)
         return false
     }
 
+    /// Sends the cached keyframe to a peer that just became keyframes-only (a
+    /// new preview, or a viewer that switched away and keeps this room ready),
+    /// at most once per `gopBurstInterval`.
+    private func startPreview(_ peer: Peer, now: Instant) {
+        lastPreview = lastPreview.filter { now - $0.value < MediaConstants.gopBurstInterval }
+        guard useGOPCache, lastPreview[peer] == nil, gop.isComplete, gop.keyframePackets > 0, let send else { return }
+        lastPreview[peer] = now
+        stats.trickleKeyframes += 1
+        for b in gop.keyframe {
+            send(peer, .rtp, b)
+            stats.bytesSent += b.count
+        }
+    }
+
     /// Sends the GOP cache to a peer that just became a full subscriber, if
-    /// its burst interval allows; true when it has nothing to start from.
-    private func startFull(_ peer: Peer, now: Instant) -> Bool {
+    /// its burst interval (or, for an upgrade, its repair budget) allows; true
+    /// when it has nothing to start from.
+    private func startFull(_ peer: Peer, now: Instant, upgrade: Bool) -> Bool {
         lastBurst = lastBurst.filter { now - $0.value < MediaConstants.gopBurstInterval }
         guard useGOPCache else { return false }
-        if lastBurst[peer] == nil, gop.isComplete, !gop.packets.isEmpty, let send {
-            lastBurst[peer] = now
-            stats.gopBursts += 1
-            for b in gop.packets { send(peer, .rtp, b) }
-            stats.bytesSent += gop.bytes
-            return false
+        if gop.isComplete, !gop.packets.isEmpty, let send {
+            var allowed = lastBurst[peer] == nil
+            if !allowed, upgrade, var s = subscribers[peer] {
+                refill(&s, now: now)
+                if s.tokens >= Double(gop.bytes) {
+                    s.tokens -= Double(gop.bytes)
+                    allowed = true
+                }
+                subscribers[peer] = s
+            }
+            if allowed {
+                lastBurst[peer] = now
+                stats.gopBursts += 1
+                for b in gop.packets { send(peer, .rtp, b) }
+                stats.bytesSent += gop.bytes
+                return false
+            }
         }
         // Nothing cached (an over-long GOP, no picture yet): start a GOP now.
         return true
@@ -161,10 +183,7 @@ public final class FanOut<Peer: Hashable> {
         guard var s = subscribers[peer], let send else { return }
         stats.nacksReceived += 1
         if s.nacked.count < MediaConstants.maxTrackedNacks { s.nacked.formUnion(sequences) }
-        // Token bucket in bytes, one second deep.
-        let perSecond = s.budgetKbps * 125
-        s.tokens = min(perSecond, s.tokens + perSecond * (now - s.tokensAt).seconds)
-        s.tokensAt = now
+        refill(&s, now: now)
         for seq in sequences {
             guard let b = history.packet(seq) else { continue }
             guard s.tokens >= Double(b.count) else {
@@ -177,6 +196,13 @@ public final class FanOut<Peer: Hashable> {
             stats.bytesSent += b.count
         }
         subscribers[peer] = s
+    }
+
+    /// The repair budget: a token bucket in bytes, one second deep.
+    private func refill(_ s: inout Subscriber, now: Instant) {
+        let perSecond = s.budgetKbps * 125
+        s.tokens = min(perSecond, s.tokens + perSecond * (now - s.tokensAt).seconds)
+        s.tokensAt = now
     }
 
     /// Video packets sent to `peer` and distinct ones it NACKed since the last

@@ -30,8 +30,9 @@ public struct SinkOptions: Sendable {
 
 /// What the sinks tell the user interfaces.
 public enum SinkEvent: Sendable {
-    /// The first decoded picture, `ms` after the sinks opened (the command started).
-    case firstFrame(ms: Double, width: Int, height: Int, keyframe: Bool)
+    /// The first decoded picture, `ms` after the sinks opened (the command
+    /// started) or after a room switch; `preloaded`: that room was kept ready.
+    case firstFrame(ms: Double, width: Int, height: Int, keyframe: Bool, preloaded: Bool)
     /// Recording started into `path`.
     case recording(path: String)
     /// An output failed (disk full, closed pipe): it stops, the room goes on.
@@ -52,11 +53,13 @@ public final class MediaSinks {
 
     private let options: SinkOptions
     private let clock: Clock
-    private let openedAt: Instant
-    /// Frames captured before the sinks opened are the sender's cached GOP
-    /// (catch-up), not live: they stay out of the glass-to-glass figures.
-    private let liveFrom: UInt64
+    private var openedAt: Instant
+    /// Frames captured before the sinks opened (or the room switched) are the
+    /// sender's cached GOP (catch-up), not live: they stay out of the
+    /// glass-to-glass figures.
+    private var liveFrom: UInt64
     private var firstFrameAt: Instant?
+    private var preloaded = false
     private var y4m: Y4MWriter?
     /// Held until the second picture gives the frame rate.
     private var firstPicture: (image: I420Frame, timestamp: UInt32)?
@@ -82,6 +85,16 @@ public final class MediaSinks {
         }
     }
 
+    /// The stream now comes from another room (a switch at `at`): the next
+    /// picture is reported as a first frame again, timed from the switch.
+    /// The outputs go on (a Y4M file keeps its size: other pictures are scaled to it).
+    public func restart(at: Instant, preloaded: Bool) {
+        openedAt = at
+        firstFrameAt = nil
+        self.preloaded = preloaded
+        liveFrom = NTPTime.from(clock.wallTime())
+    }
+
     /// Every RTP packet as it arrived (`--rtp-out`).
     public func packet(_ packet: RTPPacket, _ bytes: ArraySlice<UInt8>) { forwarder?.forward(packet, bytes) }
 
@@ -93,7 +106,7 @@ public final class MediaSinks {
             let now = clock.now()
             firstFrameAt = now
             onEvent?(.firstFrame(ms: (now - openedAt).milliseconds, width: frame.image.width,
-                                 height: frame.image.height, keyframe: frame.isKeyframe))
+                                 height: frame.image.height, keyframe: frame.isKeyframe, preloaded: preloaded))
         }
         guard failure == nil else { return }
         do {
@@ -128,7 +141,11 @@ public final class MediaSinks {
             try y4m?.write(first.image)
             firstPicture = nil
         }
-        try y4m?.write(frame.image)
+        guard let y4m else { return }
+        // Another room's stream may have another size.
+        let image = frame.image.width == y4m.width && frame.image.height == y4m.height
+            ? frame.image : try frame.image.scaled(width: y4m.width, height: y4m.height)
+        try y4m.write(image)
     }
 
     private func fail(_ error: MediaError) {

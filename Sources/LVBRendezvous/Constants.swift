@@ -99,6 +99,9 @@ public enum RendezvousConstants {
     /// A joiner asks for an introduction again this often, this many times at most.
     public static let introduceRetry: Duration = .milliseconds(500)
     public static let introduceAttempts = 10
+    /// A browsing viewer asks for the first page of the list again this often
+    /// (its neighbours to preload follow the list; rooms come and go).
+    public static let browseRefresh: Duration = .seconds(10)
 
     /// The relay: one pair's share at most (kbit/s; a stream and its repairs),
     /// and how long after its introduction or last relayed datagram a pair may use it.

@@ -30,8 +30,11 @@ public final class RoomIntroducer: AttachedRole {
     ///   - relay: where relay paths come from, if the rendezvous offers its relay.
     ///   - fallback: the host's addresses to dial when no introduction comes
     ///     (the host is not connected to the rendezvous, or it does not answer).
+    ///   - connected: rendezvous servers this node already holds sessions
+    ///     with (a running node switching rooms): asked at once.
     public init(core: TransportCore, clock: Clock, random: RandomSource, rendezvous: [PeerAddress],
-                room: RoomID, host: NodeID, addresses: [PeerAddress], relay: RelayClient? = nil, fallback: [PeerAddress] = []) {
+                room: RoomID, host: NodeID, addresses: [PeerAddress], relay: RelayClient? = nil, fallback: [PeerAddress] = [],
+                connected: [NodeID] = []) {
         self.core = core
         self.relay = relay
         self.fallback = fallback
@@ -42,6 +45,7 @@ public final class RoomIntroducer: AttachedRole {
         self.addresses = addresses
         request = random.uint32()
         for address in rendezvous { core.connect(to: address, expecting: nil) }
+        for id in connected where servers.insert(id).inserted { ask(id) }
     }
 
     public func handle(_ event: TransportEvent) {

@@ -13,7 +13,10 @@ import LVBTransport
 public final class LiveNode {
     public let plan: NodePlan
     public let core: TransportCore
-    public let room: RoomNode
+    /// The room this node is in (a viewer's changes when it switches rooms).
+    public private(set) var room: RoomNode
+    /// Rooms next to this one kept ready for a quick switch (viewers), by room id.
+    public private(set) var preloads: [RoomID: RoomPreload] = [:]
     public let media: NodeMedia
     /// The encoders of the stream this node publishes: a host's from the
     /// start, a co-host's while it is on stage.
@@ -39,6 +42,10 @@ public final class LiveNode {
     private let scheduler: EncodeScheduler
     /// Host: each co-host's key in the mixer (the video SSRC of the stream returned to it).
     private var stageKeys: [NodeID: UInt32] = [:]
+    /// Rooms this node switched away from, while their leave goes out (bounded by `until`).
+    private var departing: [(room: RoomNode, until: Instant)] = []
+    /// This process's instance id in every room it visits.
+    private let instance: UInt64
 
     /// Builds the node's parts; a media source, codec or output that cannot
     /// be set up throws here, before anything is sent.
@@ -50,11 +57,12 @@ public final class LiveNode {
         self.clock = clock
         self.random = random
         self.scheduler = scheduler
+        instance = random.uint64()
         switch plan.part {
         case let .host(policy, info):
             room = RoomNode(hosting: policy, core: core, clock: clock, random: random, info: info)
         case let .join(roomID, host, proof, _):
-            room = RoomNode(joining: roomID, host: host, proof: proof, core: core, clock: clock, random: random)
+            room = RoomNode(joining: roomID, host: host, proof: proof, core: core, clock: clock, random: random, instance: instance)
         }
         room.profile = plan.profile
         media = NodeMedia(core: core, clock: clock, random: random)
@@ -77,13 +85,17 @@ public final class LiveNode {
     }
 
     private func wire() {
+        wireRoom()
+        sinks?.onEvent = { [unowned self] event in onOutput?(.sink(event)) }
+        if let pump, let origin = media.publisher { wire(pump, to: origin) }
+    }
+
+    private func wireRoom() {
         room.onOutput = { [unowned self] output in
             if case .admitted = output { receiveHostStream() }
             onOutput?(.room(output))
         }
         room.onStage = { [unowned self] action in stage(action) }
-        sinks?.onEvent = { [unowned self] event in onOutput?(.sink(event)) }
-        if let pump, let origin = media.publisher { wire(pump, to: origin) }
     }
 
     /// Hands the encoders' output to the stream's origin on the node's loop.
@@ -189,14 +201,114 @@ public final class LiveNode {
     /// Feeds a transport event (call from the transport's `onEvent`).
     public func handle(_ event: TransportEvent) {
         onOutput?(.transport(event))
-        room.handle(event)
-        for role in roles { role.handle(event) }
+        defer { for role in roles { role.handle(event) } }
+        guard case let .message(_, channel, payload) = event else {
+            room.handle(event)
+            for preload in preloads.values { preload.handle(event) }
+            if case .gone = event { for d in departing { d.room.handle(event) } }
+            return
+        }
+        // An acknowledgement of our leave may be for a room we switched away from.
+        if channel == .room, !departing.isEmpty, case .leaveAck? = try? RoomMessage.parse(payload) {
+            for d in departing { d.room.handle(event) }
+        }
+        if let preload = preloads.values.first(where: { $0.claims(event, current: room) }) {
+            preload.handle(event)
+        } else {
+            room.handle(event)
+        }
     }
 
     /// Runs timers; call every `GossipConstants.tickInterval`.
     public func tick() {
         room.tick()
+        for (id, preload) in preloads {
+            preload.tick()
+            if preload.isReady, !preload.reported {
+                preload.reported = true
+                onOutput?(.preloaded(id))
+            }
+        }
+        tickDeparting()
         for role in roles { role.tick() }
+    }
+
+    // MARK: Quick switch (viewers)
+
+    /// Keeps `target`, hosted by `host`, ready for a quick switch: admitted and
+    /// (when this node shows pictures) subscribed to its keyframes. The caller
+    /// dials the host (directly or through an introduction).
+    public func preload(_ target: RoomID, host: NodeID) {
+        guard !room.isHost, target != room.room, preloads[target] == nil else { return }
+        preloads[target] = RoomPreload(room: target, host: host, trickle: sinks != nil, core: core, clock: clock, random: random)
+    }
+
+    /// No longer keeps `target` ready; its session ends unless something else needs it.
+    public func dropPreload(_ target: RoomID) {
+        guard let preload = preloads.removeValue(forKey: target) else { return }
+        if !isNeeded(preload.host) { core.disconnect(preload.host) }
+    }
+
+    /// Switches this viewer to room `target` hosted by `host`: leaves the room
+    /// it is in (off stage first; the leave goes out as usual) and enters
+    /// `target` — at once with the preloaded pass and picture if it was kept
+    /// ready, else by asking its host (whose session the caller dials).
+    /// Returns whether it was preloaded.
+    @discardableResult
+    public func switchRoom(to target: RoomID, host: NodeID) throws(RoomActionError) -> Bool {
+        guard !room.isHost else { throw .refused("a host stays in its own room (/close ends it)") }
+        guard target != room.room else { throw .refused("already in that room") }
+        let now = clock.now()
+        let old = room
+        try? old.hangUpLinkMic(nil)
+        if old.isAdmitted { old.leave() } else { old.shutdown() }
+        old.onOutput = nil
+        old.onStage = nil
+        media.stopReceiving(from: old.host)
+        departing.removeAll { $0.room.room == target }
+        departing.append((old, now + RoomConstants.leaveWait))
+
+        let preload = preloads.removeValue(forKey: target).flatMap { $0.host == host ? $0 : nil }
+        let next = RoomNode(joining: target, host: host, proof: .none, core: core, clock: clock, random: random, instance: instance)
+        next.profile = old.profile
+        next.media = media
+        room = next
+        wireRoom()
+        let keyframe = preload?.keyframe
+        let preloaded = preload?.pass != nil && (keyframe != nil || sinks == nil)
+        sinks?.restart(at: now, preloaded: preloaded)
+        onOutput?(.switched(from: old.room, to: target, preloaded: preloaded))
+        if let pass = preload?.pass, next.enter(with: pass) {
+            // The receiver for the host's stream now exists: show the held picture at once.
+            if let keyframe, let receiver = media.receivers[host] {
+                for packet in keyframe { receiver.receiveRTP(packet[...]) }
+            }
+        } else {
+            next.start()
+        }
+        return preloaded
+    }
+
+    /// Whether a session with `peer` serves the room we are in, a preload, or a room we are leaving.
+    private func isNeeded(_ peer: NodeID) -> Bool {
+        room.hears(peer) || room.state?.members.contains { $0.id == peer } == true || preloads.values.contains { $0.host == peer }
+            || departing.contains { $0.room.hears(peer) }
+    }
+
+    /// Rooms we switched away from: their leave repeats until acknowledged or
+    /// `leaveWait` passed; then the sessions only they needed end.
+    private func tickDeparting() {
+        guard !departing.isEmpty else { return }
+        let now = clock.now()
+        for d in departing { d.room.tick() }
+        let done = departing.filter { $0.room.leaveSettled || now >= $0.until }.map(\.room)
+        guard !done.isEmpty else { return }
+        departing.removeAll { d in done.contains { $0 === d.room } }
+        for old in done {
+            old.shutdown()
+            let peers = Set(Array(old.verified) + [old.host] + (old.state?.members.map(\.id) ?? []))
+            for peer in peers where peer != core.nodeID && !isNeeded(peer) { core.disconnect(peer) }
+        }
     }
 
     /// Runs the receive pipelines (decode what is due, send feedback).

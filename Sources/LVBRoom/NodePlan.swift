@@ -41,4 +41,9 @@ public enum NodeOutput {
     case sink(SinkEvent)
     /// The published stream's input ended or failed.
     case mediaEnded(String)
+    /// A viewer moved to another room (`preloaded`: it was kept ready, so the
+    /// host's pass and latest picture were already here).
+    case switched(from: RoomID, to: RoomID, preloaded: Bool)
+    /// A neighbouring room is ready for a quick switch (admitted, with a picture to show).
+    case preloaded(RoomID)
 }

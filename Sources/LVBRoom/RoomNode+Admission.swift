@@ -81,6 +81,17 @@ extension RoomNode {
         }
     }
 
+    /// A joiner enters with a pass the host already gave this node for this
+    /// room (while the room was preloaded): no request, no round trip.
+    /// False if the pass is not the host's for us and this room.
+    @discardableResult
+    public func enter(with pass: MembershipPass) -> Bool {
+        guard !isHost, hostKnown, self.pass == nil, phase.isActive,
+              AdmissionPolicy.verifyPass(pass, room: room, host: host, member: core.nodeID) else { return false }
+        admitted(with: pass)
+        return true
+    }
+
     private func admitted(with pass: MembershipPass) {
         self.pass = pass
         phase = .member

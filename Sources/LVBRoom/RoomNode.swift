@@ -102,6 +102,9 @@ public final class RoomNode {
     /// Opens the room (host: announces itself and the room info). Call once
     /// `onOutput` is set, so the node's own start is reported too.
     public func start() {
+        // A joiner that already holds a session with the host (a room switch
+        // to a host we were connected to) asks at once: no `established` comes.
+        if !isHost, hostKnown, phase == .connecting, core.isEstablished(with: host) { requestAdmission() }
         guard isHost, let info = startInfo else { return }
         startInfo = nil
         publish(.join(instance: instance, role: .host))
@@ -123,13 +126,17 @@ public final class RoomNode {
 
     /// A viewer's view of the room `room` hosted by `host` (from the ticket;
     /// `anyRoom` when joining by address).
-    public convenience init(joining room: RoomID, host: NodeID?, proof: JoinProof, core: TransportCore, clock: Clock, random: RandomSource) {
-        self.init(core: core, room: room, host: host ?? core.nodeID, policy: nil, proof: proof, clock: clock, random: random)
+    /// `instance`: the process's instance id when one node visits several
+    /// rooms in turn (a room switch), so each room sees the same instance.
+    public convenience init(joining room: RoomID, host: NodeID?, proof: JoinProof, core: TransportCore, clock: Clock, random: RandomSource,
+                            instance: UInt64? = nil) {
+        self.init(core: core, room: room, host: host ?? core.nodeID, policy: nil, proof: proof, clock: clock, random: random,
+                  instance: instance)
         hostKnown = host != nil
     }
 
     private init(core: TransportCore, room: RoomID, host: NodeID, policy: AdmissionPolicy?, proof: JoinProof,
-                 clock: Clock, random: RandomSource) {
+                 clock: Clock, random: RandomSource, instance: UInt64? = nil) {
         self.core = core
         self.room = room
         self.host = host
@@ -140,7 +147,7 @@ public final class RoomNode {
         self.clock = clock
         self.random = random
         identity = core.identity
-        instance = random.uint64()
+        self.instance = instance ?? random.uint64()
         standing = Standing(clock: clock)
         gossip = GossipNode(id: core.nodeID, transport: TransportGossipAdapter(core: core), clock: clock, random: random)
         // Sequence numbers keep growing across restarts of the same identity
@@ -165,6 +172,10 @@ public final class RoomNode {
         }
     }
     public var isAdmitted: Bool { state != nil }
+
+    /// Whether `peer` takes part in this room as we know it (its host, or a
+    /// member that showed its pass): its messages are this room's.
+    public func hears(_ peer: NodeID) -> Bool { peer == host || verified.contains(peer) }
 
     private func wireGossip() {
         gossip.mayNeighbor = { [unowned self] peer in verified.contains(peer) || peer == host }

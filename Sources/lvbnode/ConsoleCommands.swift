@@ -29,7 +29,9 @@ struct ConsoleCommands: Sendable {
         /accept [NAME], /reject NAME [REASON]   answer a link-mic request (host)
         /hangup [NAME]     leave the stage or withdraw your request (viewer); take NAME off stage (host)
         /layout pip|split|grid   how co-hosts are placed in the mixed picture (host)
-        /rooms [N]         the live rooms the rendezvous lists (page N)
+        /rooms [N]         the live rooms the rendezvous lists (page N), numbered
+        /switch N|ROOM-ID  watch another listed room (viewer; the ones next to it are kept ready)
+        /next, /prev       the next or previous open room in the list (viewer)
         /close             end the room for everyone (host)
         /peers             encrypted sessions (id, address, round-trip time)
         /stats             transport, room and media counters
@@ -85,6 +87,9 @@ struct ConsoleCommands: Sendable {
         case "/hangup": room { try $0.hangUpLinkMic(rest.isEmpty ? nil : rest) }
         case "/layout": layout(rest)
         case "/rooms": rooms(rest)
+        case "/switch": switchRoom(rest)
+        case "/next": switcher { _ = try $0.step(1) }
+        case "/prev": switcher { _ = try $0.step(-1) }
         case "/close": room { try $0.closeRoom() }
         case "/peers": peers()
         case "/stats": stats()
@@ -148,6 +153,27 @@ struct ConsoleCommands: Sendable {
                 RoomListOutput.emit(rooms, total: total, page: page, to: out)
             }
             if !browser.list(page: page - 1) { fail("not connected to the rendezvous yet; try again in a moment") }
+        }
+    }
+
+    /// Runs `action` on the loop with the node's room switcher (a viewer that knows a rendezvous).
+    private func switcher(_ action: @escaping (RoomSwitcher) throws -> Void) {
+        live.execute { node in
+            guard let switcher = node.roles.lazy.compactMap({ $0 as? RoomSwitcher }).first else {
+                return fail(node.room.isHost ? "a host stays in its own room" : "no rendezvous: switching rooms needs join … --rendezvous IP:PORT")
+            }
+            switcher.onRefused = { fail($0) }
+            do { try action(switcher) } catch { fail("\(error)") }
+        }
+    }
+
+    private func switchRoom(_ text: String) {
+        if let n = Int(text), n >= 1 {
+            switcher { _ = try $0.switchTo(position: n) }
+        } else if text.count == 26, let bytes = try? Base32.decode(text.lowercased()), let id = try? RoomID(bytes: bytes) {
+            switcher { try $0.switchTo(id: id) }
+        } else {
+            fail("usage: /switch N|ROOM-ID (N as /rooms numbers the rooms, or the 26-character room id)")
         }
     }
 

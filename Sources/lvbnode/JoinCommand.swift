@@ -23,11 +23,14 @@ struct JoinCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("A join ticket (lvb1…), IP:PORT, [IPv6]:PORT, localhost:PORT, or a room id with --rendezvous.", valueName: "peer"))
     var peer: String
 
-    @Option(name: .long, help: ArgumentHelp("Find the room id through this rendezvous, IP:PORT (repeatable: the first to answer is used).", valueName: "ip:port"))
+    @Option(name: .long, help: ArgumentHelp("Find the room id through this rendezvous, IP:PORT (repeatable: the first to answer is used); with it the console browses the rooms it lists (/rooms, /switch, /next, /prev).", valueName: "ip:port"))
     var rendezvous: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Ask this STUN server (IP:PORT, repeatable) where it sees this node (a reflexive event).", valueName: "ip:port"))
     var stun: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Rooms kept ready on each side of this one in the rendezvous's list, for a quick /next or /prev (0: none; each costs a trickle of keyframes).", valueName: "n"))
+    var preload = 1
 
     @OptionGroup var node: NodeOptions
     @OptionGroup var profile: ProfileOptions
@@ -50,6 +53,7 @@ struct JoinCommand: AsyncParsableCommand {
 
     func validate() throws {
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
+        guard (0...4).contains(preload) else { throw ValidationError("--preload must be from 0 to 4") }
         for server in stun { _ = try parseAddress(server, what: "--stun") }
         if roomID != nil {
             guard !rendezvous.isEmpty else { throw ValidationError("'\(peer)' is a room id: say where to find it with --rendezvous IP:PORT") }
@@ -134,7 +138,8 @@ struct JoinCommand: AsyncParsableCommand {
         if roomID != nil { runner.introductionFallback = t.addresses }
         runner.profile = profile.profile
         runner.receive = media.sinkOptions(startedAt: startedAt)
-        if roomID != nil { runner.rendezvous = try rendezvous.map { try parseAddress($0, what: "--rendezvous") } }
+        runner.preload = preload
+        runner.rendezvous = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
         runner.stun = try stun.map { try parseAddress($0, what: "--stun") }
         do {
             let setup = try stage.publisherSetup(look: .guest)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import LVBCore
 import LVBCrypto
+import LVBTransport
 
 /// Options every running node shares (host and join).
 struct NodeOptions: ParsableArguments {
@@ -8,6 +9,9 @@ struct NodeOptions: ParsableArguments {
 
     @Option(name: .long, help: ArgumentHelp("Local UDP address to bind, as IP:PORT or [IPv6]:PORT. Default: [::] (IPv6 and IPv4).", valueName: "ip:port"))
     var listen: String?
+
+    @Option(name: .long, help: ArgumentHelp("Hand out this address (IP:PORT, repeatable) in tickets, announcements and introductions instead of this machine's own (a forwarded port, a known public address, a relay in front).", valueName: "ip:port"))
+    var advertise: [String] = []
 
     @Flag(name: .long, help: "Print one JSON object per line instead of readable text.")
     var json = false
@@ -20,10 +24,20 @@ struct NodeOptions: ParsableArguments {
 
     func validate() throws {
         if let listen { _ = try parseAddress(listen, what: "--listen") }
+        for a in advertise {
+            let address = try parseAddress(a, what: "--advertise")
+            if address.port == 0 || address.isIPv6Unspecified || address.host == .v4(0) { throw ValidationError("--advertise \(a): give an address others can dial, with its port") }
+        }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
         guard LogLevelName.parse(logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
+    }
+
+    /// The addresses others are given to reach this node bound at `local`.
+    func advertised(for local: PeerAddress) -> [PeerAddress] {
+        let given = advertise.compactMap { try? PeerAddress(parsing: $0) }
+        return given.isEmpty ? LocalAddresses.advertised(for: local) : given
     }
 
     func listenAddress(defaultPort: UInt16) throws -> PeerAddress {

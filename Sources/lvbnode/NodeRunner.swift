@@ -33,6 +33,8 @@ struct NodeRunner {
     var introductionFallback: [PeerAddress] = []
     /// STUN servers to learn this node's reflexive address from.
     var stun: [PeerAddress] = []
+    /// A browsing viewer: rooms kept ready on each side of the current one.
+    var preload = 1
 
     var role: NodeRole { if case .host = setup { .host } else { .viewer } }
     var defaultPort: UInt16 { if case .host = setup { 7400 } else { 0 } }
@@ -104,18 +106,28 @@ struct NodeRunner {
         }
         guard !rendezvous.isEmpty else { return }
         // The console's /rooms, over the sessions with the rendezvous servers.
-        node.attach(RoomBrowser(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared))
+        let browser = RoomBrowser(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared)
+        node.attach(browser)
         // Relay paths through a rendezvous that offers its relay, raced against direct ones.
         let relay = RelayClient(core: node.core)
         node.attach(relay)
-        if case let .join(room, host?, _, _, _) = setup {
-            node.attach(RoomIntroducer(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared, rendezvous: rendezvous,
-                                       room: room, host: host, addresses: LocalAddresses.advertised(for: local), relay: relay,
-                                       fallback: introductionFallback))
+        if case let .join(room, host, _, _, _) = setup {
+            if let host {
+                node.attach(RoomIntroducer(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared, rendezvous: rendezvous,
+                                           room: room, host: host, addresses: options.advertised(for: local), relay: relay,
+                                           fallback: introductionFallback))
+            } else {
+                for address in rendezvous { node.core.connect(to: address, expecting: nil) }
+            }
+            // /switch, /next, /prev: the rooms next to this one in the list kept ready.
+            let switcher = RoomSwitcher(node: node, browser: browser, clock: SystemClock.shared, random: SodiumRandom.shared,
+                                        addresses: options.advertised(for: local), relay: relay)
+            switcher.neighbours = preload
+            node.attach(switcher)
         }
         if case .host = setup {
             let made = RoomAnnouncer(room: node.room, clock: SystemClock.shared, rendezvous: rendezvous,
-                                     addresses: LocalAddresses.advertised(for: local), relay: relay)
+                                     addresses: options.advertised(for: local), relay: relay)
             announcer = made
             node.attach(made)
         }
@@ -148,7 +160,7 @@ struct NodeRunner {
     /// The `ready` line with the ticket, and where a joiner is dialling.
     private func announce(live: UDPLiveNode, identity: Identity, out: Output) {
         let local = live.udp.localAddress
-        let ticket = setup.ticket(host: identity.nodeID, addresses: LocalAddresses.advertised(for: local))
+        let ticket = setup.ticket(host: identity.nodeID, addresses: options.advertised(for: local))
         var ready = JSONLine(event: "ready")
         ready.add("id", identity.nodeID.text)
         ready.add("listen", local.description)

@@ -127,9 +127,12 @@ struct RoomsCommand: AsyncParsableCommand {
 /// The room list as lines: one `room` per room, then the `rooms` summary
 /// (`lvbnode rooms` and the console's `/rooms` alike).
 enum RoomListOutput {
+    /// `page` counts from 1; each room gets its place in the whole list (`n`, from 1: `/switch N`).
     static func emit(_ rooms: [RoomAnnouncement], total: Int, page: Int, to out: Output) {
-        for a in rooms {
+        for (i, a) in rooms.enumerated() {
+            let n = (page - 1) * RendezvousConstants.roomsPerPage + i + 1
             var l = JSONLine(event: "room")
+            l.add("n", n)
             l.add("id", a.room.text)
             l.add("title", a.info.title)
             l.add("host", a.host.text)
@@ -141,7 +144,7 @@ enum RoomListOutput {
             l.add("access", ["open", "password", "invite-only"][Int(min(a.access, 2))])
             l.add("ticket", a.ticket.text)
             let lock = a.access == 1 ? " (password)" : a.access == 2 ? " (invite only)" : ""
-            out.emit(l, human: "\(a.room.text)  \(a.info.title ?? "(untitled)")\(lock) — \(a.hostNickname ?? a.host.short), \(a.viewers) watching, \(a.likes) likes", kind: "room")
+            out.emit(l, human: "\(n). \(a.room.text)  \(a.info.title ?? "(untitled)")\(lock) — \(a.hostNickname ?? a.host.short), \(a.viewers) watching, \(a.likes) likes", kind: "room")
         }
         let pages = max(1, (total + RendezvousConstants.roomsPerPage - 1) / RendezvousConstants.roomsPerPage)
         var l = JSONLine(event: "rooms")

@@ -53,18 +53,32 @@ final class Reporters: @unchecked Sendable {
         case .sink(let event): report(event)
         case .mediaEnded(let why):
             out.emit(JSONLine(event: "media_ended", ("reason", why)), human: "media input stopped: \(why)", kind: "media")
+        case .preloaded(let id):
+            out.emit(JSONLine(event: "preloaded", ("room", id.text)), human: "room \(id.text) is ready for a quick switch", kind: "room")
+        case let .switched(from, to, preloaded):
+            // The room's outputs now come from the new room.
+            room.room = media.node?.room
+            room.switches += 1
+            var line = JSONLine(event: "switched")
+            line.add("from", from.text)
+            line.add("to", to.text)
+            line.add("preloaded", preloaded)
+            out.emit(line, human: "switching to room \(to.text)\(preloaded ? " (preloaded)" : "")", kind: "room")
         }
     }
 
     private func report(_ event: SinkEvent) {
         switch event {
-        case let .firstFrame(ms, width, height, keyframe):
+        case let .firstFrame(ms, width, height, keyframe, preloaded):
             var line = JSONLine(event: "first_frame")
             line.add("ms", ms)
             line.add("width", width)
             line.add("height", height)
             line.add("keyframe", keyframe)
-            out.emit(line, human: "first picture \(Duration.milliseconds(ms).millisecondsText) ms after starting (\(width)x\(height))", kind: "media")
+            line.add("preloaded", preloaded)
+            if let room = room.room?.room { line.add("room", room.text) }
+            let since = room.switches > 0 ? "switching" : "starting"
+            out.emit(line, human: "first picture \(Duration.milliseconds(ms).millisecondsText) ms after \(since)\(preloaded ? " (preloaded)" : "") (\(width)x\(height))", kind: "media")
         case .recording(let path):
             out.emit(JSONLine(event: "recording", ("path", path)), human: "recording to \(path)", kind: "media")
         case .failed(let why):

@@ -9,6 +9,8 @@ final class RoomReporter: @unchecked Sendable {
     private let out: Output
     private let termination: Termination
     weak var room: RoomNode?
+    /// Room switches so far (a viewer browsing).
+    var switches = 0
     /// This node got into the room (host: opened it) at some point.
     private(set) var admitted = false
 

@@ -74,7 +74,24 @@ struct TrickleSubscriptionTests {
         #expect(p.take(3).isEmpty)
     }
 
-    @Test("fan-out: upgrading to full brings the GOP burst; downgrading brings nothing")
+    @Test("fan-out: a viewer that switched away and keeps the room ready gets the cached keyframe once, then keyframes only")
+    func downgradeFromFullStartsFromTheCachedKeyframe() {
+        let p = FanOutProbe()
+        let k0 = p.video(0, keyframe: true), d1 = p.video(1, keyframe: false)
+        p.fanOut.subscribe(1, now: p.start)
+        #expect(p.take(1) == k0 + d1)
+        #expect(!p.fanOut.subscribe(1, now: p.start + .milliseconds(100), keyframesOnly: true))
+        #expect(p.take(1) == k0)
+        // Again within the interval (back to full and away again): nothing more.
+        p.fanOut.subscribe(1, now: p.start + .milliseconds(200))
+        _ = p.take(1)
+        #expect(!p.fanOut.subscribe(1, now: p.start + .milliseconds(300), keyframesOnly: true))
+        #expect(p.take(1).isEmpty)
+        p.video(2, keyframe: false)
+        #expect(p.take(1).isEmpty)
+    }
+
+    @Test("fan-out: upgrading to full brings the GOP burst; downgrading again within the interval brings nothing")
     func upgradeAndDowngrade() {
         let p = FanOutProbe()
         let k0 = p.video(0, keyframe: true), d1 = p.video(1, keyframe: false)
@@ -100,12 +117,14 @@ struct TrickleSubscriptionTests {
         #expect(p.take(1) == k4)
     }
 
-    @Test("fan-out: toggling between trickle and full gets no more bursts than leaving and coming back")
+    @Test("fan-out: toggling between trickle and full costs no more than the repair budget; leaving and coming back gets nothing")
     func burstLimitHoldsAcrossToggles() {
         let p = FanOutProbe()
-        let k0 = p.video(0, keyframe: true), d1 = p.video(1, keyframe: false)
+        // A GOP of 60 kB: more than twice what the 1000 kbit/s budget refills in 200 ms.
+        let big = (0..<60).map { [UInt8(0), UInt8($0)] + [UInt8](repeating: 7, count: 998) }
+        p.fanOut.sendVideo(big, sequences: (0..<60).map { UInt16($0) }, keyframe: true)
         p.fanOut.subscribe(1, now: p.start)
-        #expect(p.take(1) == k0 + d1)
+        #expect(p.take(1) == big)
         var keyframeAsks = 0
         var t = p.start
         for _ in 0..<40 {
@@ -114,11 +133,14 @@ struct TrickleSubscriptionTests {
             t = t + .milliseconds(100)
             if p.fanOut.subscribe(1, now: t) { keyframeAsks += 1 }
         }
-        // 8 s of toggling: no second burst (the origin is asked for a keyframe
-        // instead, which its own rate limit bounds as it bounds PLIs).
-        #expect(p.take(1).isEmpty)
-        #expect(p.fanOut.stats.gopBursts == 1)
-        #expect(keyframeAsks == 40)
+        // 8 s of toggling within the burst interval: each upgrade's burst is
+        // paid from the repair budget (125 kB/s, 1 s deep), so no more than
+        // NACKs could fetch; the others ask the origin for a keyframe, which
+        // its own rate limit bounds as it bounds PLIs.
+        let bursts = p.fanOut.stats.gopBursts - 1
+        let burstBytes = p.take(1).reduce(0) { $0 + $1.count } - 60_000  // less the one cached keyframe of the first downgrade
+        #expect(bursts >= 5 && burstBytes <= 125_000 * 9, "\(bursts) bursts, \(burstBytes) bytes")
+        #expect(keyframeAsks == 40 - bursts)
         // Leaving and coming back as a preview: the cached keyframe at most once per interval.
         let peer = 2
         for _ in 0..<20 {
@@ -126,14 +148,17 @@ struct TrickleSubscriptionTests {
             p.fanOut.subscribe(peer, now: t, keyframesOnly: true)
             p.fanOut.unsubscribe(peer)
         }
-        #expect(p.take(peer) == k0)
-        #expect(p.fanOut.stats.trickleKeyframes == 1)
-        // Once the interval has passed since the first burst, an upgrade bursts again.
-        t = p.start + MediaConstants.gopBurstInterval
-        p.fanOut.subscribe(1, now: t, keyframesOnly: true)
-        #expect(!p.fanOut.subscribe(1, now: t))
-        #expect(p.take(1) == k0 + d1)
-        #expect(p.fanOut.stats.gopBursts == 2)
+        #expect(p.take(peer) == big)
+        // (One for each peer: peer 1 got it at its first move to keyframes only.)
+        #expect(p.fanOut.stats.trickleKeyframes == 2)
+        // A new full subscriber still gets one burst per interval, whatever the budget.
+        let third = 3
+        for _ in 0..<5 {
+            t = t + .milliseconds(100)
+            p.fanOut.subscribe(third, now: t)
+            p.fanOut.unsubscribe(third)
+        }
+        #expect(p.take(third) == big)
     }
 
     // MARK: Origin
