@@ -102,6 +102,9 @@ public enum RendezvousConstants {
     /// A browsing viewer asks for the first page of the list again this often
     /// (its neighbours to preload follow the list; rooms come and go).
     public static let browseRefresh: Duration = .seconds(10)
+    /// A switching viewer dials a listed host's LAN addresses first and asks
+    /// for an introduction only if no session came up within this long.
+    public static let introduceAfterLocal: Duration = .milliseconds(150)
 
     /// The relay: one pair's share at most (kbit/s; a stream and its repairs),
     /// and how long after its introduction or last relayed datagram a pair may use it.
