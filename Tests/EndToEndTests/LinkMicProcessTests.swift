@@ -16,13 +16,7 @@ import Testing
 
     private func writeSources(_ dir: String, _ name: String, colour: (UInt8, UInt8, UInt8), tone: Double) throws -> (String, String) {
         let y4m = "\(dir)/\(name).y4m", wav = "\(dir)/\(name).wav"
-        var frame = try I420Frame(width: Self.size.width, height: Self.size.height)
-        frame.y = [UInt8](repeating: colour.0, count: frame.y.count)
-        frame.u = [UInt8](repeating: colour.1, count: frame.u.count)
-        frame.v = [UInt8](repeating: colour.2, count: frame.v.count)
-        let video = try Y4MWriter(path: y4m, width: Self.size.width, height: Self.size.height, fps: 30)
-        for _ in 0..<30 { try video.write(frame) }
-        video.close()
+        try writeSolidY4M(y4m, width: Self.size.width, height: Self.size.height, colour: colour)
         let audio = try WAVWriter(path: wav)
         let samples = (0..<48000).map { Int16((0.25 * 32767 * sin(2 * .pi * tone * Double($0) / 48000)).rounded()) }
         try audio.write(samples)

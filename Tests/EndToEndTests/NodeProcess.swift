@@ -1,4 +1,5 @@
 import Foundation
+import LVBMedia
 import Testing
 
 /// The built `lvbnode` binary run as a separate process, its `--json` lines
@@ -119,4 +120,15 @@ func temporaryDirectory() -> String {
     let dir = NSTemporaryDirectory() + "lvbnode-e2e-\(UUID().uuidString)"
     try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     return dir
+}
+
+/// Writes one second (30 pictures) of a solid colour, BT.601 (Y, U, V), as a Y4M file a host can loop.
+func writeSolidY4M(_ path: String, width: Int, height: Int, colour: (UInt8, UInt8, UInt8)) throws {
+    var frame = try I420Frame(width: width, height: height)
+    frame.y = [UInt8](repeating: colour.0, count: frame.y.count)
+    frame.u = [UInt8](repeating: colour.1, count: frame.u.count)
+    frame.v = [UInt8](repeating: colour.2, count: frame.v.count)
+    let video = try Y4MWriter(path: path, width: width, height: height, fps: 30)
+    for _ in 0..<30 { try video.write(frame) }
+    video.close()
 }

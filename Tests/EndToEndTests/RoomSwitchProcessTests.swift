@@ -12,16 +12,6 @@ import Testing
     /// BT.601 red and blue.
     static let red: (UInt8, UInt8, UInt8) = (81, 90, 240), blue: (UInt8, UInt8, UInt8) = (41, 240, 110)
 
-    private func writeVideo(_ path: String, colour: (UInt8, UInt8, UInt8)) throws {
-        var frame = try I420Frame(width: Self.size.width, height: Self.size.height)
-        frame.y = [UInt8](repeating: colour.0, count: frame.y.count)
-        frame.u = [UInt8](repeating: colour.1, count: frame.u.count)
-        frame.v = [UInt8](repeating: colour.2, count: frame.v.count)
-        let video = try Y4MWriter(path: path, width: Self.size.width, height: Self.size.height, fps: 30)
-        for _ in 0..<30 { try video.write(frame) }
-        video.close()
-    }
-
     private func colour(_ f: I420Frame) -> Character {
         let u = Double(f.u.reduce(0) { $0 + Int($1) }) / Double(f.u.count)
         let v = Double(f.v.reduce(0) { $0 + Int($1) }) / Double(f.v.count)
@@ -41,8 +31,8 @@ import Testing
     @Test func aViewerSwitchesToTheOtherRoomAndBackEachTimePreloaded() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try writeVideo(dir + "/red.y4m", colour: Self.red)
-        try writeVideo(dir + "/blue.y4m", colour: Self.blue)
+        try writeSolidY4M(dir + "/red.y4m", width: Self.size.width, height: Self.size.height, colour: Self.red)
+        try writeSolidY4M(dir + "/blue.y4m", width: Self.size.width, height: Self.size.height, colour: Self.blue)
         let rv = try NodeProcess(["rendezvous", "--ephemeral", "--listen", "127.0.0.1:0", "--json"])
         defer { rv.signal(SIGTERM); _ = rv.waitExit() }
         let address = try #require(rv.waitFor("ready")?["listen"] as? String)
