@@ -13,6 +13,8 @@ import LVBMedia
 // video or audio receiver (by payload type), 1 → parsed as RTCP and given
 // to a host-side MediaOrigin (as one subscribed viewer) and to the
 // receivers (sender reports). After each record both receivers are polled.
+// RTP records also go to a PreviewReceiver (a keyframes-only subscription),
+// ticked with the clock: its held keyframe and its feedback stay bounded.
 // Nothing may trap; outputs stay bounded.
 
 private final class FuzzClock: Clock {
@@ -28,6 +30,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard let video = try? VideoReceiver(clock: clock, ssrc: 1),
           let audio = try? AudioReceiver(clock: clock, ssrc: 1) else { return 0 }
     let host = MediaOrigin<Int>(clock: clock, videoSSRC: 0x1122_3344, audioSSRC: 0x5566_7788, maxVideoKbps: 1000)
+    guard let preview = try? PreviewReceiver(clock: clock, ssrc: 2, maxDatagram: 1200) else { return 0 }
+    preview.sendFeedback = { b in
+        fuzzCheck(b.count <= 1200, "FuzzMediaReceive", "preview sent \(b.count) bytes of feedback")
+    }
+    preview.subscribe()
     var sent = 0
     host.send = { _, _, b in
         sent += 1
@@ -51,6 +58,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         records += 1
         clock.t = clock.t + .milliseconds(Int64(head & 0x7F))
         if head & 0x80 == 0 {
+            preview.receiveRTP(body[...])
+            preview.tick()
+            if let held = preview.latestKeyframe {
+                fuzzCheck(!held.packets.isEmpty && held.bytes <= MediaConstants.gopCacheMaxBytes, "FuzzMediaReceive",
+                          "preview holds a keyframe of \(held.packets.count) packets, \(held.bytes) bytes")
+            }
             if let packet = try? RTPPacket.parse(body) {
                 if packet.payloadType == 111 { audio.receive(packet) } else { video.receive(packet) }
             }

@@ -371,6 +371,9 @@ import LVBTransport
                 .nack(try RTCPGenericNACK(senderSSRC: 1, mediaSSRC: 2, lost: [10, 12, 40])),
                 .pli(RTCPPictureLossIndication(senderSSRC: 1, mediaSSRC: 2)),
             ]),
+            "rtcp-keyframes-only": RTCPPacket.serializeCompound([
+                .receiverReport(try RTCPReceiverReport(ssrc: 1)), .app(RTCPApp.keyframesOnly(ssrc: 1)),
+            ]),
         ]
         for (i, payload) in payloads.enumerated() {
             seeds["rtp-vp8-\(i)"] = try rtp(payload, seq: 100 + UInt16(i), marker: i == payloads.count - 1)
