@@ -84,7 +84,8 @@ public final class RoomPreload {
             // The host also shows its own pass to every new session: not ours.
             guard pass == nil, AdmissionPolicy.verifyPass(theirPass, room: room, host: host, member: core.nodeID) else { return }
             pass = theirPass
-            guard trickle, let receiver = try? PreviewReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload) else { return }
+            guard trickle else { return }
+            let receiver = PreviewReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload)
             receiver.sendFeedback = { [unowned core, host] bytes in try? core.send(bytes, channel: .rtcp, to: host) }
             preview = receiver
             receiver.subscribe()

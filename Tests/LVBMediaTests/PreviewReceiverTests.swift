@@ -107,6 +107,19 @@ private func junk(seq: UInt16, timestamp: UInt32, start: Bool = false, marker: B
                   ssrc: 0xBAD, payload: ([start ? 0x10 : 0x00] + Array(repeating: 0x5A, count: size))[...]).serialized()
 }
 
+/// A switch: a fresh receive pipeline fed the held keyframe (and polled), and the frame numbers it shows.
+private final class Switched {
+    let stream: StreamReceiver
+    private(set) var shown: [Int] = []
+
+    init(_ held: PreviewKeyframe, clock: Clock) throws {
+        stream = try StreamReceiver(clock: clock, ssrc: Previewer.ssrc, maxDatagram: 1167)
+        stream.onVideo = { [unowned self] in shown.append(SyntheticVideo.readFrameNumber($0.image) ?? -1) }
+        for p in held.packets { stream.receiveRTP(p[...]) }
+        stream.poll()
+    }
+}
+
 @Suite("Preview receiver: keyframes-only subscriptions for a quick room switch")
 struct PreviewReceiverTests {
     @Test("Through the origin a preview gets only keyframes, starting from the cached one, and stays subscribed")
@@ -320,12 +333,9 @@ struct PreviewReceiverTests {
         let held = try #require(viewer.preview.latestKeyframe)
         #expect(held.packets == host.wire(30))
 
-        let stream = try StreamReceiver(clock: host.clock, ssrc: Previewer.ssrc, maxDatagram: 1167)
-        var shown: [Int] = []
-        stream.onVideo = { shown.append(SyntheticVideo.readFrameNumber($0.image) ?? -1) }
-        for p in held.packets { stream.receiveRTP(p[...]) }
-        stream.poll()
-        #expect(shown == [30])
+        let switched = try Switched(held, clock: host.clock)
+        let stream = switched.stream
+        #expect(switched.shown == [30])
 
         // Its feedback, without the request, upgrades the subscription: the GOP since that keyframe comes at once.
         stream.sendFeedback = { [unowned host] in host.origin.receiveRTCP($0[...], from: 1) }
@@ -334,7 +344,7 @@ struct PreviewReceiverTests {
         host.flush()
         stream.poll()
         #expect(host.origin.trickleCount == 0 && host.origin.fanOut.stats.gopBursts == 1)
-        #expect(shown == Array(30..<45))
+        #expect(switched.shown == Array(30..<45))
         for _ in 45..<90 {
             try host.publish()
             stream.tick()
@@ -342,7 +352,7 @@ struct PreviewReceiverTests {
         }
         host.clock.advance(by: .milliseconds(500))
         stream.poll()
-        #expect(shown == Array(30..<90))
+        #expect(switched.shown == Array(30..<90))
         let s = stream.video.stats
         #expect(s.decodeErrors == 0 && s.keyframeRequests == 0)
     }
@@ -357,12 +367,9 @@ struct PreviewReceiverTests {
         let held = try #require(preview.latestKeyframe)
         #expect(held.packets == host.wire(30))
 
-        let stream = try StreamReceiver(clock: host.clock, ssrc: Previewer.ssrc, maxDatagram: 1167)
-        var shown: [Int] = []
-        stream.onVideo = { shown.append(SyntheticVideo.readFrameNumber($0.image) ?? -1) }
-        for p in held.packets { stream.receiveRTP(p[...]) }
-        stream.poll()
-        #expect(shown == [30])
+        let switched = try Switched(held, clock: host.clock)
+        let stream = switched.stream
+        #expect(switched.shown == [30])
         host.deliver[1] = { stream.receiveRTP($0[...]) }
         for _ in 31..<60 {
             try host.publish()
@@ -370,7 +377,7 @@ struct PreviewReceiverTests {
         }
         host.clock.advance(by: .milliseconds(500))
         stream.poll()
-        #expect(shown == Array(30..<60))
+        #expect(switched.shown == Array(30..<60))
         #expect(stream.video.stats.decodeErrors == 0)
     }
 }
