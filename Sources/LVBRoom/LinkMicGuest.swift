@@ -11,7 +11,17 @@ public struct LinkMicGuest: Sendable {
         case onStage(request: UInt64)
     }
 
-    public private(set) var phase: Phase = .idle
+    public private(set) var phase: Phase = .idle {
+        didSet {
+            switch oldValue {
+            case let .asking(request, _, _, _), let .onStage(request): if phase == .idle { finished = request }
+            case .idle: break
+            }
+        }
+    }
+    /// The request that ended last: the host's answers to it may still be on
+    /// their way (its hangup after the room's stage event, a repeated answer).
+    private var finished: UInt64?
 
     public init() {}
 
@@ -44,6 +54,8 @@ public struct LinkMicGuest: Sendable {
             return [.stopPublishing, .output(.ended(reason))]
         case (_, .request):
             return [.output(.refused(peer, why: "only viewers ask to go on stage"))]
+        case (.idle, _) where message.request == finished:
+            return []  // late news of a request that has ended already
         default:
             return [.output(.refused(peer, why: "link-mic message for request \(String(message.request, radix: 16)), which is not ours now (replayed or late)"))]
         }

@@ -96,9 +96,23 @@ extension TransportCore {
         let rekey = target.established
         retire(target.install(kp))
         stats.handshakesCompleted += 1
-        // Key confirmation for the responder (it waits for our first packet).
-        if !flushQueue(target) { sendKeepalive(target) }
-        if rekey, let id = target.id { emit(.rekeyed(id)) }
+        // An IK response authenticated the responder, which holds the keys
+        // already: the session is ours to use now (as in WireGuard, only the
+        // responder waits for key confirmation, our first packet). An XX
+        // responder has keys only once our message 3 arrives, which what we
+        // send next could overtake; that session waits for its first packet.
+        if rekey || pending.pattern == .XX {
+            if !flushQueue(target) { sendKeepalive(target) }
+            if rekey, let id = target.id { emit(.rekeyed(id)) }
+        } else if let id = target.id {
+            target.lastReceived = clock.now()
+            target.established = true
+            emit(.established(PeerInfo(id: id, endpoint: source, established: true, rtt: nil, keyAge: .zero,
+                                       initiatedCurrentKeys: true)))
+            sendControl(.hello(config.hello), to: target)
+            sendPing(target)
+            _ = flushQueue(target)
+        }
     }
 
     /// Gives an anonymous (XX-dialled) peer its identity, merging into an

@@ -173,6 +173,26 @@ import Testing
         #expect(me.stageLost(.left).isEmpty)
     }
 
+    /// The room's stage event can overtake the host's own hangup: the hangup
+    /// that follows is late news of the ended request, not a refusal; a
+    /// message for any other request still is one.
+    @Test func theHostsHangupAfterTheStageEventIsNotRefused() throws {
+        var me = LinkMicGuest()
+        func receive(_ m: LinkMicMessage) -> [LinkMicAction] {
+            me.receive(m, from: host.nodeID, host: host.nodeID, me: guest.nodeID)
+        }
+        _ = try me.ask("", request: 7, host: host.nodeID, now: t0)
+        _ = receive(message(.answer(guest: guest.nodeID, accepted: true, reason: ""), request: 7))
+        #expect(me.stageLost(.hostHungUp) == [.stopPublishing, .output(.ended(.hostHungUp))])
+        #expect(receive(message(.hangup(.hostHungUp), request: 7)).isEmpty)
+        #expect(receive(message(.answer(guest: guest.nodeID, accepted: true, reason: ""), request: 7)).isEmpty)
+        #expect(me.phase == .idle)
+        #expect(refused(receive(message(.hangup(.hostHungUp), request: 6))))
+        // Asking again: the new request is what counts.
+        _ = try me.ask("", request: 8, host: host.nodeID, now: t0)
+        #expect(refused(receive(message(.answer(guest: guest.nodeID, accepted: true, reason: ""), request: 7))))
+    }
+
     private func refused(_ actions: [LinkMicAction]) -> Bool {
         guard actions.count == 1, case .output(.refused) = actions[0] else { return false }
         return true
