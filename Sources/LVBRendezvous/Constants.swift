@@ -99,6 +99,14 @@ public enum RendezvousConstants {
     /// A joiner asks for an introduction again this often, this many times at most.
     public static let introduceRetry: Duration = .milliseconds(500)
     public static let introduceAttempts = 10
+    /// Introduced but still without a session: the joiner asks again this
+    /// often, for this long, so that a side whose address changed (a NAT
+    /// rebinding) is introduced again at its new address.
+    public static let reintroduceAsk: Duration = .seconds(1)
+    public static let reintroduceWindow: Duration = .seconds(20)
+    /// The rendezvous tells the host about a joiner asking again, where
+    /// neither moved, at most this often (its first introduction may be lost).
+    public static let reintroduceHostAfter: Duration = .seconds(2)
     /// A browsing viewer asks for the first page of the list again this often
     /// (its neighbours to preload follow the list; rooms come and go).
     public static let browseRefresh: Duration = .seconds(10)

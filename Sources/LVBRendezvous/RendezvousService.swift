@@ -13,6 +13,9 @@ public struct RendezvousStats: Sendable, Equatable {
     /// Introductions asked for, and made (both sides told).
     public var introduceRequests = 0
     public var introductions = 0
+    /// Introductions of a pair made again because one side had moved (a
+    /// NAT rebinding before their session came up).
+    public var reintroductions = 0
     /// Datagrams and bytes relayed between introduced pairs, and those
     /// refused (pair not introduced, over the pair's or the total cap, peer gone).
     public var relayedDatagrams = 0
@@ -45,6 +48,14 @@ public final class RendezvousService {
     /// for: introduced here, within `relayPairLifetime` of their last use.
     public let relayKbps: Int
     private var relayPairs: [RelayPair: Instant] = [:]
+    /// Pairs introduced lately (joiner, host), where each was seen then and
+    /// when the host was last told: a joiner still without a session asks
+    /// again, and the host hears of it again when either side has moved.
+    private var introduced: [Introduced: (joiner: PeerAddress, host: PeerAddress, toldHost: Instant)] = [:]
+
+    struct Introduced: Hashable {
+        let joiner: NodeID, host: NodeID
+    }
     private var pairBytes: RateLimiter<RelayPair>
     private var totalBytes: RateLimiter<Int>
 
@@ -152,12 +163,25 @@ public final class RendezvousService {
             send(.introduction(request: request, peer: host, relay: false, addresses: []), to: joiner)
             return
         }
-        stats.introductions += 1
+        let now = clock.now()
         let relay = relayKbps > 0
-        if relay { relayPairs[RelayPair(joiner, host)] = clock.now() }
+        if relay { relayPairs[RelayPair(joiner, host)] = now }
         let joinerAddresses = ([joinerSeen] + claimed.filter(\.isLocalScope)).uniqued(limit: RendezvousConstants.maxIntroducedAddresses)
         let hostAddresses = ([hostSeen] + listing.announcement.addresses).uniqued(limit: RendezvousConstants.maxIntroducedAddresses)
-        send(.introduction(request: 0, peer: joiner, relay: relay, addresses: joinerAddresses), to: host)
+        // The host dials the joiner afresh on each introduction: tell it again
+        // only when one side moved, or now and then (the first may be lost).
+        let key = Introduced(joiner: joiner, host: host)
+        var tellHost = true
+        if let last = introduced[key] {
+            let moved = last.joiner != joinerSeen || last.host != hostSeen
+            tellHost = moved || now - last.toldHost >= RendezvousConstants.reintroduceHostAfter
+            if moved { stats.reintroductions += 1 }
+        }
+        if tellHost {
+            stats.introductions += 1
+            introduced[key] = (joinerSeen, hostSeen, now)
+            send(.introduction(request: 0, peer: joiner, relay: relay, addresses: joinerAddresses), to: host)
+        }
         send(.introduction(request: request, peer: host, relay: relay, addresses: hostAddresses), to: joiner)
     }
 
@@ -185,6 +209,7 @@ public final class RendezvousService {
         let now = clock.now()
         registry.expire(now: now)
         relayPairs = relayPairs.filter { now - $0.value < RendezvousConstants.relayPairLifetime }
+        introduced = introduced.filter { now - $0.value.toldHost < RendezvousConstants.reintroduceWindow }
     }
 
     /// Splits announcements into groups whose encodings fit `limit` bytes

@@ -22,6 +22,11 @@ public final class RoomIntroducer: AttachedRole {
     private var fallback: [PeerAddress]
     private let started: Instant
     public private(set) var introduced = false
+    /// When the introduction came and the host's addresses it named: until
+    /// the session is up the node asks again, and dials anew where they changed.
+    private var introduction: (at: Instant, found: [PeerAddress], server: NodeID)?
+    /// Introductions that named new addresses for the host (it moved).
+    public private(set) var reintroduced = 0
 
     /// - Parameters:
     ///   - rendezvous: where the rendezvous servers are (dialled now).
@@ -54,8 +59,18 @@ public final class RoomIntroducer: AttachedRole {
             guard servers.insert(id).inserted, !introduced else { return }
             ask(id)
         case let .message(id, .rendezvous, payload) where servers.contains(id):
-            guard !introduced, case let .introduction(request, peer, relayed, found)? = try? RendezvousMessage.parse(payload),
+            guard case let .introduction(request, peer, relayed, found)? = try? RendezvousMessage.parse(payload),
                   request == self.request, peer == host else { return }
+            if introduced {
+                // An answer to asking again: dial only if the host moved.
+                guard let last = introduction, last.server == id, !found.isEmpty, found != last.found,
+                      !core.isEstablished(with: host) else { return }
+                introduction?.found = found
+                reintroduced += 1
+                let viaRelay = relayed ? relay.map { [$0.path(to: host, via: id)] } ?? [] : []
+                core.connect(to: found + viaRelay, expecting: host, punch: true)
+                return
+            }
             introduced = true
             // No addresses: the host is not connected to that rendezvous; the
             // node keeps dialling the announced addresses on its own. With a
@@ -64,6 +79,7 @@ public final class RoomIntroducer: AttachedRole {
                 dialFallback()
                 return
             }
+            introduction = (clock.now(), found, id)
             let viaRelay = relayed ? relay.map { [$0.path(to: host, via: id)] } ?? [] : []
             core.connect(to: found + viaRelay, expecting: host, punch: true)
         case let .gone(id, _):
@@ -75,7 +91,10 @@ public final class RoomIntroducer: AttachedRole {
 
     /// Asks again until introduced (a request or an answer may be lost).
     public func tick() {
-        guard !introduced else { return }
+        if introduced {
+            askAgainIfStillApart()
+            return
+        }
         let giveUpAfter = RendezvousConstants.introduceRetry * RendezvousConstants.introduceAttempts
         guard let asked else {
             // No rendezvous session came up at all.
@@ -92,6 +111,21 @@ public final class RoomIntroducer: AttachedRole {
             return
         }
         for id in servers { ask(id) }
+    }
+
+    /// Introduced, and still no session with the host: ask the same
+    /// rendezvous again now and then, so that if either side's address has
+    /// changed since (a NAT rebinding), both are introduced anew. The session
+    /// itself follows later moves.
+    private func askAgainIfStillApart() {
+        guard let last = introduction, let asked, servers.contains(last.server) else { return }
+        let now = clock.now()
+        guard now - last.at < RendezvousConstants.reintroduceWindow, now - asked.at >= RendezvousConstants.reintroduceAsk else { return }
+        guard !core.isEstablished(with: host) else {
+            introduction = nil
+            return
+        }
+        ask(last.server)
     }
 
     private func dialFallback() {

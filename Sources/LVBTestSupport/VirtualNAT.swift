@@ -97,6 +97,15 @@ public final class VirtualNAT {
         return byKey[key(internalAddress, remote)].map(external)
     }
 
+    /// Drops every binding, as a NAT that reboots or rebinds does: the next
+    /// datagram out gets a new external port, and nothing comes in through
+    /// the old ones.
+    public func forgetMappings() {
+        byKey = [:]
+        byPort = [:]
+        earliestExpiry = nil
+    }
+
     // MARK: Translation (called by the network)
 
     /// Maps an outbound datagram (creating or refreshing the binding, and
