@@ -46,6 +46,9 @@ public enum RoomConstants {
     /// A viewer repeats an unanswered link-mic request this often (the host
     /// answers a repeat with the answer it gave, so a lost answer is recovered).
     public static let linkMicRetry: Duration = .seconds(2)
+    /// The host repeats its acceptance this often until the guest's media
+    /// arrives (within `guestSilence`: a lost acceptance costs no more than this).
+    public static let linkMicAnswerRepeat: Duration = .milliseconds(400)
     /// Co-hosts on stage at once unless `--max-guests` says otherwise.
     public static let defaultMaxGuests = 3
     /// Link-mic request ids the host remembers after answering (repeats get the same answer).

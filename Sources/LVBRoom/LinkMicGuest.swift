@@ -52,6 +52,10 @@ public struct LinkMicGuest: Sendable {
         case let (.onStage(request), .hangup(reason)) where request == message.request:
             phase = .idle
             return [.stopPublishing, .output(.ended(reason))]
+        case let (.asking(request, _, _, _), .hangup(reason)) where request == message.request:
+            // Accepted and taken off again before the acceptance reached us.
+            phase = .idle
+            return [.output(.ended(reason))]
         case (_, .request):
             return [.output(.refused(peer, why: "only viewers ask to go on stage"))]
         case (.idle, _) where message.request == finished:

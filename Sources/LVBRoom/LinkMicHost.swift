@@ -68,8 +68,9 @@ public struct LinkMicHost: Sendable {
 
     public let maxGuests: Int
     public private(set) var pending: [NodeID: Pending] = [:]
-    /// Guests on stage in the order they came on (the layout's order), with their request ids.
-    public private(set) var guests: [(id: NodeID, request: UInt64, since: Instant)] = []
+    /// Guests on stage in the order they came on (the layout's order), with
+    /// their request ids and when the acceptance last went out.
+    public private(set) var guests: [(id: NodeID, request: UInt64, since: Instant, answered: Instant)] = []
     private var answered: [UInt64: (guest: NodeID, body: LinkMicMessage.Body)] = [:]
     private var answeredOrder: [UInt64] = []
 
@@ -105,7 +106,7 @@ public struct LinkMicHost: Sendable {
         pending[peer] = nil
         let body = LinkMicMessage.Body.answer(guest: peer, accepted: true, reason: "")
         remember(p.request, peer, body)
-        guests.append((peer, p.request, now))
+        guests.append((peer, p.request, now, now))
         return [.send(body, request: p.request, to: peer), .stageOn(peer)]
     }
 
@@ -145,10 +146,16 @@ public struct LinkMicHost: Sendable {
             actions.append(.output(.expired(peer)))
         }
         guard let lastMedia else { return actions }
-        for stage in guests {
-            let heard = max(stage.since, lastMedia(stage.id) ?? stage.since)
+        for (i, stage) in guests.enumerated().reversed() {
+            let media = lastMedia(stage.id)
+            let heard = max(stage.since, media ?? stage.since)
             if now - heard >= RoomConstants.guestSilence {
                 actions += [.send(.hangup(.silent), request: stage.request, to: stage.id)] + takeOff(stage.id, .silent)
+            } else if media == nil, now - stage.answered >= RoomConstants.linkMicAnswerRepeat {
+                // No media yet: the acceptance may have been lost; say it
+                // again rather than wait for the guest's next request.
+                guests[i].answered = now
+                actions.append(.send(.answer(guest: stage.id, accepted: true, reason: ""), request: stage.request, to: stage.id))
             }
         }
         return actions

@@ -95,6 +95,8 @@ public final class LiveNode {
             if case .admitted = output { receiveHostStream() }
             onOutput?(.room(output))
         }
+        // Subscribing while asking to be admitted: the host's GOP follows its pass.
+        room.onAdmissionRequested = { [unowned self] in receiveHostStream() }
         room.onStage = { [unowned self] action in stage(action) }
     }
 
@@ -172,10 +174,12 @@ public final class LiveNode {
         mixer.setLayout(layout)
     }
 
-    /// A viewer that takes media subscribes to the host's stream once admitted.
+    /// A viewer that takes media subscribes to the host's stream with each
+    /// admission request and once more when admitted if nothing came yet.
     private func receiveHostStream() {
-        guard let sinks, !room.isHost, media.receivers[room.host] == nil,
-              let receiver = try? media.receive(from: room.host) else { return }
+        guard let sinks, !room.isHost else { return }
+        if media.receivers[room.host] != nil { return media.subscribeAgainIfSilent(to: room.host) }
+        guard let receiver = try? media.receive(from: room.host) else { return }
         receiver.onVideo = { [unowned self] in
             sinks.video($0)
             onHostVideo?($0)
@@ -264,6 +268,7 @@ public final class LiveNode {
         if old.isAdmitted { old.leave() } else { old.shutdown() }
         old.onOutput = nil
         old.onStage = nil
+        old.onAdmissionRequested = nil
         media.stopReceiving(from: old.host)
         departing.removeAll { $0.room.room == target }
         departing.append((old, now + RoomConstants.leaveWait))

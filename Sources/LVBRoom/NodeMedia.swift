@@ -83,6 +83,14 @@ public final class NodeMedia {
         return receiver
     }
 
+    /// Asks `origin` again for its stream if none of it has come yet: the
+    /// first subscription may have overtaken the admission request it
+    /// followed, and the host drops feedback from a node it has not admitted.
+    public func subscribeAgainIfSilent(to origin: NodeID) {
+        guard lastRTP[origin] == nil else { return }
+        receivers[origin]?.subscribe()
+    }
+
     /// A payload on `.rtp` or `.rtcp` from an admitted member.
     func route(_ payload: ArraySlice<UInt8>, channel: DataChannel, from peer: NodeID) {
         switch channel {

@@ -20,6 +20,9 @@ extension RoomNode {
             request = AdmissionRequest(room: room, proof: .invite(invite))
         }
         send(.admission(.request(request)), to: host)
+        // After the request, on the same session: the host has decided by
+        // the time this subscription arrives, and answers it with its GOP.
+        onAdmissionRequested?()
     }
 
     /// Shows our pass to `peer` (at most once a second unless `force`).

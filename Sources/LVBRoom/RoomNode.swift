@@ -60,6 +60,9 @@ public final class RoomNode {
     var pass: MembershipPass?
     var admittedAtMs: UInt64 = 0
     var verified: Set<NodeID> = []
+    /// Joiner: called each time this node asks the host to admit it (a node
+    /// that shows pictures subscribes to the host's stream at the same time).
+    public var onAdmissionRequested: (() -> Void)?
     var passSentAt: [NodeID: Instant] = [:]
     var lastHeartbeat: Instant
     var lastSweep: Instant

@@ -69,6 +69,7 @@ struct RendezvousCommand: AsyncParsableCommand {
             o.add("resolve_requests", s.resolveRequests)
             o.add("introduce_requests", s.introduceRequests)
             o.add("introductions", s.introductions)
+            o.add("reintroductions", s.reintroductions)
             o.add("rate_limited", s.rateLimited)
             o.add("relayed_datagrams", s.relayedDatagrams)
             o.add("relayed_bytes", s.relayedBytes)

@@ -107,6 +107,36 @@ import Testing
         #expect(desk.pending.isEmpty && desk.guests.isEmpty)
     }
 
+    /// A lost acceptance is said again until the guest's media shows it
+    /// arrived, well before the guest's silence would take it off stage.
+    @Test func theHostRepeatsItsAcceptanceUntilTheGuestsMediaArrives() throws {
+        var desk = LinkMicHost(maxGuests: 2)
+        _ = desk.receiveRequest(1, message: "", from: guest.nodeID, now: t0)
+        _ = try desk.accept(guest.nodeID, now: t0)
+        let accept = LinkMicAction.send(.answer(guest: guest.nodeID, accepted: true, reason: ""), request: 1, to: guest.nodeID)
+        let every = RoomConstants.linkMicAnswerRepeat
+        let repeatAt = t0 + every, again = t0 + every * 2
+        #expect(desk.tick(now: t0 + (every - .milliseconds(1)), lastMedia: { _ in nil }).isEmpty)
+        #expect(desk.tick(now: repeatAt, lastMedia: { _ in nil }) == [accept])
+        #expect(desk.tick(now: repeatAt + .milliseconds(1), lastMedia: { _ in nil }).isEmpty)  // not every tick
+        #expect(desk.tick(now: again, lastMedia: { _ in nil }) == [accept])
+        // Its media arrived: nothing more to say.
+        #expect(desk.tick(now: t0 + .milliseconds(1900), lastMedia: { _ in again }).isEmpty)
+        #expect(RoomConstants.linkMicAnswerRepeat * 3 < RoomConstants.guestSilence)
+    }
+
+    /// Accepted and taken off (silent) before the acceptance arrived: the
+    /// asking guest learns its request ended, and may ask again.
+    @Test func aHangupWhileStillAskingEndsTheRequest() throws {
+        var me = LinkMicGuest()
+        _ = try me.ask("", request: 11, host: host.nodeID, now: t0)
+        #expect(refused(me.receive(message(.hangup(.silent), request: 12), from: host.nodeID, host: host.nodeID, me: guest.nodeID)))
+        #expect(me.receive(message(.hangup(.silent), request: 11), from: host.nodeID, host: host.nodeID, me: guest.nodeID)
+                == [.output(.ended(.silent))])
+        #expect(me.phase == .idle)
+        #expect(try me.ask("", request: 13, host: host.nodeID, now: t0).count == 1)
+    }
+
     @Test func eitherSideHangsUpAndAGoneGuestLeavesTheStage() throws {
         var desk = LinkMicHost(maxGuests: 3)
         for (n, id) in [guest.nodeID, other.nodeID, host.nodeID].enumerated() {
