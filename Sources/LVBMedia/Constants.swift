@@ -76,6 +76,8 @@ public enum MediaConstants {
     /// The GOP cache holds at most this many bytes; a longer GOP is not cached
     /// (joiners then wait for a keyframe).
     public static let gopCacheMaxBytes = 4 << 20
+    /// A GOP cache filled packet by packet (a relay) holds at most this many packets.
+    public static let gopCacheMaxPackets = 8192
     /// A viewer gets the GOP cache at most once in this long.
     public static let gopBurstInterval: Duration = .seconds(10)
     /// A viewer measures its round trip to the host this often.
