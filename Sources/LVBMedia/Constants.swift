@@ -106,6 +106,19 @@ public enum MediaConstants {
     public static let probeGainPerSecond = 1.08
     /// The lowest video target rate control goes to.
     public static let minVideoKbps = 100
+    /// A relay remembers this many sequence numbers behind the newest of each
+    /// SSRC to forward a packet once (a retransmission that fills a hole
+    /// passes, a duplicate does not), and at most this many SSRCs.
+    public static let relayDuplicateWindow = 2048
+    public static let relayMaxSSRCs = 4
+    /// Sequence numbers a relay's children NACKed that it lacks, waiting to
+    /// go upstream; each goes up again at most every max(upstream RTT ×
+    /// `ReceiverConstants.nackRetryRTTFactor`, `nackRetryFloor`), for at most
+    /// `ReceiverConstants.nackMaxAge`.
+    public static let relayMaxUpstreamNacks = 1000
+    /// Sender reports a relay remembers having forwarded, to measure its
+    /// children's round trips from their receiver reports.
+    public static let relayRememberedSenderReports = 8
     /// Opus bitrate of the room's audio.
     public static let audioBitrate = 48_000
 }
