@@ -16,6 +16,7 @@ struct DuplicateFilter: Sendable {
     }
 
     private struct Stream: Sendable {
+        var ssrc: UInt32
         var unwrapper = SequenceUnwrapper()
         var bits: [UInt64]
         var lastUsed: UInt64
@@ -23,7 +24,8 @@ struct DuplicateFilter: Sendable {
 
     let window: Int
     let maxSSRCs: Int
-    private var streams: [UInt32: Stream] = [:]
+    /// A few streams, searched in order (no hashing per packet).
+    private var streams: [Stream] = []
     private var uses: UInt64 = 0
 
     init(window: Int = MediaConstants.relayDuplicateWindow, maxSSRCs: Int = MediaConstants.relayMaxSSRCs) {
@@ -38,18 +40,21 @@ struct DuplicateFilter: Sendable {
     /// Marks `sequence` of `ssrc` seen; says whether it was new.
     mutating func check(ssrc: UInt32, sequence: UInt16) -> Verdict {
         uses += 1
-        guard var s = streams.removeValue(forKey: ssrc) else {
-            if streams.count >= maxSSRCs, let oldest = streams.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key {
-                streams[oldest] = nil
+        guard let i = streams.firstIndex(where: { $0.ssrc == ssrc }) else {
+            if streams.count >= maxSSRCs, let oldest = streams.indices.min(by: { streams[$0].lastUsed < streams[$1].lastUsed }) {
+                streams.remove(at: oldest)
             }
-            var s = Stream(bits: Array(repeating: 0, count: window / 64), lastUsed: uses)
+            var s = Stream(ssrc: ssrc, bits: Array(repeating: 0, count: window / 64), lastUsed: uses)
             let u = s.unwrapper.unwrap(sequence)
-            set(&s, u)
-            streams[ssrc] = s
+            Self.set(&s, u, window)
+            streams.append(s)
             return .new
         }
-        defer { streams[ssrc] = s }
-        s.lastUsed = uses
+        streams[i].lastUsed = uses
+        return Self.check(&streams[i], sequence, window: window)
+    }
+
+    private static func check(_ s: inout Stream, _ sequence: UInt16, window: Int) -> Verdict {
         let newest = s.unwrapper.newest ?? 0
         let u = s.unwrapper.peek(sequence)
         if u > newest {
@@ -58,46 +63,46 @@ struct DuplicateFilter: Sendable {
                 for i in s.bits.indices { s.bits[i] = 0 }
             } else {
                 var k = newest + 1
-                while k <= u { clear(&s, k); k += 1 }
+                while k <= u { clear(&s, k, window); k += 1 }
             }
             _ = s.unwrapper.unwrap(sequence)
         } else if newest - u >= Int64(window) {
             return .tooOld
-        } else if isSet(s, u) {
+        } else if isSet(s, u, window) {
             return .duplicate
         }
-        set(&s, u)
+        set(&s, u, window)
         return .new
     }
 
     /// True when `sequence` of `ssrc` is within the window behind the newest
     /// seen and has not arrived: a hole the sender can still fill.
     func isMissing(ssrc: UInt32, sequence: UInt16) -> Bool {
-        guard let s = streams[ssrc], let newest = s.unwrapper.newest else { return false }
+        guard let s = streams.first(where: { $0.ssrc == ssrc }), let newest = s.unwrapper.newest else { return false }
         let u = s.unwrapper.peek(sequence)
-        return u < newest && newest - u < Int64(window) && !isSet(s, u)
+        return u < newest && newest - u < Int64(window) && !Self.isSet(s, u, window)
     }
 
     /// Forgets `ssrc` (its stream was replaced).
-    mutating func forget(_ ssrc: UInt32) { streams[ssrc] = nil }
+    mutating func forget(_ ssrc: UInt32) { streams.removeAll { $0.ssrc == ssrc } }
 
-    private func position(_ u: Int64) -> (word: Int, bit: UInt64) {
+    private static func position(_ u: Int64, _ window: Int) -> (word: Int, bit: UInt64) {
         let slot = Int(u & Int64(window - 1))
         return (slot / 64, UInt64(1) << UInt64(slot % 64))
     }
 
-    private func isSet(_ s: Stream, _ u: Int64) -> Bool {
-        let (w, b) = position(u)
+    private static func isSet(_ s: Stream, _ u: Int64, _ window: Int) -> Bool {
+        let (w, b) = position(u, window)
         return s.bits[w] & b != 0
     }
 
-    private func set(_ s: inout Stream, _ u: Int64) {
-        let (w, b) = position(u)
+    private static func set(_ s: inout Stream, _ u: Int64, _ window: Int) {
+        let (w, b) = position(u, window)
         s.bits[w] |= b
     }
 
-    private func clear(_ s: inout Stream, _ u: Int64) {
-        let (w, b) = position(u)
+    private static func clear(_ s: inout Stream, _ u: Int64, _ window: Int) {
+        let (w, b) = position(u, window)
         s.bits[w] &= ~b
     }
 }

@@ -16,7 +16,11 @@ public struct GOPCache: Sendable {
     public let maxPackets: Int
     /// When filled by `insert`: the sequence number and RTP timestamp of each
     /// of `packets`, in sequence order (the first starts the keyframe).
-    private var order: [(sequence: UInt16, timestamp: UInt32)] = []
+    private var order: [Position] = []
+    private struct Position: Sendable {
+        var sequence: UInt16
+        var timestamp: UInt32
+    }
     /// When filled by `insert`: where the newest keyframe started, kept when
     /// an over-long GOP is dropped, so that a late copy of an older start
     /// cannot begin a GOP of old and new frames.
@@ -76,7 +80,7 @@ public struct GOPCache: Sendable {
             return []
         }
         packets.insert(packet, at: i)
-        order.insert((sequence, timestamp), at: i)
+        order.insert(Position(sequence: sequence, timestamp: timestamp), at: i)
         bytes += packet.count
         if timestamp == start.timestamp, i <= keyframePackets { keyframePackets += 1 }
         return []
@@ -94,7 +98,7 @@ public struct GOPCache: Sendable {
             return []
         }
         packets = [packet] + keptPackets
-        order = [(sequence, timestamp)] + keptOrder
+        order = [Position(sequence: sequence, timestamp: timestamp)] + keptOrder
         bytes = keptBytes
         keyframePackets = 1 + early
         isComplete = true

@@ -110,63 +110,65 @@ public final class MediaRelay<Peer: Hashable> {
 
     /// One RTP datagram of the stream from the parent, as it arrived.
     public func receiveRTP(_ bytes: ArraySlice<UInt8>) {
-        let packet: RTPPacket
-        do { packet = try RTPPacket.parse(bytes) } catch {
+        let header: RTPHeader
+        do { header = try RTPHeader(parsing: bytes) } catch {
             stats.malformedRTP += 1
             log.debug("relay: malformed RTP: \(error)")
             return
         }
-        receiveRTP(packet, bytes: bytes)
+        relay(header, bytes)
     }
 
     /// The same, already parsed (a node that also decodes the stream parses once).
-    public func receiveRTP(_ packet: RTPPacket, bytes: ArraySlice<UInt8>) {
-        switch packet.payloadType {
+    public func receiveRTP(_ packet: RTPPacket, bytes: ArraySlice<UInt8>) { relay(RTPHeader(packet), bytes) }
+
+    private func relay(_ header: RTPHeader, _ bytes: ArraySlice<UInt8>) {
+        switch header.payloadType {
         case MediaConstants.videoPayloadType:
             // RFC 7741 §4.2, §4.3: a keyframe starts in the packet with S = 1,
             // PID = 0, whose first VP8 byte has P (bit 0) clear.
-            guard let (descriptor, data) = try? VP8PayloadDescriptor.parse(packet.payload) else {
+            guard let (descriptor, data) = try? VP8PayloadDescriptor.parse(header.payload) else {
                 stats.malformedRTP += 1
                 log.debug("relay: malformed VP8 payload descriptor")
                 return
             }
             let startsKeyframe = descriptor.startOfPartition && descriptor.partitionIndex == 0
                 && (data.first ?? 1) & 0x01 == 0
-            relayVideo(packet, bytes, startsKeyframe: startsKeyframe)
+            relayVideo(header, bytes, startsKeyframe: startsKeyframe)
         case MediaConstants.audioPayloadType:
-            guard isNew(packet, bytes) else { return }
-            audioSSRC = packet.ssrc
+            guard isNew(header, bytes) else { return }
+            audioSSRC = header.ssrc
             fanOut.sendAudio(Array(bytes))
         default:
             stats.unknownPayloadTypes += 1
         }
     }
 
-    private func relayVideo(_ packet: RTPPacket, _ bytes: ArraySlice<UInt8>, startsKeyframe: Bool) {
+    private func relayVideo(_ header: RTPHeader, _ bytes: ArraySlice<UInt8>, startsKeyframe: Bool) {
         let now = clock.now()
-        if packet.ssrc != videoSSRC {
+        if header.ssrc != videoSSRC {
             // Another stream takes over at its keyframe, or once this one is silent.
             let silent = lastVideo.map { now - $0 >= MediaConstants.streamSwitchSilence } ?? true
             guard startsKeyframe || silent else {
                 stats.foreignVideo += 1
                 return
             }
-            adopt(packet.ssrc)
+            adopt(header.ssrc)
         }
-        guard isNew(packet, bytes) else { return }
+        guard isNew(header, bytes) else { return }
         lastVideo = now
-        if startsKeyframe, !keyframeTimestamps.contains(packet.timestamp) {
-            keyframeTimestamps.append(packet.timestamp)
+        if startsKeyframe, !keyframeTimestamps.contains(header.timestamp) {
+            keyframeTimestamps.append(header.timestamp)
             if keyframeTimestamps.count > 4 { keyframeTimestamps.removeFirst() }
         }
-        upstreamAsked[packet.sequenceNumber] = nil
-        fanOut.forwardVideo(Array(bytes), sequence: packet.sequenceNumber, timestamp: packet.timestamp,
-                            keyframe: keyframeTimestamps.contains(packet.timestamp), startsKeyframe: startsKeyframe)
+        if !upstreamAsked.isEmpty { upstreamAsked[header.sequenceNumber] = nil }
+        fanOut.forwardVideo(Array(bytes), sequence: header.sequenceNumber, timestamp: header.timestamp,
+                            keyframe: keyframeTimestamps.contains(header.timestamp), startsKeyframe: startsKeyframe)
     }
 
     /// True the first time a packet arrives (and counts it forwarded).
-    private func isNew(_ packet: RTPPacket, _ bytes: ArraySlice<UInt8>) -> Bool {
-        switch seen.check(ssrc: packet.ssrc, sequence: packet.sequenceNumber) {
+    private func isNew(_ header: RTPHeader, _ bytes: ArraySlice<UInt8>) -> Bool {
+        switch seen.check(ssrc: header.ssrc, sequence: header.sequenceNumber) {
         case .duplicate:
             stats.duplicatesDropped += 1
             return false

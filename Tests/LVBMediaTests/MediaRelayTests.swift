@@ -199,6 +199,29 @@ struct MediaRelayTests {
         #expect(hop.relay.stats.tooOld == 1)
     }
 
+    @Test("the relay's in-place RTP header reader accepts and rejects what RTPPacket.parse does, with the same fields")
+    func headerReaderAgreesWithParser() throws {
+        var full = try RTPPacket(marker: true, payloadType: 96, sequenceNumber: 0xABCD, timestamp: 0x0102_0304, ssrc: 0x0506_0708,
+                                 csrcs: [1, 2], payload: [0x90, 0x80, 0x81, 0x02, 0x00, 7, 7, 7][...], paddingLength: 4)
+        full.setCaptureTime(0x1122_3344_5566_7788)
+        try full.setExtension(id: 3, [9])
+        let templates = [full.serialized(), vp8(1, ts: 2, start: true, keyframe: true), opus(3)]
+        let random = SeededRandom(seed: 12)
+        var accepted = 0, rejected = 0
+        for i in 0..<20_000 {
+            var bytes = templates[i % templates.count]
+            for _ in 0..<(i % 4) {
+                bytes[Int(random.uint32()) % bytes.count] = UInt8(truncatingIfNeeded: random.uint32())
+            }
+            if i % 7 == 0 { bytes = Array(bytes.prefix(Int(random.uint32()) % bytes.count)) }
+            let packet = try? RTPPacket.parse(bytes)
+            let header = try? RTPHeader(parsing: bytes[...])
+            #expect(header == packet.map(RTPHeader.init), "\(bytes)")
+            if header == nil { rejected += 1 } else { accepted += 1 }
+        }
+        #expect(accepted > 1000 && rejected > 1000)
+    }
+
     @Test("duplicate filter: a window per SSRC across the wrap, a bounded number of SSRCs")
     func duplicateFilter() {
         var f = DuplicateFilter(window: 128, maxSSRCs: 2)
