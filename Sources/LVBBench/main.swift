@@ -7,9 +7,9 @@ import Glibc
 #endif
 
 // Benchmarks for the session and gossip layers, the VP8 encoder, live media with the
-// lvbnode binary as processes and the host's link-mic mix (Scripts/bench; a second argument
-// "handshakes", "gossip", "vp8", "media", "mix" or "switch" runs that one alone; media and mix need the
-// binary: see MediaBench.swift). Each figure comes with a reference measured in the same run,
+// lvbnode binary as processes, the host's link-mic mix and a relay's forwarding (Scripts/bench; a
+// second argument "handshakes", "gossip", "vp8", "media", "mix", "switch" or "relay" runs that one
+// alone; media and mix need the binary: see MediaBench.swift). Each figure comes with a reference measured in the same run,
 // so ratios hold on a noisy machine.
 
 let seconds = Double(CommandLine.arguments.dropFirst().first ?? "") ?? 3.0
@@ -37,6 +37,10 @@ if CommandLine.arguments.dropFirst(2).first == "switch" {
     SwitchBench.runAndPrint(seconds: seconds)
     exit(0)
 }
+if CommandLine.arguments.dropFirst(2).first == "relay" {
+    await RelayBench.runAndPrint(seconds: seconds)
+    exit(0)
+}
 let payloadSize = CoreConstants.maxDatagram - MessageSize.transportOverhead - 1  // fills a 1200-byte datagram
 
 print("lvbnode session benchmarks (\(seconds) s per figure, 1 core)")
@@ -53,6 +57,7 @@ print("session seal+send+receive+open, 1200 B \(fmt(sealed)) packets/s  ratio \(
 print("seal+open only (no sockets), 1200 B  \(fmt(cryptoOnly)) packets/s  (\(fmt(cryptoOnly * 1200 * 8 / 1e6)) Mbit/s)")
 print("IK handshakes (both sides, in memory) \(fmt(handshakes)) handshakes/s")
 printGossip(try await GossipLoop.run(seconds: seconds))
+await RelayBench.runAndPrint(seconds: seconds)
 VP8Bench.runAndPrint(seconds: seconds)
 MediaBench.runAndPrint(seconds: seconds)
 MixBench.runAndPrint(seconds: seconds)

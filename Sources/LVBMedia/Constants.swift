@@ -76,6 +76,8 @@ public enum MediaConstants {
     /// The GOP cache holds at most this many bytes; a longer GOP is not cached
     /// (joiners then wait for a keyframe).
     public static let gopCacheMaxBytes = 4 << 20
+    /// A GOP cache filled packet by packet (a relay) holds at most this many packets.
+    public static let gopCacheMaxPackets = 8192
     /// A viewer gets the GOP cache at most once in this long.
     public static let gopBurstInterval: Duration = .seconds(10)
     /// A viewer measures its round trip to the host this often.
@@ -104,6 +106,19 @@ public enum MediaConstants {
     public static let probeGainPerSecond = 1.08
     /// The lowest video target rate control goes to.
     public static let minVideoKbps = 100
+    /// A relay remembers this many sequence numbers behind the newest of each
+    /// SSRC to forward a packet once (a retransmission that fills a hole
+    /// passes, a duplicate does not), and at most this many SSRCs.
+    public static let relayDuplicateWindow = 2048
+    public static let relayMaxSSRCs = 4
+    /// Sequence numbers a relay's children NACKed that it lacks, waiting to
+    /// go upstream; each goes up again at most every max(upstream RTT ×
+    /// `ReceiverConstants.nackRetryRTTFactor`, `nackRetryFloor`), for at most
+    /// `ReceiverConstants.nackMaxAge`.
+    public static let relayMaxUpstreamNacks = 1000
+    /// Sender reports a relay remembers having forwarded, to measure its
+    /// children's round trips from their receiver reports.
+    public static let relayRememberedSenderReports = 8
     /// Opus bitrate of the room's audio.
     public static let audioBitrate = 48_000
 }

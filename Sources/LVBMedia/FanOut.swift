@@ -156,6 +156,48 @@ public final class FanOut<Peer: Hashable> {
         }
     }
 
+    /// Forwards one video packet of a stream it relays, as it arrives (packets
+    /// come one by one, in any order): to full subscribers, and to
+    /// keyframes-only ones too when `keyframe` (it belongs to a keyframe, as
+    /// far as the relay knows). The history keeps it for NACKs; the GOP cache
+    /// inserts it in sequence order, and `startsKeyframe` starts a new GOP —
+    /// the keyframe's packets that came before their start reach
+    /// keyframes-only subscribers then.
+    public func forwardVideo(_ packet: [UInt8], sequence: UInt16, timestamp: UInt32, keyframe: Bool, startsKeyframe: Bool) {
+        history.store(sequence, packet)
+        var early: [[UInt8]] = []
+        if useGOPCache { early = gop.insert(packet, sequence: sequence, timestamp: timestamp, startsKeyframe: startsKeyframe) }
+        guard let send else { return }
+        // Walks the table by index and counts in place: no copy of it per packet.
+        var i = subscribers.startIndex
+        while i != subscribers.endIndex {
+            defer { subscribers.formIndex(after: &i) }
+            let (peer, s) = subscribers[i]
+            var count = 1
+            if s.keyframesOnly {
+                guard keyframe || startsKeyframe else { continue }
+                if startsKeyframe {
+                    stats.trickleKeyframes += 1
+                    for b in early {
+                        send(peer, .rtp, b)
+                        stats.bytesSent += b.count
+                    }
+                    count += early.count
+                }
+            }
+            send(peer, .rtp, packet)
+            stats.bytesSent += packet.count
+            subscribers.values[i].sentSinceReport += count
+        }
+    }
+
+    /// The relayed stream's video was replaced (a new SSRC): the history and
+    /// the GOP cache hold the old one's packets.
+    public func resetVideo() {
+        history = SendHistory()
+        gop.clear()
+    }
+
     /// Sends one audio packet to full subscribers (audio is never
     /// retransmitted: FEC and concealment repair it).
     public func sendAudio(_ packet: [UInt8]) { fanOut([packet], keyframe: false) }

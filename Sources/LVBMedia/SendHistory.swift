@@ -2,14 +2,19 @@
 /// NACKs (RFC 4585 §6.2.1) with retransmissions of the same bytes. A ring of
 /// fixed size: a new packet replaces the one 1024 sequence numbers older.
 public struct SendHistory: Sendable {
-    private var slots: [(sequence: UInt16, bytes: [UInt8])?]
+    private struct Slot: Sendable {
+        var sequence: UInt16
+        var bytes: [UInt8]
+    }
+
+    private var slots: [Slot?]
 
     public init(capacity: Int = MediaConstants.sendHistoryPackets) {
         slots = Array(repeating: nil, count: max(1, capacity))
     }
 
     public mutating func store(_ sequence: UInt16, _ bytes: [UInt8]) {
-        slots[Int(sequence) % slots.count] = (sequence, bytes)
+        slots[Int(sequence) % slots.count] = Slot(sequence: sequence, bytes: bytes)
     }
 
     /// The packet sent with `sequence`, if it is still held.
