@@ -3,7 +3,7 @@ import LVBCrypto
 
 /// The kind byte of a room event, naming the layout of its body.
 public enum EventKind: UInt8, Sendable {
-    case chat = 1, danmaku = 2, like = 3, join = 4, leave = 5, profile = 6, roomInfo = 7, kick = 8, mute = 9, roomClosed = 10, stage = 11
+    case chat = 1, danmaku = 2, like = 3, join = 4, leave = 5, profile = 6, roomInfo = 7, kick = 8, mute = 9, roomClosed = 10, stage = 11, relay = 12
 }
 
 /// What a member shows about themselves; a field left nil is not set.
@@ -44,6 +44,32 @@ public struct RoomInfo: Equatable, Sendable {
     }
 }
 
+/// Where a member sits in the room's media tree: the node it takes the
+/// host's stream from, how far from the host, how many children it takes and
+/// has, and where children reach it.
+public struct RelayPosition: Equatable, Sendable {
+    /// The node it receives the stream from; nil for the host (the root).
+    public var parent: NodeID?
+    /// Hops from the host: 0 for the host, its parent's depth + 1 otherwise.
+    public var depth: UInt8
+    /// Children it takes (its relay slots), and children it has.
+    public var slots: UInt8
+    public var children: UInt8
+    /// Where a child dials it (its own view: local, advertised, reflexive).
+    public var addresses: [PeerAddress]
+
+    public init(parent: NodeID?, depth: UInt8, slots: UInt8, children: UInt8, addresses: [PeerAddress]) {
+        self.parent = parent
+        self.depth = depth
+        self.slots = slots
+        self.children = children
+        self.addresses = addresses
+    }
+
+    /// Slots not taken.
+    public var free: Int { Int(slots) - Int(children) }
+}
+
 /// The content of a room event; the limits in the comments are enforced by
 /// both `RoomEvent.make` and `RoomEvent.parse`.
 public enum EventBody: Equatable, Sendable {
@@ -66,6 +92,8 @@ public enum EventBody: Equatable, Sendable {
     /// Link-mic: the host put `target` on stage (co-host) or took it off;
     /// `reason` says why it ended (`StageReason`), 0 when it started.
     case stage(target: NodeID, onStage: Bool, reason: UInt8)
+    /// The author's place in the media tree (latest wins).
+    case relay(RelayPosition)
 
     public var kind: EventKind {
         switch self {
@@ -80,6 +108,7 @@ public enum EventBody: Equatable, Sendable {
         case .mute: .mute
         case .roomClosed: .roomClosed
         case .stage: .stage
+        case .relay: .relay
         }
     }
 }

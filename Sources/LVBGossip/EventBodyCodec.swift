@@ -14,6 +14,9 @@ import LVBCrypto
 //     mute        target(32) ‖ muted(1: 0 or 1)
 //     roomClosed  (empty)
 //     stage       target(32) ‖ on(1: 0 or 1) ‖ reason(1: 0 when on, 1...4 when off)
+//     relay       hasParent(1: 0 or 1) ‖ [parent(32)] ‖ depth(1) ‖ slots(1) ‖
+//                 children(1) ‖ count(1: 0...4) ‖ address × count
+//                 (an address: family(1: 4 or 6) ‖ 4 or 16 bytes ‖ port(2))
 //
 // A TLV field is type(1) ‖ len(1) ‖ value. Fields come in strictly increasing
 // type order (so each at most once), none is empty, an unknown type is an
@@ -43,6 +46,12 @@ extension EventBody {
             } else {
                 guard (1...F.stageReasonMax).contains(reason) else { throw .badValue("stage end reason \(reason) is unknown") }
             }
+        case let .relay(r):
+            guard (r.parent == nil) == (r.depth == 0) else { throw .badValue("relay depth \(r.depth) with\(r.parent == nil ? "out" : "") a parent") }
+            guard r.depth <= F.relayDepthMax else { throw .badValue("relay depth \(r.depth) is above \(F.relayDepthMax)") }
+            guard r.slots <= F.relaySlotsMax else { throw .badValue("relay slots \(r.slots) are above \(F.relaySlotsMax)") }
+            guard r.children <= r.slots else { throw .badValue("relay children \(r.children) exceed its slots \(r.slots)") }
+            guard r.addresses.count <= F.relayAddressesMax else { throw .badValue("relay lists \(r.addresses.count) addresses (at most 4)") }
         case let .profile(p):
             if let v = p.nickname { try EventText.check(v, field: "nickname", max: F.nicknameMax) }
             if let v = p.avatar { try EventText.checkASCII(v, field: "avatar", max: F.avatarMax) }
@@ -100,6 +109,14 @@ extension EventBody {
             w.write(bytes: target.publicKey)
             w.write(UInt8(onStage ? 1 : 0))
             w.write(reason)
+        case let .relay(r):
+            w.write(UInt8(r.parent == nil ? 0 : 1))
+            if let parent = r.parent { w.write(bytes: parent.publicKey) }
+            w.write(r.depth)
+            w.write(r.slots)
+            w.write(r.children)
+            w.write(UInt8(r.addresses.count))
+            for a in r.addresses { w.write(address: a) }
         }
     }
 
@@ -164,6 +181,16 @@ extension EventBody {
             let on = try r.uint8()
             guard on <= 1 else { throw .badValue("stage flag \(on) is not 0 or 1") }
             body = .stage(target: target, onStage: on == 1, reason: try r.uint8())
+        case .relay:
+            let flag = try r.uint8()
+            guard flag <= 1 else { throw .badValue("relay parent flag \(flag) is not 0 or 1") }
+            let parent = flag == 1 ? try target(&r) : nil
+            let depth = try r.uint8(), slots = try r.uint8(), children = try r.uint8()
+            let count = Int(try r.uint8())
+            guard count <= F.relayAddressesMax else { throw .badValue("relay lists \(count) addresses (at most 4)") }
+            var addresses: [PeerAddress] = []
+            for _ in 0..<count { addresses.append(try r.address()) }
+            body = .relay(RelayPosition(parent: parent, depth: depth, slots: slots, children: children, addresses: addresses))
         }
         try r.expectEnd()
         try body.validate()
@@ -227,6 +254,13 @@ struct RoomEventReader {
     }
 
     mutating func rest() -> ArraySlice<UInt8> { inner.readRest() }
+
+    mutating func address() throws(EventError) -> PeerAddress {
+        do { return try inner.readAddress() } catch {
+            if case .badAddress(let why) = error { throw .badValue("relay address: \(why)") }
+            throw .truncated
+        }
+    }
 
     func expectEnd() throws(EventError) {
         guard inner.isAtEnd else { throw .trailingBytes }

@@ -30,6 +30,11 @@ enum RoomEventFormat {
     /// Stage end reasons 1...4 (`StageReason` in LVBRoom).
     static let stageReasonMax: UInt8 = 4
 
+    /// Relay positions: slots at most, depth at most, addresses at most.
+    static let relaySlotsMax: UInt8 = 16
+    static let relayDepthMax: UInt8 = 64
+    static let relayAddressesMax = 4
+
     // Profile and room-info TLV types.
     static let profileNickname: UInt8 = 1
     static let profileAvatar: UInt8 = 2
@@ -46,5 +51,6 @@ enum RoomEventFormat {
         4 + 1 + danmakuMax,
         (2 + nicknameMax) + (2 + avatarMax) + (2 + 1) + (2 + locationMax),
         (2 + titleMax) + (2 + coverMax) + (2 + locationMax) + (2 + 8),
-        8 + 1, 32 + 1)
+        8 + 1, 32 + 1,
+        1 + 32 + 3 + 1 + relayAddressesMax * (1 + 16 + 2))
 }

@@ -23,6 +23,10 @@ public enum RoomConstants {
     /// Like events (not likes: each carries a cumulative total) per author per second, and at once.
     public static let likeEventRate = 5
     public static let likeEventBurst = 10
+    /// Relay position events per author per second, and at once (a node
+    /// coalesces its own changes to fewer; a relay's children come and go).
+    public static let relayRate = 2
+    public static let relayBurst = 6
 
     /// Domain separation of the room's signatures and MACs; each is followed by
     /// one 0x00 byte where it prefixes signed bytes.

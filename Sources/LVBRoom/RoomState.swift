@@ -28,9 +28,12 @@ public final class RoomState {
     private var closedEvent: RoomEvent?
     /// The host's latest stage event for each member (link-mic co-hosts).
     private var stage: [NodeID: RoomEvent] = [:]
+    /// Each member's latest relay position (the media tree).
+    private var relays: [NodeID: RoomEvent] = [:]
     private var chatBuckets = RateLimiter<NodeID>(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst, sweepThreshold: RoomConstants.sweepThreshold)
     private var profileBuckets = RateLimiter<NodeID>(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst, sweepThreshold: RoomConstants.sweepThreshold)
     private var likeBuckets = RateLimiter<NodeID>(count: RoomConstants.likeEventRate, burst: RoomConstants.likeEventBurst, sweepThreshold: RoomConstants.sweepThreshold)
+    private var relayBuckets = RateLimiter<NodeID>(count: RoomConstants.relayRate, burst: RoomConstants.relayBurst, sweepThreshold: RoomConstants.sweepThreshold)
 
     public init(room: RoomID, host: NodeID, clock: Clock) {
         self.room = room
@@ -128,6 +131,13 @@ public final class RoomState {
             stage[target] = e
             return .accepted(was == onStage ? [] : [.stage(target, onStage: onStage, reason: StageReason(rawValue: reason))])
 
+        case let .relay(position):
+            guard (position.parent == nil) == (author == host), position.parent != author else { return .rejected(.badTreePosition) }
+            if let order = Self.order(e, after: relays[author]) { return order }
+            if limited, !relayBuckets.allow(author, now: now) { return .rejected(.rateLimited) }
+            relays[author] = e
+            return .accepted([])
+
         case .roomClosed:
             guard author == host else { return .rejected(.notHost(.roomClosed)) }
             isClosed = true
@@ -206,14 +216,24 @@ public final class RoomState {
         return onStage
     }
 
+    /// The media tree as its members last told it: each present member's
+    /// latest relay position (a member that left keeps none).
+    public var tree: [NodeID: RelayPosition] {
+        var out: [NodeID: RelayPosition] = [:]
+        for (id, e) in relays where presence.isPresent(id) {
+            if case let .relay(p) = e.body { out[id] = p }
+        }
+        return out
+    }
+
     /// Members the host has on stage now.
     public var coHosts: [NodeID] { stage.keys.filter(isOnStage) }
 
     /// The events a late joiner needs to reach this state: the latest
     /// `RoomConstants.chatHistory` chat and bullet comments, each author's
-    /// latest like, each present member's latest join, profile and stage event, the latest
-    /// room info; then every kick and each target's latest mute; then the
-    /// room's closing. Each group is ordered by timestamp, then author key,
+    /// latest like, each present member's latest join, profile, stage event
+    /// and relay position, the latest room info; then every kick and each
+    /// target's latest mute; then the room's closing. Each group is ordered by timestamp, then author key,
     /// then sequence number, so nodes with the same state give the same list;
     /// moderation comes last so a chat this node accepted before a kick or
     /// mute is accepted by the joiner too, whatever the authors' clock skew.
@@ -223,6 +243,7 @@ public final class RoomState {
             content.append(entry.join)
             if let p = profiles[id] { content.append(p) }
             if let s = stage[id] { content.append(s) }
+            if let r = relays[id] { content.append(r) }
         }
         if let infoEvent { content.append(infoEvent) }
         let moderation = Array(kicks.values) + Array(mutes.values)

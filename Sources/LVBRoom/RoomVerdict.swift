@@ -29,13 +29,16 @@ extension RoomState {
         /// Older than the author's latest event of a latest-wins kind (profile,
         /// room info, join/leave, or the host's mute of the same target).
         case stale
+        /// A relay position that cannot be true: a viewer at the root, the
+        /// host below it, or a node its own parent.
+        case badTreePosition
 
         /// Whether forwarding this event is misbehaviour that costs the
         /// forwarder standing. Kicked, muted, closed and stale events can be
         /// honest races of gossip order, so they cost nothing.
         public var isMisbehaviour: Bool {
             switch self {
-            case .wrongRoom, .notHost, .rateLimited: true
+            case .wrongRoom, .notHost, .rateLimited, .badTreePosition: true
             case .authorKicked, .authorMuted, .roomClosed, .stale: false
             }
         }
@@ -49,6 +52,7 @@ extension RoomState {
             case .rateLimited: "author is sending too fast"
             case .roomClosed: "room is closed"
             case .stale: "older than the author's latest event of this kind"
+            case .badTreePosition: "relay position is impossible (only the host is the root; nobody is its own parent)"
             }
         }
     }

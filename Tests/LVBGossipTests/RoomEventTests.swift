@@ -64,6 +64,11 @@ import Testing
             .roomClosed,
             .stage(target: target, onStage: true, reason: 0),
             .stage(target: target, onStage: false, reason: 3),
+            .relay(RelayPosition(parent: nil, depth: 0, slots: 4, children: 2, addresses: [PeerAddress(host: .v4(0x7F00_0001), port: 7400)])),
+            .relay(RelayPosition(parent: target, depth: 3, slots: 16, children: 16, addresses: [
+                PeerAddress(host: .v4(0x0A00_0002), port: 1), PeerAddress(host: .v6(Array(repeating: 0xAB, count: 16)), port: 65535),
+                PeerAddress(host: .v4(1), port: 2), PeerAddress(host: .v4(3), port: 4)])),
+            .relay(RelayPosition(parent: target, depth: 64, slots: 0, children: 0, addresses: [])),
         ]
     }
 
@@ -120,6 +125,33 @@ import Testing
         }
         let empty = try make(.profile(Profile()))
         #expect(empty.encoded == signedWire(kind: 6, body: []))
+    }
+
+    @Test func relayPositionLayoutAndLimits() throws {
+        let loopback = PeerAddress(host: .v4(0x7F00_0001), port: 0x1CE8)
+        let child = try make(.relay(RelayPosition(parent: target, depth: 2, slots: 4, children: 1, addresses: [loopback])))
+        #expect(child.encoded == signedWire(kind: 12, body: [1] + target.publicKey + [2, 4, 1, 1, 4, 127, 0, 0, 1, 0x1C, 0xE8]))
+        let root = try make(.relay(RelayPosition(parent: nil, depth: 0, slots: 0, children: 0, addresses: [])))
+        #expect(root.encoded == signedWire(kind: 12, body: [0, 0, 0, 0, 0]))
+        func badValue(_ e: EventError) -> Bool { if case .badValue = e { true } else { false } }
+        let a = [loopback]
+        for bad in [RelayPosition(parent: nil, depth: 1, slots: 4, children: 0, addresses: a),    // no parent below the root
+                    RelayPosition(parent: target, depth: 0, slots: 4, children: 0, addresses: a), // a parent at the root
+                    RelayPosition(parent: target, depth: 65, slots: 4, children: 0, addresses: a),
+                    RelayPosition(parent: target, depth: 1, slots: 17, children: 0, addresses: a),
+                    RelayPosition(parent: target, depth: 1, slots: 2, children: 3, addresses: a),
+                    RelayPosition(parent: target, depth: 1, slots: 2, children: 0, addresses: Array(repeating: loopback, count: 5))] {
+            expectError("\(bad)", badValue) { () throws(EventError) in try make(.relay(bad)) }
+        }
+        // On the wire: a flag other than 0/1, an unknown address family, a count above 4, a short body.
+        for (body, truncated) in [([2, 0, 0, 0, 0], false), ([0, 0, 0, 0, 1, 5, 1, 2, 3, 4, 0, 0], false),
+                                  ([0, 0, 0, 0, 5] + Array(repeating: 0, count: 35), false), ([1] + target.publicKey + [1, 1], true),
+                                  ([0, 0, 0, 0, 1, 4, 127, 0], true)] as [([UInt8], Bool)] {
+            let wire = signedWire(kind: 12, body: body)
+            expectError("relay \(body.prefix(6))", { (e: EventError) in truncated ? e == .truncated : badValue(e) }) { () throws(EventError) in
+                try RoomEvent.parse(wire[...])
+            }
+        }
     }
 
     // MARK: round trips
@@ -212,8 +244,8 @@ import Testing
         var wire = signedWire(kind: 1, body: Array("x".utf8))
         wire[0] = 2
         expectError(.badVersion(2)) { () throws(EventError) in try RoomEvent.parse(wire[...]) }
-        let unknown = signedWire(kind: 12, body: [])
-        expectError(.unknownKind(12)) { () throws(EventError) in try RoomEvent.parse(unknown[...]) }
+        let unknown = signedWire(kind: 13, body: [])
+        expectError(.unknownKind(13)) { () throws(EventError) in try RoomEvent.parse(unknown[...]) }
         let zero = signedWire(kind: 0, body: [])
         expectError(.unknownKind(0)) { () throws(EventError) in try RoomEvent.parse(zero[...]) }
         // 32 bytes that are not a point on the curve.

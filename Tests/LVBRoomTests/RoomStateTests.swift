@@ -71,6 +71,47 @@ import Testing
         #expect(RoomState.RoomRejection.notHost(.kick).isMisbehaviour)
     }
 
+    // MARK: The media tree
+
+    @Test func relayPositionsAreLatestWinsForPresentMembersAndOnlyTheHostIsTheRoot() {
+        let state = makeState()
+        for a in [host, alice, bob] { _ = state.apply(a.join(role: a.id == host.id ? .host : .viewer)) }
+        let here = [PeerAddress(host: .v4(0x7F00_0001), port: 7400)]
+        let root = RelayPosition(parent: nil, depth: 0, slots: 4, children: 1, addresses: here)
+        let underHost = RelayPosition(parent: host.id, depth: 1, slots: 4, children: 0, addresses: here)
+        #expect(state.apply(host.event(.relay(root))) == .accepted([]))
+        let first = alice.event(.relay(underHost))
+        #expect(state.apply(first) == .accepted([]))
+        // A viewer claiming the root, the host claiming a parent, a node its own parent.
+        for forged in [bob.event(.relay(root)), host.event(.relay(underHost)),
+                       bob.event(.relay(RelayPosition(parent: bob.id, depth: 1, slots: 0, children: 0, addresses: [])))] {
+            #expect(state.apply(forged) == .rejected(.badTreePosition))
+        }
+        #expect(RoomState.RoomRejection.badTreePosition.isMisbehaviour)
+        // Latest wins; an older one is stale.
+        let moved = RelayPosition(parent: bob.id, depth: 2, slots: 4, children: 0, addresses: here)
+        let second = alice.event(.relay(moved))
+        #expect(state.apply(second) == .accepted([]))
+        #expect(state.apply(first) == .duplicate)
+        #expect(state.tree == [host.id: root, alice.id: moved])
+        #expect(state.retainedEvents().contains(second) && !state.retainedEvents().contains(first))
+        // A member that left keeps no place in the tree.
+        _ = state.apply(alice.event(.leave(reason: 0)))
+        #expect(state.tree.keys.sorted { $0.publicKey.lexicographicallyPrecedes($1.publicKey) } == [host.id])
+        #expect(!state.retainedEvents().contains(second))
+    }
+
+    @Test func relayPositionsAreRateLimited() {
+        let state = makeState()
+        _ = state.apply(alice.join())
+        let here = [PeerAddress(host: .v4(0x7F00_0001), port: 7400)]
+        let verdicts = (0..<(RoomConstants.relayBurst + 1)).map { n in
+            state.apply(alice.event(.relay(RelayPosition(parent: host.id, depth: 1, slots: 4, children: UInt8(n % 5), addresses: here))))
+        }
+        #expect(verdicts.dropLast().allSatisfy { $0 == .accepted([]) })
+        #expect(verdicts.last == .rejected(.rateLimited))
+    }
+
     @Test func onlyTheHostJoinsAsHostAndSetsRoomInfo() {
         let state = makeState()
         #expect(state.apply(host.join(role: .host)) == .accepted([.joined(host.id, role: .host)]))

@@ -226,6 +226,9 @@ import LVBTransport
             "kick": .kick(target: target),
             "mute": .mute(target: target, muted: true),
             "room-closed": .roomClosed,
+            "stage": .stage(target: target, onStage: false, reason: 3),
+            "relay": .relay(RelayPosition(parent: target, depth: 2, slots: 4, children: 1, addresses: [
+                PeerAddress(host: .v4(0x7F00_0001), port: 7401), PeerAddress(host: .v6([0xFD] + Array(repeating: 0, count: 14) + [1]), port: 7401)])),
         ]
         var seeds: [String: [UInt8]] = [:]
         for (name, body) in bodies {

@@ -1,0 +1,99 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+
+/// Where a node attaches in the room's media tree, read from the relay
+/// positions members gossip (`RoomState.tree`). Pure: the same view gives
+/// the same answer. Depth is counted along the parent chain, not taken from
+/// what a node says of itself, and a chain that does not reach the host (a
+/// parent nobody has heard of, a loop, more than `maxDepth` hops) disqualifies
+/// the node: only nodes that can be shown to receive from the host are
+/// offered, and never one below the node asking, so no attachment closes a
+/// loop in the view it was chosen from.
+public struct TreePlacement: Sendable {
+    public let host: NodeID
+    public let tree: [NodeID: RelayPosition]
+    /// Longest chain followed.
+    public static let maxDepth = 64
+
+    public init(host: NodeID, tree: [NodeID: RelayPosition]) {
+        self.host = host
+        self.tree = tree
+    }
+
+    /// The nodes from `id`'s parent up to the host (the host last), or nil
+    /// when the chain does not reach the host. The host's own is empty.
+    public func ancestors(of id: NodeID) -> [NodeID]? {
+        var chain: [NodeID] = []
+        var at = id
+        while at != host {
+            guard chain.count < Self.maxDepth, let parent = tree[at]?.parent, parent != id, !chain.contains(parent) else { return nil }
+            chain.append(parent)
+            at = parent
+        }
+        return chain
+    }
+
+    /// Hops from the host along the chain (nil: not connected to it).
+    public func depth(of id: NodeID) -> Int? { ancestors(of: id)?.count }
+
+    /// Whether `id` receives through `node` (`node` is one of its ancestors).
+    public func isBelow(_ id: NodeID, _ node: NodeID) -> Bool {
+        ancestors(of: id)?.contains(node) ?? false
+    }
+
+    /// The free slots `id` says it has; the host before its first position
+    /// is taken to have one (asking it costs a refusal at worst).
+    func free(_ id: NodeID) -> Int {
+        if let p = tree[id] { return p.free }
+        return id == host ? 1 : 0
+    }
+
+    /// Parents `me` may attach to, best first: nodes with a free slot whose
+    /// chain reaches the host without passing through `me`, least depth
+    /// first, then most free slots; equals in an order of their own for each
+    /// asker (a hash of both keys), so joiners arriving together spread out.
+    /// `excluding`: nodes that refused or went silent lately.
+    public func candidates(for me: NodeID, excluding: Set<NodeID> = []) -> [NodeID] {
+        var ranked: [(id: NodeID, depth: Int, free: Int, tie: UInt64)] = []
+        for id in Set(tree.keys).union([host]) where id != me && !excluding.contains(id) {
+            let free = free(id)
+            guard free > 0, let chain = ancestors(of: id), !chain.contains(me) else { continue }
+            ranked.append((id, chain.count, free, Self.tie(me, id)))
+        }
+        ranked.sort { a, b in
+            if a.depth != b.depth { return a.depth < b.depth }
+            if a.free != b.free { return a.free > b.free }
+            return a.tie < b.tie
+        }
+        return ranked.map(\.id)
+    }
+
+    /// A backup parent for `me` while it hangs below `parent`: the best
+    /// candidate outside `parent`'s branch (neither `parent` nor below it,
+    /// and under another child of the host when there is one), so the
+    /// failure that silences the parent is unlikely to silence the backup;
+    /// else the best other candidate.
+    public func backup(for me: NodeID, parent: NodeID?, excluding: Set<NodeID> = []) -> NodeID? {
+        let options = candidates(for: me, excluding: excluding.union(parent.map { [$0] } ?? []))
+        guard let parent else { return options.first }
+        let branch = self.branch(of: parent)
+        return options.first { id in !isBelow(id, parent) && (branch == nil || self.branch(of: id) != branch) }
+            ?? options.first { !isBelow($0, parent) }
+            ?? options.first
+    }
+
+    /// The host's child that `id` hangs below (nil for the host itself or an unconnected node).
+    func branch(of id: NodeID) -> NodeID? {
+        guard id != host, let chain = ancestors(of: id) else { return nil }
+        return chain.count >= 2 ? chain[chain.count - 2] : id
+    }
+
+    private static func tie(_ a: NodeID, _ b: NodeID) -> UInt64 {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in a.publicKey.prefix(8) + b.publicKey.prefix(8) {
+            h = (h ^ UInt64(byte)) &* 0x0100_0000_01b3
+        }
+        return h
+    }
+}

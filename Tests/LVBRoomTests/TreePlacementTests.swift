@@ -1,0 +1,109 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBRoom
+import LVBTestSupport
+import Testing
+
+/// Placement in the media tree, from gossiped relay positions only.
+@Suite struct TreePlacementTests {
+    let ids = (1...40).map { identity(UInt8($0)).nodeID }
+    var host: NodeID { ids[0] }
+    let here = [PeerAddress(host: .v4(0x7F00_0001), port: 7400)]
+
+    func position(_ parent: NodeID?, depth: Int, slots: Int = 4, children: Int = 0) -> RelayPosition {
+        RelayPosition(parent: parent, depth: UInt8(depth), slots: UInt8(slots), children: UInt8(children), addresses: here)
+    }
+
+    /// host → 1, 2; 1 → 3, 4; 3 → 5. Host full; 1 has two free slots.
+    var sample: [NodeID: RelayPosition] {
+        [host: position(nil, depth: 0, slots: 2, children: 2),
+         ids[1]: position(host, depth: 1, slots: 4, children: 2),
+         ids[2]: position(host, depth: 1, slots: 4, children: 0),
+         ids[3]: position(ids[1], depth: 2, slots: 4, children: 1),
+         ids[4]: position(ids[1], depth: 2, slots: 0, children: 0),
+         ids[5]: position(ids[3], depth: 3, slots: 4, children: 0)]
+    }
+
+    @Test func chainsReachTheHostOrDisqualify() {
+        var tree = sample
+        let p = TreePlacement(host: host, tree: tree)
+        #expect(p.ancestors(of: ids[5]) == [ids[3], ids[1], host])
+        #expect(p.depth(of: host) == 0 && p.depth(of: ids[5]) == 3)
+        #expect(p.isBelow(ids[5], ids[1]) && !p.isBelow(ids[1], ids[5]) && !p.isBelow(ids[2], ids[1]))
+        // A parent nobody has heard of, and a loop (7 ↔ 8), reach no host.
+        tree[ids[6]] = position(ids[30], depth: 1)
+        tree[ids[7]] = position(ids[8], depth: 5)
+        tree[ids[8]] = position(ids[7], depth: 5)
+        let q = TreePlacement(host: host, tree: tree)
+        #expect(q.ancestors(of: ids[6]) == nil && q.ancestors(of: ids[7]) == nil && q.depth(of: ids[8]) == nil)
+        #expect(!q.candidates(for: ids[20]).contains { [ids[6], ids[7], ids[8]].contains($0) })
+    }
+
+    @Test func candidatesAreShallowestWithFreeSlotsAndNeverBelowTheAsker() {
+        let p = TreePlacement(host: host, tree: sample)
+        // The host is full; 2 (depth 1, 4 free) before 1 (depth 1, 2 free), then depth 2 and 3; 4 takes no children.
+        #expect(p.candidates(for: ids[20]) == [ids[2], ids[1], ids[3], ids[5]])
+        // 1 moving: never to itself or below itself (3, 5).
+        #expect(p.candidates(for: ids[1]) == [ids[2]])
+        #expect(p.candidates(for: ids[20], excluding: [ids[2]]) == [ids[1], ids[3], ids[5]])
+        // Before the host says anything, it is the one to ask.
+        #expect(TreePlacement(host: host, tree: [:]).candidates(for: ids[20]) == [host])
+    }
+
+    @Test func equalCandidatesAreOrderedPerAsker() {
+        var tree: [NodeID: RelayPosition] = [host: position(nil, depth: 0, slots: 4, children: 4)]
+        for i in 1...4 { tree[ids[i]] = position(host, depth: 1) }
+        let p = TreePlacement(host: host, tree: tree)
+        let firsts = Set((10..<40).compactMap { p.candidates(for: ids[$0]).first })
+        #expect(firsts.count >= 3, "30 joiners all picked from \(firsts.count) of 4 equal relays")
+    }
+
+    @Test func theBackupIsInAnotherBranch() {
+        let p = TreePlacement(host: host, tree: sample)
+        // 5 hangs below 3 (branch 1): the backup is outside it, in branch 2.
+        #expect(p.backup(for: ids[5], parent: ids[3]) == ids[2])
+        // 2's only other option outside its branch: 1's (1, then 3).
+        #expect(p.backup(for: ids[20], parent: ids[2]) == ids[1])
+        #expect(p.backup(for: ids[20], parent: nil) == ids[2])
+        #expect(p.backup(for: ids[1], parent: ids[2], excluding: []) == nil)
+    }
+
+    /// Nodes joining, leaving and moving at random, each attaching only to a
+    /// candidate of the current view: every node always reaches the host and
+    /// nobody ever hangs below itself.
+    @Test func randomMovesNeverMakeALoop() {
+        let random = SeededRandom(seed: 11)
+        var tree: [NodeID: RelayPosition] = [host: position(nil, depth: 0, slots: 3)]
+        var children: [NodeID: Int] = [:]
+        func attach(_ id: NodeID) {
+            let p = TreePlacement(host: host, tree: tree)
+            let options = p.candidates(for: id)
+            guard !options.isEmpty else { return }  // nowhere to move: it stays
+            let parent = options[Int(random.uint64() % UInt64(min(3, options.count)))]
+            if let old = tree[id]?.parent { children[old, default: 1] -= 1; refresh(old) }
+            children[parent, default: 0] += 1
+            refresh(parent)
+            tree[id] = position(parent, depth: (p.depth(of: parent) ?? 0) + 1, slots: Int(random.uint64() % 4),
+                                children: 0)
+            refresh(id)
+        }
+        func refresh(_ id: NodeID) {
+            guard var q = tree[id] else { return }
+            q.children = UInt8(min(Int(q.slots), children[id] ?? 0))
+            tree[id] = q
+        }
+        for step in 0..<3000 {
+            let id = ids[1 + Int(random.uint64() % UInt64(ids.count - 1))]
+            attach(id)
+            let p = TreePlacement(host: host, tree: tree)
+            for node in tree.keys {
+                guard let chain = p.ancestors(of: node) else {
+                    Issue.record("step \(step): \(node.short) does not reach the host")
+                    return
+                }
+                #expect(!chain.contains(node))
+            }
+        }
+    }
+}
