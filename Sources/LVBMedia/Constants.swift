@@ -82,6 +82,9 @@ public enum MediaConstants {
     public static let gopBurstInterval: Duration = .seconds(10)
     /// A viewer measures its round trip to the host this often.
     public static let rttProbeInterval: Duration = .seconds(5)
+    /// The stream rate a relay sizes its children's repair budgets by (it
+    /// does not know the host's ahead): a rich stream's; it only caps repairs.
+    public static let relayAssumedKbps = 4000
     /// A viewer that sends no RTCP for this long stops receiving media.
     public static let subscriberTimeout: Duration = .seconds(5)
     /// A receiver sends feedback (an empty receiver report at least) this

@@ -11,6 +11,8 @@ public struct OriginStats: Sendable, Equatable {
     public var plisIgnored = 0
     public var receiverReports = 0
     public var malformedRTCP = 0
+    /// Feedback from a new full subscriber while `maxFullSubscribers` were subscribed, ignored.
+    public var subscribersRefused = 0
 }
 
 /// The origin stage of one published stream, sans-IO on the node's loop: the
@@ -38,6 +40,11 @@ public final class MediaOrigin<Peer: Hashable> {
     public let maxVideoKbps: Int
     public let fanOut: FanOut<Peer>
     public private(set) var stats = OriginStats()
+    /// Full subscribers taken at most (a host's relay slots: the rest of the
+    /// audience gets the stream through them); keyframes-only ones are not counted.
+    public var maxFullSubscribers = Int.max
+    /// A peer's feedback was refused: every full slot is taken.
+    public var onRefused: ((Peer) -> Void)?
 
     private let clock: Clock
     private let log = Log.logger("media")
@@ -67,6 +74,8 @@ public final class MediaOrigin<Peer: Hashable> {
     public var subscriberCount: Int { fanOut.count }
     /// Subscribers that take keyframes only (previews).
     public var trickleCount: Int { fanOut.keyframesOnlyCount }
+    /// Subscribers that take the whole stream.
+    public var fullSubscriberCount: Int { fanOut.count - fanOut.keyframesOnlyCount }
 
     /// The video target: the lowest any full subscriber's rate control allows.
     public var targetVideoKbps: Int {
@@ -138,6 +147,12 @@ public final class MediaOrigin<Peer: Hashable> {
             }
         }
         guard isFeedback else { return }
+        let isFull = subscribers[peer].map { !$0.keyframesOnly } ?? false
+        if !keyframesOnly, !isFull, fullSubscriberCount >= maxFullSubscribers {
+            stats.subscribersRefused += 1
+            onRefused?(peer)
+            return
+        }
         subscribe(peer, keyframesOnly: keyframesOnly)
         for packet in packets {
             switch packet {

@@ -67,6 +67,7 @@ extension MediaRelay {
         } else {
             guard childState.count < maxChildren else {
                 stats.childrenRefused += 1
+                onRefused?(child)
                 return nil
             }
             childState[child] = Child()

@@ -57,6 +57,8 @@ public final class MediaRelay<Peer: Hashable> {
     /// Children beyond this many are not taken on (the node's relay slots).
     public let maxChildren: Int
     public internal(set) var stats = RelayStats()
+    /// A new child's feedback was refused: every slot is taken.
+    public var onRefused: ((Peer) -> Void)?
     /// The video SSRC relayed (its history and GOP cache), once one arrived.
     public private(set) var videoSSRC: UInt32?
     /// The audio SSRC last relayed.

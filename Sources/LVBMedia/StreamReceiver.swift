@@ -31,7 +31,8 @@ public final class StreamReceiver {
     private let log = Log.logger("media")
     private var subscribed = false
     private var lastFeedback: Instant?
-    private let ssrc: UInt32
+    /// This receiver's own SSRC (the sender of its feedback).
+    public let ssrc: UInt32
     /// Media (payload types) whose next packet of another SSRC starts a new stream.
     private var switchExpected: Set<UInt8> = []
     private var lastVideoRTP: Instant?

@@ -23,6 +23,20 @@ public enum RoomConstants {
     /// Like events (not likes: each carries a cumulative total) per author per second, and at once.
     public static let likeEventRate = 5
     public static let likeEventBurst = 10
+    /// The media tree: children a node takes by default (`--relay-slots`) and
+    /// at most; addresses and depth a relay position carries at most.
+    public static let defaultRelaySlots = 4
+    public static let relaySlotsMax: UInt8 = 16
+    public static let relayAddressesMax = 4
+    public static let relayDepthMax: UInt8 = 64
+    /// A parent that sent nothing this long after our subscription is passed over.
+    public static let attachTimeout: Duration = .seconds(1)
+    /// A child whose parent has been silent this long moves to its backup.
+    public static let parentSilence: Duration = .seconds(1)
+    /// A parent that refused us or went silent is left out of placement this long.
+    public static let refusedFor: Duration = .seconds(10)
+    /// A node gossips its relay position at most this often (changes coalesce).
+    public static let relayPublishInterval: Duration = .milliseconds(600)
     /// Relay position events per author per second, and at once (a node
     /// coalesces its own changes to fewer; a relay's children come and go).
     public static let relayRate = 2

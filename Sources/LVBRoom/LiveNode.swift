@@ -18,6 +18,8 @@ public final class LiveNode {
     /// Rooms next to this one kept ready for a quick switch (viewers), by room id.
     public private(set) var preloads: [RoomID: RoomPreload] = [:]
     public let media: NodeMedia
+    /// This node's place in the room's media tree (nil: no tree, `NodePlan.relaySlots`).
+    public private(set) var tree: RelayTree?
     /// The encoders of the stream this node publishes: a host's from the
     /// start, a co-host's while it is on stage.
     public private(set) var pump: EncodePump?
@@ -91,6 +93,11 @@ public final class LiveNode {
     }
 
     private func wireRoom() {
+        if let slots = plan.relaySlots {
+            // A viewer does not know the stream's rate ahead: it allows what a rich stream would need.
+            let kbps = Int(MediaConstants.retransmitBudgetFactor * Double(plan.publish?.bitrateKbps ?? MediaConstants.relayAssumedKbps))
+            tree = RelayTree(room: room, media: media, slots: slots, addresses: plan.addresses, repairKbps: kbps, clock: clock)
+        }
         room.onOutput = { [unowned self] output in
             if case .admitted = output { receiveHostStream() }
             onOutput?(.room(output))
@@ -208,6 +215,7 @@ public final class LiveNode {
         defer { for role in roles { role.handle(event) } }
         guard case let .message(_, channel, payload) = event else {
             room.handle(event)
+            tree?.handle(event)
             for preload in preloads.values { preload.handle(event) }
             if case .gone = event { for d in departing { d.room.handle(event) } }
             return
@@ -221,11 +229,13 @@ public final class LiveNode {
         } else {
             room.handle(event)
         }
+        tree?.handle(event)
     }
 
     /// Runs timers; call every `GossipConstants.tickInterval`.
     public func tick() {
         room.tick()
+        tree?.tick()
         for (id, preload) in preloads {
             preload.tick()
             if preload.isReady, !preload.reported {

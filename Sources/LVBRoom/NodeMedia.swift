@@ -9,8 +9,12 @@ import LVBTransport
 /// while it receives; a host receives its guests while it publishes. RTP is
 /// taken only from nodes whose stream we asked for; RTCP goes to the
 /// publisher (subscribers' feedback) and to the receiver of that node's
-/// stream (its sender reports). `RoomNode` passes on the media channels of
-/// admitted members only.
+/// stream (its sender reports). A stream may come from a relay rather than
+/// its origin (the media tree): `feed(_:from:)` names the node it comes from,
+/// which then gets this node's feedback; a viewer relaying the host's stream
+/// (`relay`) forwards each packet to its children before its own receiver
+/// sees it, and its children's feedback goes to the relay. `RoomNode` passes
+/// on the media channels of admitted members only.
 public final class NodeMedia {
     public private(set) var publisher: MediaOrigin<NodeID>?
     public private(set) var receivers: [NodeID: StreamReceiver] = [:]
@@ -19,17 +23,26 @@ public final class NodeMedia {
     public private(set) var returns: [NodeID: MediaOrigin<NodeID>] = [:]
     /// RTP from a node whose stream this node did not ask for.
     public private(set) var unrequestedRTP = 0
+    /// A viewer's relay stage of the stream it receives (the media tree), and whose stream that is.
+    public private(set) var relay: MediaRelay<NodeID>?
+    public private(set) var relayedOrigin: NodeID?
+    /// Streams that come from another node than their origin: origin → that node (the parent in the tree).
+    public private(set) var feeders: [NodeID: NodeID] = [:]
 
     private let core: TransportCore
     private let clock: Clock
     private let random: RandomSource
     private var lastProbe: [NodeID: Instant] = [:]
     private var lastRTP: [NodeID: Instant] = [:]
+    /// The relay's own subscription (a relay that decodes nothing has no receiver to keep it).
+    private let relaySSRC: UInt32
+    private var lastRelayFeedback: Instant?
 
     public init(core: TransportCore, clock: Clock, random: RandomSource) {
         self.core = core
         self.clock = clock
         self.random = random
+        relaySSRC = random.uint32()
     }
 
     /// Starts publishing a stream with fresh SSRCs; returns its origin stage.
@@ -56,10 +69,12 @@ public final class NodeMedia {
     /// Host: the guest left the stage; its feedback subscribes it to the main stream again.
     public func closeReturn(for guest: NodeID) { returns[guest] = nil }
 
-    /// Stops receiving `origin`'s stream (a co-host left the stage).
+    /// Stops receiving `origin`'s stream (a co-host left the stage; a room left).
     public func stopReceiving(from origin: NodeID) {
         receivers[origin] = nil
         lastRTP[origin] = nil
+        feeders[origin] = nil
+        if relayedOrigin == origin { stopRelaying() }
     }
 
     private func makeOrigin(maxVideoKbps: Int, useGOPCache: Bool) -> MediaOrigin<NodeID> {
@@ -72,12 +87,13 @@ public final class NodeMedia {
     }
 
     /// Receives `origin`'s stream: a receive pipeline that subscribes at once
-    /// and keeps the subscription up. Returns the existing one if there is.
+    /// (with the node that feeds it) and keeps the subscription up. Returns
+    /// the existing one if there is.
     @discardableResult
     public func receive(from origin: NodeID) throws(MediaError) -> StreamReceiver {
         if let existing = receivers[origin] { return existing }
         let receiver = try StreamReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload)
-        receiver.sendFeedback = { [unowned core] bytes in try? core.send(bytes, channel: .rtcp, to: origin) }
+        receiver.sendFeedback = { [unowned self] bytes in try? core.send(bytes, channel: .rtcp, to: feeder(of: origin)) }
         receivers[origin] = receiver
         receiver.subscribe()
         return receiver
@@ -91,28 +107,109 @@ public final class NodeMedia {
         receivers[origin]?.subscribe()
     }
 
+    // MARK: The media tree
+
+    /// The node `origin`'s stream comes from: its parent in the tree, or the origin itself.
+    public func feeder(of origin: NodeID) -> NodeID { feeders[origin] ?? origin }
+
+    /// The stream `origin`'s stream this node takes from `feeder` from now on
+    /// (nil: from the origin itself), and subscribes there at once. RTP of it
+    /// from any other node is dropped as unrequested; the node it came from
+    /// before stops hearing our feedback and lets us go.
+    public func feed(_ origin: NodeID, from feeder: NodeID?) {
+        let feeder = feeder == origin ? nil : feeder
+        guard feeders[origin] != feeder else { return }
+        feeders[origin] = feeder
+        subscribe(to: origin)
+    }
+
+    /// Relays `origin`'s stream to up to `slots` children (the viewer's relay
+    /// slots), from its send history and GOP cache; `repairKbps` bounds what
+    /// retransmissions to one child may use.
+    public func startRelaying(_ origin: NodeID, slots: Int, repairKbps: Int) {
+        guard relay == nil || relayedOrigin != origin else { return }
+        let relay = MediaRelay<NodeID>(clock: clock, repairBudgetKbps: repairKbps, maxChildren: slots)
+        relay.send = { [unowned core] peer, channel, bytes in
+            try? core.send(bytes, channel: channel == .rtp ? .rtp : .rtcp, to: peer)
+        }
+        self.relay = relay
+        relayedOrigin = origin
+        subscribe(to: origin)
+    }
+
+    /// Stops relaying (children hear nothing more and move on).
+    public func stopRelaying() {
+        relay = nil
+        relayedOrigin = nil
+    }
+
+    /// Sends `origin`'s feeder our subscription now: the receiver's report,
+    /// or the relay's own when this node decodes nothing.
+    private func subscribe(to origin: NodeID) {
+        if let receiver = receivers[origin] {
+            receiver.subscribe()
+        } else if relayedOrigin == origin {
+            sendRelayFeedback(origin, [])
+        }
+    }
+
+    /// What the relay owes upstream (children's NACKs it cannot answer, a
+    /// keyframe request), merged into one datagram to the feeder; with no
+    /// receiver of our own, an empty report keeps the subscription.
+    private func flushRelayFeedback(now: Instant) {
+        guard let relay, let origin = relayedOrigin else { return }
+        let owed = relay.takeUpstreamFeedback(senderSSRC: receivers[origin]?.ssrc ?? relaySSRC)
+        let keepalive = receivers[origin] == nil
+            && lastRelayFeedback.map { now - $0 >= MediaConstants.resubscribeInterval } ?? true
+        guard !owed.isEmpty || keepalive else { return }
+        sendRelayFeedback(origin, owed)
+    }
+
+    private func sendRelayFeedback(_ origin: NodeID, _ packets: [RTCPPacket]) {
+        var packets = packets
+        if receivers[origin] == nil, let rr = try? RTCPReceiverReport(ssrc: relaySSRC) { packets.insert(.receiverReport(rr), at: 0) }
+        guard !packets.isEmpty else { return }
+        lastRelayFeedback = clock.now()
+        let bytes = packets.flatMap { $0.serialized() }
+        try? core.send(bytes, channel: .rtcp, to: feeder(of: origin))
+    }
+
+    /// The origin whose stream `peer` feeds us, if any (the origin itself when it feeds us directly).
+    private func fed(by peer: NodeID) -> NodeID? {
+        if let origin = feeders.first(where: { $0.value == peer })?.key { return origin }
+        return feeders[peer] == nil && (receivers[peer] != nil || relayedOrigin == peer) ? peer : nil
+    }
+
     /// A payload on `.rtp` or `.rtcp` from an admitted member.
     func route(_ payload: ArraySlice<UInt8>, channel: DataChannel, from peer: NodeID) {
         switch channel {
         case .rtp:
-            guard let receiver = receivers[peer] else {
+            guard let origin = fed(by: peer) else {
                 unrequestedRTP += 1
                 return
             }
-            lastRTP[peer] = clock.now()
-            receiver.receiveRTP(payload)
+            lastRTP[origin] = clock.now()
+            // Forwarded before anything here looks at it.
+            if origin == relayedOrigin { relay?.receiveRTP(payload) }
+            receivers[origin]?.receiveRTP(payload)
         case .rtcp:
-            let receiver = receivers[peer]
+            let source = fed(by: peer)
+            let receiver = source.flatMap { receivers[$0] }
             // A co-host's feedback is about the stream returned to it.
             let origin = returns[peer] ?? publisher
-            // Parsed once for both; a malformed one is counted by each as before.
+            // A child's feedback is about the stream we relay.
+            let child = source == nil && origin == nil ? relay : nil
+            // Parsed once for all; a malformed one is counted by each as before.
             guard let packets = try? RTCPPacket.parseCompound(payload) else {
                 origin?.receiveRTCP(payload, from: peer)
                 receiver?.receiveRTCP(payload)
+                child?.receiveRTCP(payload, from: peer)
                 return
             }
             origin?.receiveRTCP(packets, from: peer)
             receiver?.receiveRTCP(packets)
+            child?.receiveRTCP(packets, from: peer)
+            if let source, source == relayedOrigin { relay?.receiveUpstreamRTCP(packets) }
         default:
             break
         }
@@ -124,27 +221,32 @@ public final class NodeMedia {
     /// The session with `peer` ended.
     func peerGone(_ peer: NodeID) {
         publisher?.unsubscribe(peer)
+        relay?.unsubscribe(peer)
         returns[peer] = nil
     }
 
     /// A fresh round-trip time to `peer` (transport pings): NACK retries and
     /// the wait for a repair follow it.
     func roundTrip(_ rtt: Duration, to peer: NodeID) {
-        receivers[peer]?.video.rtt = rtt
+        guard let origin = fed(by: peer) else { return }
+        receivers[origin]?.video.rtt = rtt
+        if origin == relayedOrigin { relay?.upstreamRTT = rtt }
     }
 
     /// Timers; called with the room's tick.
     func tick() {
         publisher?.tick()
         for origin in returns.values { origin.tick() }
+        relay?.tick()
         let now = clock.now()
-        for (origin, receiver) in receivers {
-            receiver.tick()
+        flushRelayFeedback(now: now)
+        for origin in Set(receivers.keys).union(relayedOrigin.map { [$0] } ?? []) {
+            receivers[origin]?.tick()
             // A busy session sends no keepalives, so nothing measures its
             // round trip: ping the node we receive from now and then.
             if lastProbe[origin].map({ now - $0 >= MediaConstants.rttProbeInterval }) ?? true {
                 lastProbe[origin] = now
-                core.probeRoundTrip(to: origin)
+                core.probeRoundTrip(to: feeder(of: origin))
             }
         }
     }
@@ -152,6 +254,7 @@ public final class NodeMedia {
     /// Runs every receive pipeline now (decode what is due, send feedback).
     public func poll() {
         for receiver in receivers.values { receiver.poll() }
+        if relay != nil { flushRelayFeedback(now: clock.now()) }
     }
 
     /// The earliest time any receive pipeline has work.

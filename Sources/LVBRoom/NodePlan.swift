@@ -23,6 +23,11 @@ public struct NodePlan {
     public var maxGuests = RoomConstants.defaultMaxGuests
     /// Receive the host's stream into these sinks once admitted (nil: no media).
     public var receive: SinkOptions?
+    /// The media tree: children this node serves (host) or relays to
+    /// (viewer); nil: no tree, the host sends every viewer its own copy.
+    public var relaySlots: Int?
+    /// Where other members reach this node (its relay position lists them).
+    public var addresses: [PeerAddress] = []
 
     public init(part: Part) { self.part = part }
 

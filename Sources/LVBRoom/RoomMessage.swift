@@ -12,6 +12,8 @@ import LVBCore
 ///                            the sender's pass and last events, its leave last
 ///     4 leave ack            seq(8): those events applied
 ///     5–7 link-mic           request, answer, hangup, signed (LinkMicMessage)
+///     8 relay full           (empty): the sender takes no more children, so
+///                            the receiver's subscription to it was refused
 public enum RoomMessage: Equatable, Sendable {
     case admission(AdmissionMessage)
     /// The sender is leaving: its last signed events, its leave event last,
@@ -22,6 +24,8 @@ public enum RoomMessage: Equatable, Sendable {
     case leaveAck(seq: UInt64)
     /// Link-mic signalling between a viewer and the host.
     case linkMic(LinkMicMessage)
+    /// The sender's relay slots are all taken: our subscription was refused.
+    case relayFull
 
     /// The type bytes this version knows.
     public enum Kind: UInt8, Sendable {
@@ -32,6 +36,7 @@ public enum RoomMessage: Equatable, Sendable {
         case linkMicRequest = 5
         case linkMicAnswer = 6
         case linkMicHangup = 7
+        case relayFull = 8
     }
 
     public var encoded: [UInt8] {
@@ -55,6 +60,8 @@ public enum RoomMessage: Equatable, Sendable {
             return w.bytes
         case .linkMic(let m):
             return m.encoded
+        case .relayFull:
+            return [Kind.relayFull.rawValue]
         }
     }
 
@@ -85,6 +92,9 @@ public enum RoomMessage: Equatable, Sendable {
             return .leaveAck(seq: seq)
         case .linkMicRequest, .linkMicAnswer, .linkMicHangup:
             return .linkMic(try LinkMicMessage.parse(bytes))
+        case .relayFull:
+            guard bytes.count == 1 else { throw .trailingBytes }
+            return .relayFull
         }
     }
 }

@@ -53,12 +53,14 @@ public struct TreePlacement: Sendable {
     /// chain reaches the host without passing through `me`, least depth
     /// first, then most free slots; equals in an order of their own for each
     /// asker (a hash of both keys), so joiners arriving together spread out.
-    /// `excluding`: nodes that refused or went silent lately.
-    public func candidates(for me: NodeID, excluding: Set<NodeID> = []) -> [NodeID] {
+    /// `excluding`: nodes that refused lately; `silent`: nodes that went
+    /// silent, left out with everything below them (fed by them, as far as
+    /// the view knows).
+    public func candidates(for me: NodeID, excluding: Set<NodeID> = [], silent: Set<NodeID> = []) -> [NodeID] {
         var ranked: [(id: NodeID, depth: Int, free: Int, tie: UInt64)] = []
-        for id in Set(tree.keys).union([host]) where id != me && !excluding.contains(id) {
+        for id in Set(tree.keys).union([host]) where id != me && !excluding.contains(id) && !silent.contains(id) {
             let free = free(id)
-            guard free > 0, let chain = ancestors(of: id), !chain.contains(me) else { continue }
+            guard free > 0, let chain = ancestors(of: id), !chain.contains(me), silent.isDisjoint(with: chain) else { continue }
             ranked.append((id, chain.count, free, Self.tie(me, id)))
         }
         ranked.sort { a, b in
@@ -74,8 +76,8 @@ public struct TreePlacement: Sendable {
     /// and under another child of the host when there is one), so the
     /// failure that silences the parent is unlikely to silence the backup;
     /// else the best other candidate.
-    public func backup(for me: NodeID, parent: NodeID?, excluding: Set<NodeID> = []) -> NodeID? {
-        let options = candidates(for: me, excluding: excluding.union(parent.map { [$0] } ?? []))
+    public func backup(for me: NodeID, parent: NodeID?, excluding: Set<NodeID> = [], silent: Set<NodeID> = []) -> NodeID? {
+        let options = candidates(for: me, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent)
         guard let parent else { return options.first }
         let branch = self.branch(of: parent)
         return options.first { id in !isBelow(id, parent) && (branch == nil || self.branch(of: id) != branch) }

@@ -47,6 +47,8 @@ import Testing
         // 1 moving: never to itself or below itself (3, 5).
         #expect(p.candidates(for: ids[1]) == [ids[2]])
         #expect(p.candidates(for: ids[20], excluding: [ids[2]]) == [ids[1], ids[3], ids[5]])
+        // A silent node is left out with everything below it (fed by it).
+        #expect(p.candidates(for: ids[20], silent: [ids[1]]) == [ids[2]])
         // Before the host says anything, it is the one to ask.
         #expect(TreePlacement(host: host, tree: [:]).candidates(for: ids[20]) == [host])
     }

@@ -1,0 +1,183 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBMedia
+import LVBTransport
+
+/// This node's place in its room's media tree. The host is the root and
+/// serves at most `slots` children; a viewer takes the host's stream from a
+/// parent chosen by `TreePlacement` and relays it to at most `slots` children
+/// of its own (before decoding; a node that decodes nothing relays too). It
+/// keeps a backup parent warm (session up, passes shown) and moves to it,
+/// with its subtree, when its parent has been silent for
+/// `RoomConstants.parentSilence`; a parent that refuses (its slots taken),
+/// or sends nothing within `attachTimeout` of our subscription, is left out
+/// of placement for `RoomConstants.refusedFor`. Each change of place is
+/// gossiped as the node's relay position (coalesced).
+public final class RelayTree {
+    /// Children this node takes (`--relay-slots`; 0: a leaf).
+    public let slots: Int
+    /// The node the stream comes from now (nil: none yet; the host itself for its direct children).
+    public private(set) var parent: NodeID?
+    /// The parent to move to if this one goes silent.
+    public private(set) var backup: NodeID?
+    /// Times this node attached to a parent (the first included), and moved after a silence.
+    public private(set) var attachments = 0
+    public private(set) var failovers = 0
+
+    private let room: RoomNode
+    private let media: NodeMedia
+    private let core: TransportCore
+    private let clock: Clock
+    private let addresses: [PeerAddress]
+    private let repairKbps: Int
+    /// Asked, not yet heard from: who and since when.
+    private var trying: (id: NodeID, since: Instant)?
+    /// Left out of placement until then: nodes that refused us, and nodes
+    /// that went silent (these with everything below them).
+    private var excluded: [NodeID: Instant] = [:]
+    private var silenced: [NodeID: Instant] = [:]
+    private var published: RelayPosition?
+    private var lastPublished: Instant?
+    private var refusalsSent: [NodeID: Instant] = [:]
+
+    /// - Parameters:
+    ///   - addresses: where children dial this node (its own view of itself).
+    ///   - repairKbps: what retransmissions to one child may use.
+    public init(room: RoomNode, media: NodeMedia, slots: Int, addresses: [PeerAddress], repairKbps: Int, clock: Clock) {
+        self.room = room
+        self.media = media
+        self.core = room.core
+        self.clock = clock
+        self.slots = max(0, min(slots, Int(RoomConstants.relaySlotsMax)))
+        self.addresses = Array(addresses.prefix(RoomConstants.relayAddressesMax))
+        self.repairKbps = repairKbps
+        room.onRelayFull = { [unowned self] peer in refused(by: peer) }
+        if room.isHost, let origin = media.publisher {
+            origin.maxFullSubscribers = self.slots
+            origin.onRefused = { [unowned self] peer in tellFull(peer) }
+        }
+    }
+
+    /// Children this node has now (host: full subscribers of its stream).
+    public var childCount: Int {
+        room.isHost ? media.publisher?.fullSubscriberCount ?? 0 : media.relay?.childCount ?? 0
+    }
+
+    /// Hops from the host, as the room's positions show it (nil: not attached).
+    public var depth: Int? {
+        if room.isHost { return 0 }
+        guard let parent, let state = room.state else { return nil }
+        return (TreePlacement(host: room.host, tree: state.tree).depth(of: parent) ?? published.map { Int($0.depth) - 1 } ?? 0) + 1
+    }
+
+    /// A session came up: a parent (or backup) we dialled sees our pass first, then our subscription.
+    public func handle(_ event: TransportEvent) {
+        guard case .established(let info) = event, info.id == trying?.id else { return }
+        media.feed(room.host, from: info.id)
+    }
+
+    /// Timers; call with the node's tick.
+    public func tick() {
+        guard room.isAdmitted, let state = room.state else { return }
+        let now = clock.now()
+        excluded = excluded.filter { $0.value > now }
+        silenced = silenced.filter { $0.value > now }
+        if room.isHost {
+            publishIfChanged(RelayPosition(parent: nil, depth: 0, slots: UInt8(slots), children: UInt8(min(childCount, slots)),
+                                           addresses: addresses), now: now)
+            return
+        }
+        // A co-host gets its own mix back from the host: nothing to pass on, nothing to move.
+        if state.isOnStage(core.nodeID) {
+            media.stopRelaying()
+            return
+        }
+        if slots > 0, media.relayedOrigin != room.host {
+            media.startRelaying(room.host, slots: slots, repairKbps: repairKbps)
+            media.relay?.onRefused = { [unowned self] peer in tellFull(peer) }
+        }
+        let placement = TreePlacement(host: room.host, tree: state.tree)
+        let heard = media.lastHeard(from: room.host)
+        if let t = trying {
+            if let heard, heard > t.since {
+                if parent != nil, parent != t.id { failovers += 1 }
+                parent = t.id
+                attachments += 1
+                trying = nil
+            } else if now - t.since >= RoomConstants.attachTimeout {
+                silenced[t.id] = now + RoomConstants.refusedFor
+                trying = nil
+            }
+        }
+        let silent = heard.map { now - $0 >= RoomConstants.parentSilence } ?? true
+        if trying == nil, parent == nil, !silent {
+            // Already fed (the host took the subscription sent with our admission request).
+            parent = media.feeder(of: room.host)
+            attachments += 1
+        }
+        if trying == nil {
+            if parent == nil || silent {
+                if let parent { silenced[parent] = now + RoomConstants.refusedFor }
+                let options = placement.candidates(for: core.nodeID, excluding: Set(excluded.keys), silent: Set(silenced.keys))
+                let next = backup.flatMap { options.contains($0) ? $0 : nil } ?? options.first
+                if let next { attach(to: next, placement: placement, now: now) }
+            }
+        }
+        keepBackup(placement)
+        if let parent, trying == nil {
+            let depth = (placement.depth(of: parent) ?? 0) + 1
+            publishIfChanged(RelayPosition(parent: parent, depth: UInt8(min(depth, Int(RoomConstants.relayDepthMax))), slots: UInt8(slots),
+                                           children: UInt8(min(childCount, slots)), addresses: addresses), now: now)
+        }
+    }
+
+    /// Subscribes with `next` (dialling it first unless it is the host or a session is up).
+    private func attach(to next: NodeID, placement: TreePlacement, now: Instant) {
+        trying = (next, now)
+        if next == backup { backup = nil }
+        if next != room.host, !core.isEstablished(with: next), let position = placement.tree[next], !position.addresses.isEmpty {
+            core.connect(to: position.addresses, expecting: next)
+        }
+        // Sent now if the session is up; otherwise again when it comes up (`handle`).
+        media.feed(room.host, from: next)
+    }
+
+    /// Keeps a backup parent outside our parent's branch, its session up.
+    private func keepBackup(_ placement: TreePlacement) {
+        let excluding = Set(excluded.keys), silent = Set(silenced.keys)
+        if let b = backup, placement.candidates(for: core.nodeID, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent).contains(b) {
+            return
+        }
+        backup = placement.backup(for: core.nodeID, parent: parent, excluding: excluding, silent: silent)
+        if let b = backup, b != room.host, !core.isEstablished(with: b), let position = placement.tree[b], !position.addresses.isEmpty {
+            core.connect(to: position.addresses, expecting: b)
+        }
+    }
+
+    /// The node we asked has no slot for us: try another at once.
+    private func refused(by peer: NodeID) {
+        guard trying?.id == peer || parent == peer else { return }
+        excluded[peer] = clock.now() + RoomConstants.refusedFor
+        if parent == peer { parent = nil }
+        trying = nil
+    }
+
+    /// Tells `peer` our slots are taken (at most once a second each).
+    private func tellFull(_ peer: NodeID) {
+        let now = clock.now()
+        if let last = refusalsSent[peer], now - last < .seconds(1) { return }
+        refusalsSent[peer] = now
+        if refusalsSent.count > 4 * RoomConstants.relaySlotsMax { refusalsSent = refusalsSent.filter { now - $0.value < .seconds(1) } }
+        room.send(.relayFull, to: peer)
+    }
+
+    private func publishIfChanged(_ position: RelayPosition, now: Instant) {
+        guard position != published else { return }
+        if let lastPublished, now - lastPublished < RoomConstants.relayPublishInterval { return }
+        if case .success = room.publish(.relay(position)) {
+            published = position
+            lastPublished = now
+        }
+    }
+}

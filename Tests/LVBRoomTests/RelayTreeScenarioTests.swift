@@ -1,0 +1,113 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBMedia
+import LVBRoom
+import LVBTestSupport
+import LVBTransport
+import Testing
+
+/// The media tree on the virtual network and clock: a host with few relay
+/// slots, viewers placing themselves from the gossiped positions, relaying
+/// before decoding, and repairing when a relay dies — each node the
+/// library's own driver with real encoders and decoders.
+private final class Tree {
+    let net: VirtualNetwork
+    let host: SimLiveNode
+    var viewers: [SimLiveNode] = []
+    /// Per viewer: when each decoded picture came.
+    var pictures: [[Instant]] = []
+
+    init(viewers count: Int, slots: Int, seed: UInt64, impairment: Impairment, decoding: (Int) -> Bool = { _ in true }) throws {
+        net = VirtualNetwork(seed: seed, defaultImpairment: impairment)
+        let sims = net.makeNodes(count + 1, seed: seed)
+        let random = SeededRandom(seed: seed ^ 0x7EE)
+        let room = RoomID.random(random)
+        let policy = AdmissionPolicy(room: room, host: sims[0].core.identity, mode: .open, clock: net.clock)
+        var plan = NodePlan(part: .host(policy, info: RoomInfo(title: "tree")))
+        var setup = try PublisherSetup.open(video: .synthetic, audio: .synthetic, size: (160, 96), fps: 30, clock: net.clock)
+        setup.gopSeconds = 2
+        setup.bitrateKbps = 400
+        plan.publish = setup
+        plan.relaySlots = slots
+        plan.addresses = [sims[0].address]
+        host = try SimLiveNode(sims[0], plan: plan, network: net, random: random)
+        for (i, sim) in sims.dropFirst().enumerated() {
+            var plan = NodePlan(part: .join(room: room, host: host.id, proof: .none, addresses: [host.sim.address]))
+            if decoding(i) { plan.receive = SinkOptions() }
+            plan.relaySlots = slots
+            plan.addresses = [sim.address]
+            let viewer = try SimLiveNode(sim, plan: plan, network: net, random: random)
+            pictures.append([])
+            viewer.node.onHostVideo = { [unowned self] _ in pictures[i].append(net.clock.now()) }
+            viewers.append(viewer)
+        }
+    }
+
+    var placement: TreePlacement {
+        TreePlacement(host: host.id, tree: host.room.state?.tree ?? [:])
+    }
+
+    func parent(_ i: Int) -> NodeID? { viewers[i].node.tree?.parent }
+    func children(of id: NodeID) -> [Int] { viewers.indices.filter { parent($0) == id } }
+    func pictures(_ i: Int, since: Instant) -> Int { pictures[i].filter { $0 >= since }.count }
+}
+
+@Suite struct RelayTreeScenarioTests {
+    @Test func viewersAttachWhereThereIsRoomAndEveryOneGetsThePicture() throws {
+        let t = try Tree(viewers: 12, slots: 2, seed: 301, impairment: Impairment(delay: .milliseconds(5)))
+        #expect(t.net.run(until: { t.viewers.allSatisfy { $0.node.tree?.parent != nil } }, timeout: .seconds(15)),
+                "\(t.viewers.indices.filter { t.parent($0) == nil }) have no parent")
+        t.net.run(for: .seconds(3))
+        let since = t.net.clock.now()
+        t.net.run(for: .seconds(3))
+        // The host sends its slots' worth of copies, never one per viewer.
+        #expect(t.host.node.media.publisher!.fullSubscriberCount <= 2)  // invariant: hosts publish
+        #expect(t.children(of: t.host.id).count <= 2)
+        for i in t.viewers.indices {
+            #expect(t.pictures(i, since: since) >= 80, "viewer \(i): \(t.pictures(i, since: since)) pictures in 3 s")
+            #expect(t.children(of: t.viewers[i].id).count <= 2)
+        }
+        // The room's view of the tree: every viewer reaches the host; with 2 slots, 12 viewers need depth 3.
+        let p = t.placement
+        let depths = t.viewers.map { p.depth(of: $0.id) }
+        #expect(depths.allSatisfy { $0 != nil }, "\(depths)")
+        #expect(depths.compactMap { $0 }.max() ?? 0 >= 3)
+        // Relays forwarded what they received, each packet once.
+        let relayed = t.viewers.compactMap { $0.node.media.relay?.stats.forwardedPackets }.filter { $0 > 0 }
+        #expect(relayed.count >= 4)
+    }
+
+    @Test func childrenOfADeadRelayMoveToTheirBackupWithinTwoSeconds() throws {
+        let t = try Tree(viewers: 10, slots: 2, seed: 302, impairment: Impairment(delay: .milliseconds(5)))
+        #expect(t.net.run(until: { t.viewers.allSatisfy { $0.node.tree?.parent != nil } }, timeout: .seconds(15)))
+        t.net.run(for: .seconds(4))
+        // A relay with children dies.
+        let victim = try #require(t.viewers.indices.first { t.parent($0) == t.host.id && !t.children(of: t.viewers[$0].id).isEmpty })
+        let orphans = t.children(of: t.viewers[victim].id)
+        t.viewers[victim].crash()
+        let diedAt = t.net.clock.now()
+        #expect(t.net.run(until: {
+            orphans.allSatisfy { t.parent($0) != t.viewers[victim].id && t.parent($0) != nil && (t.pictures[$0].last ?? diedAt) > diedAt }
+        }, timeout: .seconds(2)), "orphans \(orphans) still below the dead relay or without pictures")
+        t.net.run(for: .seconds(2))
+        let since = t.net.clock.now()
+        t.net.run(for: .seconds(2))
+        for i in t.viewers.indices where i != victim {
+            #expect(t.pictures(i, since: since) >= 50, "viewer \(i): \(t.pictures(i, since: since)) pictures in 2 s after the repair")
+        }
+        #expect(orphans.allSatisfy { (t.viewers[$0].node.tree?.failovers ?? 0) >= 1 })
+    }
+
+    @Test func aViewerThatDecodesNothingStillRelays() throws {
+        // Viewers 0 and 1 decode nothing; with one slot each, the rest hang below them.
+        let t = try Tree(viewers: 4, slots: 1, seed: 303, impairment: Impairment(delay: .milliseconds(5)), decoding: { $0 >= 2 })
+        #expect(t.net.run(until: { t.viewers.allSatisfy { $0.node.tree?.parent != nil } }, timeout: .seconds(15)))
+        t.net.run(for: .seconds(2))
+        let since = t.net.clock.now()
+        t.net.run(for: .seconds(2))
+        for i in 2..<4 { #expect(t.pictures(i, since: since) >= 50, "viewer \(i)") }
+        #expect(t.viewers[0].node.media.receivers.isEmpty && t.viewers[1].node.media.receivers.isEmpty)
+        #expect(t.viewers[0...1].contains { ($0.node.media.relay?.stats.forwardedPackets ?? 0) > 0 })
+    }
+}
