@@ -138,14 +138,7 @@ public final class MediaOrigin<Peer: Hashable> {
     /// The same, already parsed (a node that also receives from `peer` parses once).
     public func receiveRTCP(_ packets: [RTCPPacket], from peer: Peer) {
         let now = clock.now()
-        var isFeedback = false, keyframesOnly = false
-        for packet in packets {
-            switch packet {
-            case .receiverReport, .nack, .pli: isFeedback = true
-            case .app(let app) where app.isKeyframesOnly: (isFeedback, keyframesOnly) = (true, true)
-            case .senderReport, .app: break
-            }
-        }
+        let (isFeedback, keyframesOnly) = RTCPPacket.feedbackMode(of: packets)
         guard isFeedback else { return }
         let isFull = subscribers[peer].map { !$0.keyframesOnly } ?? false
         if !keyframesOnly, !isFull, fullSubscriberCount >= maxFullSubscribers {

@@ -22,14 +22,7 @@ extension MediaRelay {
     /// interval, and not at all when the GOP cache has just started the child.
     public func receiveRTCP(_ packets: [RTCPPacket], from child: Peer) {
         let now = clock.now()
-        var isFeedback = false, keyframesOnly = false
-        for packet in packets {
-            switch packet {
-            case .receiverReport, .nack, .pli: isFeedback = true
-            case .app(let app) where app.isKeyframesOnly: (isFeedback, keyframesOnly) = (true, true)
-            case .senderReport, .app: break
-            }
-        }
+        let (isFeedback, keyframesOnly) = RTCPPacket.feedbackMode(of: packets)
         guard isFeedback, let startedFromCache = subscribe(child, keyframesOnly: keyframesOnly, now: now) else { return }
         for packet in packets {
             switch packet {
