@@ -68,6 +68,11 @@ public struct RelayPosition: Equatable, Sendable {
 
     /// Slots not taken.
     public var free: Int { Int(slots) - Int(children) }
+
+    /// What the wire allows at most: slots, depth (hops from the host) and addresses.
+    public static let maxSlots = RoomEventFormat.relaySlotsMax
+    public static let maxDepth = RoomEventFormat.relayDepthMax
+    public static let maxAddresses = RoomEventFormat.relayAddressesMax
 }
 
 /// The content of a room event; the limits in the comments are enforced by

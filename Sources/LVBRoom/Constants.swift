@@ -23,12 +23,9 @@ public enum RoomConstants {
     /// Like events (not likes: each carries a cumulative total) per author per second, and at once.
     public static let likeEventRate = 5
     public static let likeEventBurst = 10
-    /// The media tree: children a node takes by default (`--relay-slots`) and
-    /// at most; addresses and depth a relay position carries at most.
+    /// The media tree: children a node takes by default (`--relay-slots`;
+    /// at most `RelayPosition.maxSlots`).
     public static let defaultRelaySlots = 4
-    public static let relaySlotsMax: UInt8 = 16
-    public static let relayAddressesMax = 4
-    public static let relayDepthMax: UInt8 = 64
     /// A parent that sent nothing this long after our subscription is passed over.
     public static let attachTimeout: Duration = .seconds(1)
     /// A child whose parent has been silent this long moves to its backup.

@@ -49,8 +49,8 @@ public final class RelayTree {
         self.media = media
         self.core = room.core
         self.clock = clock
-        self.slots = max(0, min(slots, Int(RoomConstants.relaySlotsMax)))
-        self.addresses = Array(addresses.prefix(RoomConstants.relayAddressesMax))
+        self.slots = max(0, min(slots, Int(RelayPosition.maxSlots)))
+        self.addresses = Array(addresses.prefix(RelayPosition.maxAddresses))
         self.repairKbps = repairKbps
         room.onRelayFull = { [unowned self] peer in refused(by: peer) }
         if room.isHost, let origin = media.publisher {
@@ -68,7 +68,12 @@ public final class RelayTree {
     public var depth: Int? {
         if room.isHost { return 0 }
         guard let parent, let state = room.state else { return nil }
-        return (TreePlacement(host: room.host, tree: state.tree).depth(of: parent) ?? published.map { Int($0.depth) - 1 } ?? 0) + 1
+        return Self.depth(below: parent, TreePlacement(host: room.host, tree: state.tree))
+    }
+
+    /// One below `parent` (a parent whose chain is not known yet counts as the host).
+    private static func depth(below parent: NodeID, _ placement: TreePlacement) -> Int {
+        min((placement.depth(of: parent) ?? 0) + 1, Int(RelayPosition.maxDepth))
     }
 
     /// A session came up: a parent (or backup) we dialled sees our pass first, then our subscription.
@@ -116,18 +121,16 @@ public final class RelayTree {
             parent = media.feeder(of: room.host)
             attachments += 1
         }
-        if trying == nil {
-            if parent == nil || silent {
-                if let parent { silenced[parent] = now + RoomConstants.refusedFor }
-                let options = placement.candidates(for: core.nodeID, excluding: Set(excluded.keys), silent: Set(silenced.keys))
-                let next = backup.flatMap { options.contains($0) ? $0 : nil } ?? options.first
-                if let next { attach(to: next, placement: placement, now: now) }
-            }
+        if trying == nil, parent == nil || silent {
+            if let parent { silenced[parent] = now + RoomConstants.refusedFor }
+            let (excluding, silent) = (Set(excluded.keys), Set(silenced.keys))
+            let next = backup.flatMap { placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil }
+                ?? placement.candidates(for: core.nodeID, excluding: excluding, silent: silent).first
+            if let next { attach(to: next, placement: placement, now: now) }
         }
         keepBackup(placement)
         if let parent, trying == nil {
-            let depth = (placement.depth(of: parent) ?? 0) + 1
-            publishIfChanged(RelayPosition(parent: parent, depth: UInt8(min(depth, Int(RoomConstants.relayDepthMax))), slots: UInt8(slots),
+            publishIfChanged(RelayPosition(parent: parent, depth: UInt8(Self.depth(below: parent, placement)), slots: UInt8(slots),
                                            children: UInt8(min(childCount, slots)), addresses: addresses), now: now)
         }
     }
@@ -146,7 +149,7 @@ public final class RelayTree {
     /// Keeps a backup parent outside our parent's branch, its session up.
     private func keepBackup(_ placement: TreePlacement) {
         let excluding = Set(excluded.keys), silent = Set(silenced.keys)
-        if let b = backup, placement.candidates(for: core.nodeID, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent).contains(b) {
+        if let b = backup, placement.isCandidate(b, for: core.nodeID, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent) {
             return
         }
         backup = placement.backup(for: core.nodeID, parent: parent, excluding: excluding, silent: silent)
@@ -168,7 +171,7 @@ public final class RelayTree {
         let now = clock.now()
         if let last = refusalsSent[peer], now - last < .seconds(1) { return }
         refusalsSent[peer] = now
-        if refusalsSent.count > 4 * RoomConstants.relaySlotsMax { refusalsSent = refusalsSent.filter { now - $0.value < .seconds(1) } }
+        if refusalsSent.count > 4 * Int(RelayPosition.maxSlots) { refusalsSent = refusalsSent.filter { now - $0.value < .seconds(1) } }
         room.send(.relayFull, to: peer)
     }
 

@@ -13,8 +13,8 @@ import LVBGossip
 public struct TreePlacement: Sendable {
     public let host: NodeID
     public let tree: [NodeID: RelayPosition]
-    /// Longest chain followed.
-    public static let maxDepth = 64
+    /// Longest chain followed: the deepest a relay position may say.
+    public static let maxDepth = Int(RelayPosition.maxDepth)
 
     public init(host: NodeID, tree: [NodeID: RelayPosition]) {
         self.host = host
@@ -58,10 +58,9 @@ public struct TreePlacement: Sendable {
     /// the view knows).
     public func candidates(for me: NodeID, excluding: Set<NodeID> = [], silent: Set<NodeID> = []) -> [NodeID] {
         var ranked: [(id: NodeID, depth: Int, free: Int, tie: UInt64)] = []
-        for id in Set(tree.keys).union([host]) where id != me && !excluding.contains(id) && !silent.contains(id) {
-            let free = free(id)
-            guard free > 0, let chain = ancestors(of: id), !chain.contains(me), silent.isDisjoint(with: chain) else { continue }
-            ranked.append((id, chain.count, free, Self.tie(me, id)))
+        for id in Set(tree.keys).union([host]) {
+            guard let chain = chain(ifCandidate: id, for: me, excluding: excluding, silent: silent) else { continue }
+            ranked.append((id, chain.count, free(id), Self.tie(me, id)))
         }
         ranked.sort { a, b in
             if a.depth != b.depth { return a.depth < b.depth }
@@ -69,6 +68,18 @@ public struct TreePlacement: Sendable {
             return a.tie < b.tie
         }
         return ranked.map(\.id)
+    }
+
+    /// Whether `id` is among `candidates(for: me, …)` (without ranking them all).
+    public func isCandidate(_ id: NodeID, for me: NodeID, excluding: Set<NodeID> = [], silent: Set<NodeID> = []) -> Bool {
+        chain(ifCandidate: id, for: me, excluding: excluding, silent: silent) != nil
+    }
+
+    /// `id`'s chain to the host if `id` may take `me` as a child, else nil.
+    private func chain(ifCandidate id: NodeID, for me: NodeID, excluding: Set<NodeID>, silent: Set<NodeID>) -> [NodeID]? {
+        guard id != me, !excluding.contains(id), !silent.contains(id), free(id) > 0,
+              let chain = ancestors(of: id), !chain.contains(me), silent.isDisjoint(with: chain) else { return nil }
+        return chain
     }
 
     /// A backup parent for `me` while it hangs below `parent`: the best
