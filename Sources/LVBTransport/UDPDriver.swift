@@ -33,8 +33,10 @@ public final class UDPNode: @unchecked Sendable {
             try? await channel.close()
             throw TransportError.malformed("socket has no local address")
         }
-        sink.channel = channel
+        // The address family first: sends start once the channel is set, and
+        // the socket addresses made for them are kept.
         sink.mapsIPv4 = channel.localAddress?.protocol == .inet6
+        sink.channel = channel
         let node = UDPNode(core: core, channel: channel, localAddress: bound, eventLoop: loop)
         let interval = TimeAmount.nanoseconds(TransportConstants.tickInterval.nanosecondsClamped)
         node.ticker = loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in core.tick() }
@@ -108,7 +110,9 @@ public final class UDPNode: @unchecked Sendable {
 final class ChannelSink: DatagramSink {
     var channel: Channel?
     /// The socket is IPv6 (dual stack): IPv4 peers are addressed as ::ffff:a.b.c.d.
-    var mapsIPv4 = false
+    var mapsIPv4 = false {
+        didSet { socketAddresses.removeAll() }
+    }
     private var pendingFlush = false
     var batching = false
 

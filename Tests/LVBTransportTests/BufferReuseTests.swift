@@ -1,5 +1,7 @@
 import LVBCore
 import LVBCrypto
+import NIOConcurrencyHelpers
+import NIOPosix
 import Testing
 @testable import LVBTransport
 
@@ -94,5 +96,34 @@ import Testing
         #expect(b.stats.droppedReplay == 2)
         // The payloads kept from the shared buffer were not overwritten by later datagrams.
         #expect(got.payloads.map { String(decoding: $0, as: UTF8.self) } == ["first", "second", "third"])
+    }
+
+    /// The UDP driver keeps the socket addresses it made: a dual-stack node
+    /// (IPv4 peers as ::ffff:a.b.c.d) and an IPv4 one talk both ways, again
+    /// and again, through them.
+    @Test func aDualStackNodeAndAnIPv4NodeTalkThroughKeptSocketAddresses() async throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let got = NIOLockedValueBox<[String]>([])
+        let host = try await UDPNode.start(identity: .generate(), listen: .anyDualStack(port: 0), group: group) { e in
+            if case let .message(_, _, p) = e { got.withLockedValue { $0.append(String(decoding: p, as: UTF8.self)) } }
+        }
+        let echoes = NIOLockedValueBox(0)
+        let viewer = try await UDPNode.start(identity: .generate(), listen: .ipv4(127, 0, 0, 1, port: 0), group: group) { e in
+            if case .message = e { echoes.withLockedValue { $0 += 1 } }
+        }
+        let hostID = host.core.nodeID, viewerID = viewer.core.nodeID
+        let hostAddress = PeerAddress.ipv4(127, 0, 0, 1, port: host.localAddress.port)
+        viewer.execute { $0.connect(to: hostAddress, expecting: hostID) }
+        #expect(await LoopbackSessionTests.eventually {
+            (try? await host.submit { $0.isEstablished(with: viewerID) }) ?? false
+        })
+        for i in 0..<20 {
+            try await viewer.submit { try $0.send(Array("to host \(i)".utf8), channel: .gossip, to: hostID) }
+            try await host.submit { try $0.send(Array("to viewer \(i)".utf8), channel: .gossip, to: viewerID) }
+        }
+        #expect(await LoopbackSessionTests.eventually { got.withLockedValue { $0.count } == 20 && echoes.withLockedValue { $0 } == 20 })
+        #expect(got.withLockedValue { $0 } == (0..<20).map { "to host \($0)" })
+        await viewer.close()
+        await host.close()
     }
 }
