@@ -26,7 +26,8 @@ import NIOPosix
 // the forwarding thread (what one core does: the less noisy figure on a shared
 // machine, and the one the goal is read on). Goal: relay ≥ 0.6 × plain. Also
 // one open and one seal alone (in memory, CryptoLoop), which bound the ratio:
-// plain's work plus the AEAD is the least a relay does.
+// plain's work plus the AEAD is the least a relay does. And the relay's work
+// alone, in memory (RelayEngineLoop), so the output says where the time goes.
 // Two rounds each, alternating; the better round of each counts.
 
 enum RelayBench {
@@ -54,7 +55,9 @@ enum RelayBench {
             do { relayed.append(try await runRelay(seconds: seconds)) } catch { say("  relay failed: \(error)") }
         }
         // What the session's AEAD alone costs per relayed packet (one open, one seal).
-        let crypto = CryptoLoop.run(seconds: min(seconds, 2), payloadSize: rtpSize)
+        let crypto = CryptoLoop.run(seconds: min(seconds, 2), payloadSize: rtpSize, clock: threadCPUSeconds)
+        // The relay's own work without the driver: where a relayed datagram's time goes.
+        let engine = (try? RelayEngineLoop.run(seconds: min(seconds, 2), payloadSize: rtpSize)) ?? 0
         guard let p = plain.max(by: { $0.perCPUSecond < $1.perCPUSecond }),
               let r = relayed.max(by: { $0.perCPUSecond < $1.perCPUSecond }) else { return }
         func figures(_ f: Figures) -> String {
@@ -73,6 +76,13 @@ enum RelayBench {
         let ceiling = p.perCPUSecond > 0 && crypto > 0 ? (1 / p.perCPUSecond) / (1 / p.perCPUSecond + 1 / crypto) : 0
         row("seal + open alone, in memory", "\(fixed(crypto, 0)) /CPU s",
             note: "ceiling of relay / plain with this AEAD speed: \(fixed(ceiling, 2))")
+        row("relay's work alone, in memory", "\(fixed(engine, 0)) /CPU s", note: "open, MediaRelay, seal; no socket, no event loop")
+        if p.perCPUSecond > 0, r.perCPUSecond > 0, crypto > 0, engine > 0 {
+            func us(_ perSecond: Double) -> String { fixed(1e6 / perSecond, 1) }
+            say("  per datagram (µs of CPU): relay \(us(r.perCPUSecond)) = driver and sockets \(fixed(1e6 / r.perCPUSecond - 1e6 / engine, 1)) "
+                + "(plain forwarder: \(us(p.perCPUSecond))) + relay's work \(us(engine)) (of it, seal + open with the session's "
+                + "checks: \(us(crypto)))")
+        }
         say("  child check: of the \(r.checked) datagrams it held, \(r.verified) opened as RTP, \(r.dropped) refused "
             + "(the rest: session control); plain: \(p.verified)/\(p.checked) of 1200 bytes")
     }

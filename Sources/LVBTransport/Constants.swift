@@ -66,4 +66,7 @@ public enum TransportConstants {
     public static let maxPeers = 4096
     /// Initiator timestamps remembered for replay rejection.
     public static let maxRememberedTimestamps = 65536
+    /// Socket addresses the UDP driver keeps made (one per address it sends
+    /// to); past this many it starts afresh.
+    public static let socketAddressCacheSize = 1024
 }

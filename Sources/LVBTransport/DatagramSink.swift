@@ -9,8 +9,18 @@ public protocol DatagramSink: AnyObject {
     /// packet reaching the peer's NAT before the peer's own packet left it can
     /// make that NAT give the peer another port: Linux conntrack does.)
     func send(_ datagram: [UInt8], to address: PeerAddress, hopLimit: Int)
+    /// Sends a datagram of exactly `count` bytes that `fill` writes, every
+    /// byte of it: the session's packet path, sealed straight into a buffer
+    /// the sink owns (the UDP driver's), not into an array copied again.
+    func send(count: Int, to address: PeerAddress, fill: (UnsafeMutableRawBufferPointer) -> Void)
 }
 
 extension DatagramSink {
     public func send(_ datagram: [UInt8], to address: PeerAddress, hopLimit: Int) { send(datagram, to: address) }
+
+    public func send(count: Int, to address: PeerAddress, fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        var datagram = [UInt8](repeating: 0, count: count)
+        datagram.withUnsafeMutableBytes(fill)
+        send(datagram, to: address)
+    }
 }

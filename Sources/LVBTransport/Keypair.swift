@@ -38,29 +38,44 @@ final class Keypair {
         now - created >= TransportConstants.rejectAfterTime
     }
 
+    /// The size of the transport datagram carrying `payload` on `channel`
+    /// (nil: a keepalive, no plaintext at all).
+    static func sealedCount(channel: DataChannel?, payload: ArraySlice<UInt8>) -> Int {
+        MessageSize.transportOverhead + (channel == nil ? 0 : 1 + payload.count)
+    }
+
+    /// Takes the next send counter; nil once the counters are exhausted.
+    func takeCounter() -> UInt64? {
+        guard sendCounter < TransportConstants.rejectAfterMessages else { return nil }
+        defer { sendCounter += 1 }
+        return sendCounter
+    }
+
+    /// Writes the transport datagram carrying `payload` under `counter` (from
+    /// `takeCounter`) into `b`, exactly `sealedCount` bytes, sealed in place:
+    /// libsodium allows the ciphertext to overwrite the plaintext.
+    func seal(counter: UInt64, channel: DataChannel?, payload: ArraySlice<UInt8>, into b: UnsafeMutableRawBufferPointer) {
+        let h = MessageSize.transportHeader
+        let plainCount = Self.sealedCount(channel: channel, payload: payload) - MessageSize.transportOverhead
+        b.storeBytes(of: UInt32(PacketType.transport.rawValue).littleEndian, toByteOffset: 0, as: UInt32.self)  // type, reserved zeros
+        b.storeBytes(of: remoteIndex.littleEndian, toByteOffset: 4, as: UInt32.self)
+        b.storeBytes(of: counter.littleEndian, toByteOffset: 8, as: UInt64.self)
+        if let channel {
+            b[h] = channel.rawValue
+            payload.withUnsafeBytes { p in
+                if p.count > 0 { UnsafeMutableRawBufferPointer(rebasing: b[(h + 1)...]).copyMemory(from: p) }
+            }
+        }
+        let region = UnsafeMutableRawBufferPointer(rebasing: b[h..<(h + plainCount + ChaChaPoly.tagLength)])
+        _ = sendKey.seal(counter: counter, plaintext: UnsafeRawBufferPointer(rebasing: region[..<plainCount]), into: region)
+    }
+
     /// A complete transport datagram carrying `plaintext` (channel byte first,
     /// or empty for a keepalive); nil once the counter is exhausted.
     func seal(channel: DataChannel?, payload: ArraySlice<UInt8>) -> [UInt8]? {
-        guard sendCounter < TransportConstants.rejectAfterMessages else { return nil }
-        let counter = sendCounter
-        sendCounter += 1
-        let plainCount = channel == nil ? 0 : 1 + payload.count
-        var out = [UInt8](repeating: 0, count: MessageSize.transportOverhead + plainCount)
-        out.withUnsafeMutableBytes { b in
-            b[0] = PacketType.transport.rawValue
-            b.storeBytes(of: remoteIndex.littleEndian, toByteOffset: 4, as: UInt32.self)
-            b.storeBytes(of: counter.littleEndian, toByteOffset: 8, as: UInt64.self)
-            let h = MessageSize.transportHeader
-            if let channel {
-                b[h] = channel.rawValue
-                payload.withUnsafeBytes { p in
-                    if p.count > 0 { UnsafeMutableRawBufferPointer(rebasing: b[(h + 1)...]).copyMemory(from: p) }
-                }
-            }
-            // Sealed in place: libsodium allows the ciphertext to overwrite the plaintext.
-            let region = UnsafeMutableRawBufferPointer(rebasing: b[h...])
-            _ = sendKey.seal(counter: counter, plaintext: UnsafeRawBufferPointer(rebasing: region[..<plainCount]), into: region)
-        }
+        guard let counter = takeCounter() else { return nil }
+        var out = [UInt8](repeating: 0, count: Self.sealedCount(channel: channel, payload: payload))
+        out.withUnsafeMutableBytes { seal(counter: counter, channel: channel, payload: payload, into: $0) }
         return out
     }
 

@@ -5,6 +5,14 @@ extension TransportCore {
     /// Feeds one datagram from the network. Anything malformed, forged,
     /// replayed or stale is counted in `stats` and dropped; nothing here throws.
     public func receive(_ datagram: consuming [UInt8], from source: PeerAddress) {
+        var buffer = datagram
+        receive(reusing: &buffer, from: source)
+    }
+
+    /// `receive(_:from:)` for a driver that keeps one buffer for every
+    /// datagram: a transport packet is opened in place in `datagram`, whose
+    /// storage the caller may fill again afterwards.
+    func receive(reusing datagram: inout [UInt8], from source: PeerAddress) {
         stats.datagramsIn += 1
         stats.bytesIn += datagram.count
         if let sideChannel {

@@ -26,10 +26,10 @@ extension TransportCore {
     @discardableResult
     func sendNow(_ channel: DataChannel?, _ payload: ArraySlice<UInt8>, to peer: Peer) -> Bool {
         let now = clock.now()
-        guard let kp = peer.current, !kp.isExpired(now: now), let datagram = kp.seal(channel: channel, payload: payload) else {
-            return false
+        guard let kp = peer.current, !kp.isExpired(now: now), let counter = kp.takeCounter() else { return false }
+        transmit(count: Keypair.sealedCount(channel: channel, payload: payload), to: peer.endpoint) { out in
+            kp.seal(counter: counter, channel: channel, payload: payload, into: out)
         }
-        transmit(datagram, to: peer.endpoint)
         peer.lastSent = now
         if channel != nil { stats.messagesOut += 1 }
         // wireguard-go's "keep key fresh" on the send path.

@@ -184,6 +184,19 @@ public final class TransportCore {
         if let hopLimit { sink.send(datagram, to: address, hopLimit: hopLimit) } else { sink.send(datagram, to: address) }
     }
 
+    /// `transmit` for a datagram written in place (a sealed transport
+    /// packet): the sink's own buffer, unless it goes along a relay path.
+    func transmit(count: Int, to address: PeerAddress, fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        guard !RelayPath.isRelay(address) else {
+            var datagram = [UInt8](repeating: 0, count: count)
+            datagram.withUnsafeMutableBytes(fill)
+            return transmit(datagram, to: address)
+        }
+        stats.datagramsOut += 1
+        stats.bytesOut += count
+        sink.send(count: count, to: address, fill: fill)
+    }
+
     func emit(_ e: TransportEvent) { onEvent?(e) }
 
     /// Zeroes and unregisters keypairs that are no longer usable.

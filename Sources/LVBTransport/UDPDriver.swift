@@ -33,13 +33,18 @@ public final class UDPNode: @unchecked Sendable {
             try? await channel.close()
             throw TransportError.malformed("socket has no local address")
         }
-        sink.channel = channel
+        // The address family first: sends start once the channel is set, and
+        // the socket addresses made for them are kept.
         sink.mapsIPv4 = channel.localAddress?.protocol == .inet6
+        sink.channel = channel
         let node = UDPNode(core: core, channel: channel, localAddress: bound, eventLoop: loop)
         let interval = TimeAmount.nanoseconds(TransportConstants.tickInterval.nanosecondsClamped)
         node.ticker = loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in core.tick() }
         return node
     }
+
+    /// Bytes of the receive buffer per datagram of a vectored read.
+    static let readSlot = 2048
 
     private static func bind(_ listen: PeerAddress, on loop: EventLoop, core: TransportCore, sink: ChannelSink) async throws -> Channel {
         // Vectored reads share one receive buffer among the batch: size it so
@@ -49,7 +54,7 @@ public final class UDPNode: @unchecked Sendable {
             // No SO_REUSEADDR: on UDP it would let a second node bind the same
             // port silently and steal its datagrams; "address in use" is right.
             .channelOption(.datagramVectorReadMessageCount, value: batch)
-            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: batch * 2048))
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: batch * readSlot))
         if listen.isIPv6Unspecified {
             // Dual stack whatever net.ipv6.bindv6only says: IPv4 peers arrive
             // as ::ffff:a.b.c.d, which PeerAddress turns back into IPv4.
@@ -105,15 +110,43 @@ public final class UDPNode: @unchecked Sendable {
 final class ChannelSink: DatagramSink {
     var channel: Channel?
     /// The socket is IPv6 (dual stack): IPv4 peers are addressed as ::ffff:a.b.c.d.
-    var mapsIPv4 = false
+    var mapsIPv4 = false {
+        didSet { socketAddresses.removeAll() }
+    }
     private var pendingFlush = false
     var batching = false
 
+    /// NIO socket addresses by peer address: making one formats the host as
+    /// text and boxes it, too slow to do again for every datagram. Bounded:
+    /// replies to unauthenticated senders can name any number of addresses.
+    private var socketAddresses: [PeerAddress: SocketAddress] = [:]
+
+    private func socketAddress(_ address: PeerAddress) -> SocketAddress {
+        if let known = socketAddresses[address] { return known }
+        let made = mapsIPv4 ? address.ipv4Mapped.socketAddress : address.socketAddress
+        if socketAddresses.count >= TransportConstants.socketAddressCacheSize { socketAddresses.removeAll(keepingCapacity: true) }
+        socketAddresses[address] = made
+        return made
+    }
+
     func send(_ datagram: [UInt8], to address: PeerAddress) {
         guard let channel else { return }
-        let buffer = channel.allocator.buffer(bytes: datagram)
-        let remote = mapsIPv4 ? address.ipv4Mapped.socketAddress : address.socketAddress
-        let envelope = AddressedEnvelope(remoteAddress: remote, data: buffer)
+        write(channel.allocator.buffer(bytes: datagram), to: address, on: channel)
+    }
+
+    /// Writes the datagram straight into the buffer that goes to the socket.
+    func send(count: Int, to address: PeerAddress, fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        guard let channel else { return }
+        var buffer = channel.allocator.buffer(capacity: count)
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { b in
+            fill(UnsafeMutableRawBufferPointer(rebasing: b[..<count]))
+            return count
+        }
+        write(buffer, to: address, on: channel)
+    }
+
+    private func write(_ buffer: ByteBuffer, to address: PeerAddress, on channel: Channel) {
+        let envelope = AddressedEnvelope(remoteAddress: socketAddress(address), data: buffer)
         if batching {
             channel.write(envelope, promise: nil)
             pendingFlush = true
@@ -154,19 +187,24 @@ final class DatagramHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     private let core: TransportCore
     private let sink: ChannelSink
+    /// Each datagram is copied here and opened in place: the same memory
+    /// every time, unless whoever got the last one kept part of it (then
+    /// the array is copied on write, as any array would be).
+    private var scratch: [UInt8] = []
 
     init(core: TransportCore, sink: ChannelSink) {
         self.core = core
         self.sink = sink
+        scratch.reserveCapacity(UDPNode.readSlot)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
         guard let source = PeerAddress(envelope.remoteAddress) else { return }
-        var buffer = envelope.data
-        let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: envelope.data.readableBytesView)
         sink.batching = true
-        core.receive(bytes, from: source)
+        core.receive(reusing: &scratch, from: source)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
