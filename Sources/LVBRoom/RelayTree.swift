@@ -64,6 +64,19 @@ public final class RelayTree {
         room.isHost ? media.publisher?.fullSubscriberCount ?? 0 : media.relay?.childCount ?? 0
     }
 
+    /// The children themselves (previews that take only keyframes are not children).
+    public var children: [NodeID] {
+        guard let fanOut = room.isHost ? media.publisher?.fanOut : media.relay?.fanOut else { return [] }
+        return fanOut.peers.filter { !fanOut.isKeyframesOnly($0) }
+    }
+
+    /// Bytes sent down the tree so far: a host's to its direct children, a
+    /// viewer's relayed to its own, repairs and GOP bursts included (counted
+    /// from the current room's relay).
+    public var forwardedBytes: Int {
+        (room.isHost ? media.publisher?.fanOut : media.relay?.fanOut)?.stats.bytesSent ?? 0
+    }
+
     /// Hops from the host, as the room's positions show it (nil: not attached).
     public var depth: Int? {
         if room.isHost { return 0 }

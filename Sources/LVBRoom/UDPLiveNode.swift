@@ -32,10 +32,10 @@ public final class UDPLiveNode: @unchecked Sendable {
         self.threads = threads
     }
 
-    /// Binds `listen`, builds the node from `plan` and starts it. `prepare`
+    /// Binds `listen`, builds the node from `plan` (given the bound address) and starts it. `prepare`
     /// sees the node (and the bound address) on its loop before it starts;
     /// `onOutput` runs on the loop for every output from the first.
-    public static func start(plan: NodePlan, identity: Identity, listen: PeerAddress, config: TransportConfig,
+    public static func start(plan: @escaping (PeerAddress) -> NodePlan, identity: Identity, listen: PeerAddress, config: TransportConfig,
                              prepare: @escaping (LiveNode, PeerAddress) -> Void = { _, _ in },
                              onOutput: @escaping (NodeOutput) -> Void) async throws(NodeStartError) -> UDPLiveNode {
         let box = NodeBox()
@@ -54,7 +54,7 @@ public final class UDPLiveNode: @unchecked Sendable {
         do {
             built = try await udp.submit { core -> Result<Void, MediaError> in
                 do throws(MediaError) {
-                    let node = try LiveNode(plan: plan, core: core, clock: SystemClock.shared, random: SodiumRandom.shared,
+                    let node = try LiveNode(plan: plan(udp.localAddress), core: core, clock: SystemClock.shared, random: SodiumRandom.shared,
                                             scheduler: runner.threads, hop: { body in loop.execute(body) })
                     node.onOutput = onOutput
                     node.onWakeupChanged = { [weak runner] in runner?.pollSoonerIfDue() }

@@ -33,7 +33,7 @@ struct ConsoleCommands: Sendable {
         /switch N|ROOM-ID  watch another listed room (viewer; the ones next to it are kept ready)
         /next, /prev       the next or previous open room in the list (viewer)
         /close             end the room for everyone (host)
-        /peers             encrypted sessions (id, address, round-trip time)
+        /peers             encrypted sessions (id, address, round-trip time, place in the media tree)
         /stats             transport, room and media counters
         /help              this list
         /quit              leave the room cleanly
@@ -203,6 +203,14 @@ struct ConsoleCommands: Sendable {
     private func peers() {
         live.execute { node in
             let peers = node.core.peers
+            let tree = node.tree, children = Set(tree?.children ?? [])
+            // What each peer is to this node in the media tree, if anything.
+            func treeRole(_ id: NodeID) -> String? {
+                guard let tree else { return nil }
+                if id == tree.parent { return "parent" }
+                if children.contains(id) { return "child" }
+                return id == tree.backup ? "backup" : nil
+            }
             let json = "[" + peers.map { p in
                 var o = JSONLine()
                 o.add("id", p.id.text)
@@ -210,13 +218,16 @@ struct ConsoleCommands: Sendable {
                 o.add("established", p.established)
                 if let rtt = p.rtt { o.add("rtt_ms", rtt.milliseconds) }
                 if let age = p.keyAge { o.add("key_age_s", age.seconds) }
+                o.add("tree", treeRole(p.id))
                 return o.text
             }.joined(separator: ",") + "]"
             var l = JSONLine(event: "peers")
             l.addRaw("peers", json)
-            let human = peers.isEmpty ? "no sessions" : peers.map { p in
-                "\(p.id.text) \(p.endpoint) rtt \(p.rtt.map { $0.millisecondsText + " ms" } ?? "?")"
+            if let t = reporters.tree.json(node, final: true) { l.addRaw("tree", t) }
+            var human = peers.isEmpty ? "no sessions" : peers.map { p in
+                "\(p.id.text) \(p.endpoint) rtt \(p.rtt.map { $0.millisecondsText + " ms" } ?? "?")" + (treeRole(p.id).map { " · tree \($0)" } ?? "")
             }.joined(separator: "\n    ")
+            if let line = TreeStatsReporter.describe(node) { human += "\n    " + line }
             out.emit(l, human: human, kind: "peers")
         }
     }
@@ -228,7 +239,10 @@ struct ConsoleCommands: Sendable {
             l.addRaw("transport", StatsJSON.encode(transport))
             l.addRaw("room", StatsJSON.encode(room: node.room))
             if let media { l.addRaw("media", media) }
-            out.emit(l, human: StatsText.describe(transport: transport, room: node.room, node: node), kind: "stats")
+            if let tree = reporters.tree.json(node, final: true) { l.addRaw("tree", tree) }
+            var human = StatsText.describe(transport: transport, room: node.room, node: node)
+            if let line = TreeStatsReporter.describe(node) { human += "\n    " + line }
+            out.emit(l, human: human, kind: "stats")
         }
     }
 }

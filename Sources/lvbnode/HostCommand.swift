@@ -40,6 +40,7 @@ struct HostCommand: AsyncParsableCommand {
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
         if let password, password.isEmpty { throw ValidationError("--password must not be empty") }
         for server in stun { _ = try parseAddress(server, what: "--stun") }
+        if node.relaySlots == 0 { throw ValidationError("--relay-slots: a host needs at least 1 (the viewers it sends its stream to directly)") }
         if !(0...MixConstants.maxGuests).contains(maxGuests) { throw ValidationError("--max-guests must be 0...\(MixConstants.maxGuests)") }
         if let title {
             do { try EventBody.roomInfo(RoomInfo(title: title)).validate() } catch { throw ValidationError("--title: \(error)") }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import LVBCore
 import LVBCrypto
+import LVBGossip
+import LVBRoom
 import LVBTransport
 
 /// Options every running node shares (host and join).
@@ -16,6 +18,9 @@ struct NodeOptions: ParsableArguments {
     @Flag(name: .long, help: "Print one JSON object per line instead of readable text.")
     var json = false
 
+    @Option(name: .long, help: ArgumentHelp("The media tree: children this node sends the stream to (a host: viewers it serves directly; a viewer: viewers it relays to, before decoding). 0 makes a viewer a leaf; at most \(RelayPosition.maxSlots).", valueName: "n"))
+    var relaySlots: Int = RoomConstants.defaultRelaySlots
+
     @Option(name: .long, help: ArgumentHelp("Leave cleanly after this many seconds.", valueName: "seconds"))
     var duration: Double?
 
@@ -27,6 +32,9 @@ struct NodeOptions: ParsableArguments {
         for a in advertise {
             let address = try parseAddress(a, what: "--advertise")
             if address.port == 0 || address.isIPv6Unspecified || address.host == .v4(0) { throw ValidationError("--advertise \(a): give an address others can dial, with its port") }
+        }
+        guard (0...Int(RelayPosition.maxSlots)).contains(relaySlots) else {
+            throw ValidationError("--relay-slots must be between 0 and \(RelayPosition.maxSlots)")
         }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
         guard LogLevelName.parse(logLevel) != nil else {

@@ -65,7 +65,7 @@ struct NodeRunner {
         config.hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: role)
         let live: UDPLiveNode
         do {
-            live = try await UDPLiveNode.start(plan: plan(identity: identity), identity: identity, listen: listen, config: config,
+            live = try await UDPLiveNode.start(plan: { plan(identity: identity, local: $0) }, identity: identity, listen: listen, config: config,
                                                prepare: { node, local in
                                                    reporters.attach(node)
                                                    attachRoles(to: node, local: local, out: out)
@@ -142,7 +142,7 @@ struct NodeRunner {
         }
     }
 
-    private func plan(identity: Identity) -> NodePlan {
+    private func plan(identity: Identity, local: PeerAddress) -> NodePlan {
         var plan: NodePlan
         switch setup {
         case let .host(roomID, mode, _, info):
@@ -154,6 +154,8 @@ struct NodeRunner {
         plan.publish = publish
         plan.maxGuests = maxGuests
         plan.receive = receive
+        plan.relaySlots = options.relaySlots
+        plan.addresses = options.advertised(for: local)
         return plan
     }
 
@@ -192,7 +194,7 @@ struct NodeRunner {
         reporters.stopStats()
         await live.halt()
         let summary = try? await live.submit { node in
-            (node.core.stats, StatsJSON.encode(room: node.room), reporters.media.json(final: true))
+            (node.core.stats, StatsJSON.encode(room: node.room), reporters.media.json(final: true), reporters.tree.json(node, final: true))
         }
         await live.close(abandon: { if case .removed = reason { true } else { false } }())
         let outcome = reporters.outcome(of: reason, dialled: setup)
@@ -202,6 +204,7 @@ struct NodeRunner {
             bye.addRaw("stats", StatsJSON.encode(summary.0))
             bye.addRaw("room", summary.1)
             if let media = summary.2 { bye.addRaw("media", media) }
+            if let tree = summary.3 { bye.addRaw("tree", tree) }
         }
         out.emit(bye, human: "leaving (\(outcome.text))", kind: "exit")
         if let why = outcome.failure { Output.fail(why) }

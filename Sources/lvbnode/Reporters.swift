@@ -14,6 +14,7 @@ final class Reporters: @unchecked Sendable {
     let sessions: EventReporter
     let room: RoomReporter
     let media = MediaStatsReporter()
+    let tree = TreeStatsReporter()
     private let termination: Termination
     private var statsTask: RepeatedTask?
 
@@ -35,13 +36,15 @@ final class Reporters: @unchecked Sendable {
     /// No more periodic `stats` lines (the node is stopping).
     func stopStats() { statsTask?.cancel() }
 
-    /// With `--json`, a `stats` line every 2 s while the node has media.
+    /// With `--json`, a `stats` line every 2 s while the node has media or a place in a media tree.
     func startStats(on live: UDPLiveNode) {
         guard out.json else { return }
         statsTask = live.udp.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(2), delay: .seconds(2)) { [self] _ in
-            guard let json = media.json(final: false) else { return }
+            let mediaJSON = media.json(final: false), treeJSON = media.node.flatMap { tree.json($0, final: false) }
+            guard mediaJSON != nil || treeJSON != nil else { return }
             var line = JSONLine(event: "stats")
-            line.addRaw("media", json)
+            if let mediaJSON { line.addRaw("media", mediaJSON) }
+            if let treeJSON { line.addRaw("tree", treeJSON) }
             out.emit(line, human: "", kind: "stats")
         }
     }
