@@ -50,6 +50,7 @@ public enum MediaConstants {
         static let typeRTPFB: UInt8 = 205
         static let typePSFB: UInt8 = 206
         static let typeAPP: UInt8 = 204
+        static let typeBYE: UInt8 = 203
         static let formatGenericNACK: UInt8 = 1
         static let formatPLI: UInt8 = 1
         static let reportBlockSize = 24

@@ -88,6 +88,8 @@ public final class MediaOrigin<Peer: Hashable> {
         return full.isEmpty ? 0 : full.reduce(0) { $0 + $1.lossFraction } / Double(full.count)
     }
     public var subscriberRTT: Duration? { subscribers.values.compactMap(\.rtt).max() }
+    /// The loss fraction `peer` last reported (before repair), if it subscribes.
+    public func loss(of peer: Peer) -> Double? { subscribers[peer]?.lossFraction }
 
     /// True once after a subscriber asked for a keyframe (PLI) or joined with
     /// nothing cached to start from; the encoder forces one on its next frame.
@@ -124,7 +126,7 @@ public final class MediaOrigin<Peer: Hashable> {
 
     /// RTCP from a peer the owner lets subscribe (an admitted member).
     /// Receiver feedback subscribes it; the first time, it gets the cached GOP
-    /// (or, asking for keyframes only, the cached keyframe).
+    /// (or, asking for keyframes only, the cached keyframe). A goodbye lets it go.
     public func receiveRTCP(_ bytes: ArraySlice<UInt8>, from peer: Peer) {
         let packets: [RTCPPacket]
         do { packets = try RTCPPacket.parseCompound(bytes) } catch {
@@ -138,7 +140,8 @@ public final class MediaOrigin<Peer: Hashable> {
     /// The same, already parsed (a node that also receives from `peer` parses once).
     public func receiveRTCP(_ packets: [RTCPPacket], from peer: Peer) {
         let now = clock.now()
-        let (isFeedback, keyframesOnly) = RTCPPacket.feedbackMode(of: packets)
+        let (isFeedback, keyframesOnly, leaving) = RTCPPacket.feedbackMode(of: packets)
+        if leaving { return unsubscribe(peer) }
         guard isFeedback else { return }
         let isFull = subscribers[peer].map { !$0.keyframesOnly } ?? false
         if !keyframesOnly, !isFull, fullSubscriberCount >= maxFullSubscribers {

@@ -14,15 +14,16 @@ extension MediaRelay {
         receiveRTCP(packets, from: child)
     }
 
-    /// The same, already parsed. Receiver feedback (RR, NACK, PLI) subscribes
-    /// the child, to keyframes only when it carries the APP request; a new
+    /// The same, already parsed. A goodbye lets the child go; receiver
+    /// feedback (RR, NACK, PLI) subscribes the child, to keyframes only when it carries the APP request; a new
     /// child gets the GOP cache at once. NACKs are answered from the history
     /// within the child's repair budget, and what the relay lacks is kept for
     /// upstream. A PLI goes upstream as at most one keyframe request per
     /// interval, and not at all when the GOP cache has just started the child.
     public func receiveRTCP(_ packets: [RTCPPacket], from child: Peer) {
         let now = clock.now()
-        let (isFeedback, keyframesOnly) = RTCPPacket.feedbackMode(of: packets)
+        let (isFeedback, keyframesOnly, leaving) = RTCPPacket.feedbackMode(of: packets)
+        if leaving { return unsubscribe(child) }
         guard isFeedback, let startedFromCache = subscribe(child, keyframesOnly: keyframesOnly, now: now) else { return }
         for packet in packets {
             switch packet {

@@ -60,15 +60,17 @@ extension RTCPPacket {
     /// Whether `packets` are a receiver's feedback (a report, NACK, PLI or
     /// the keyframes-only request: what subscribes a peer to a stream), and
     /// whether they ask for keyframes only.
-    static func feedbackMode(of packets: [RTCPPacket]) -> (isFeedback: Bool, keyframesOnly: Bool) {
+    /// A goodbye anywhere in them means the peer leaves: not feedback.
+    static func feedbackMode(of packets: [RTCPPacket]) -> (isFeedback: Bool, keyframesOnly: Bool, leaving: Bool) {
         var isFeedback = false, keyframesOnly = false
         for packet in packets {
             switch packet {
             case .receiverReport, .nack, .pli: isFeedback = true
             case .app(let app) where app.isKeyframesOnly: (isFeedback, keyframesOnly) = (true, true)
+            case .bye: return (false, false, true)
             case .senderReport, .app: break
             }
         }
-        return (isFeedback, keyframesOnly)
+        return (isFeedback, keyframesOnly, false)
     }
 }

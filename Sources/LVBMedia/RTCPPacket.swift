@@ -134,6 +134,19 @@ public struct RTCPPictureLossIndication: Equatable, Sendable {
     }
 }
 
+/// Goodbye (RFC 3550 §6.6, PT 203): the sources leave. A subscriber sends
+/// it to the node that feeds it when it takes the stream elsewhere or stops,
+/// so that node lets it go at once instead of after `subscriberTimeout`.
+/// The optional reason text is skipped when parsing and never sent.
+public struct RTCPBye: Equatable, Sendable {
+    public var ssrcs: [UInt32]
+    public init(ssrcs: [UInt32]) throws(MediaError) {
+        guard ssrcs.count <= MediaConstants.RTCP.maxCount else { throw .malformed("BYE lists at most \(MediaConstants.RTCP.maxCount) sources") }
+        self.ssrcs = ssrcs
+    }
+    init(checkedSSRCs: [UInt32]) { ssrcs = checkedSSRCs }
+}
+
 /// The RTCP packets this node speaks; compound packets (RFC 3550 §6.1) are
 /// lists of them. Other types and formats are skipped when parsing.
 ///
@@ -152,6 +165,7 @@ public enum RTCPPacket: Equatable, Sendable {
     case nack(RTCPGenericNACK)
     case pli(RTCPPictureLossIndication)
     case app(RTCPApp)
+    case bye(RTCPBye)
 
     public static func parseCompound(_ bytes: [UInt8]) throws(MediaError) -> [RTCPPacket] {
         try parseCompound(bytes[...])
@@ -221,6 +235,16 @@ public enum RTCPPacket: Equatable, Sendable {
             let name = Array(try r.mediaBytes(4, "APP"))
             guard name.allSatisfy({ $0 < 0x80 }) else { throw .malformed("APP name not ASCII") }
             return .app(RTCPApp(checkedSubtype: UInt8(count), ssrc: ssrc, name: name, data: Array(r.readRest())))
+        case (MediaConstants.RTCP.typeBYE, _):
+            // SC sources, then optionally a length-prefixed reason within the padded body.
+            guard body.count >= 4 * count else { throw .malformed("BYE length does not cover its sources") }
+            var ssrcs: [UInt32] = []
+            for _ in 0..<count { ssrcs.append(try r.mediaRead32("BYE")) }
+            if !r.isAtEnd {
+                let reason = Int(try r.mediaRead8("BYE"))
+                guard reason <= r.remaining else { throw .malformed("BYE reason longer than packet") }
+            }
+            return .bye(RTCPBye(checkedSSRCs: ssrcs))
         default:
             return nil
         }
@@ -271,6 +295,9 @@ public enum RTCPPacket: Equatable, Sendable {
         case let .app(app):
             (count, type) = (Int(app.subtype), MediaConstants.RTCP.typeAPP)
             w.write(app.ssrc); w.write(bytes: app.name); w.write(bytes: app.data)
+        case let .bye(bye):
+            (count, type) = (bye.ssrcs.count, MediaConstants.RTCP.typeBYE)
+            for ssrc in bye.ssrcs { w.write(ssrc) }
         }
         var out: [UInt8] = [2 << 6 | UInt8(count), type]
         let words = UInt16(w.count / 4)

@@ -32,6 +32,13 @@ public enum RoomConstants {
     public static let parentSilence: Duration = .seconds(1)
     /// A parent that refused us or went silent is left out of placement this long.
     public static let refusedFor: Duration = .seconds(10)
+    /// A child that reports at least `slowChildLoss` for `slowChildFor`
+    /// while a sibling reports under `fineChildLoss` cannot keep up: its
+    /// parent moves it down, and it takes no children for `demotedFor`.
+    public static let slowChildLoss = 0.10
+    public static let fineChildLoss = 0.02
+    public static let slowChildFor: Duration = .seconds(3)
+    public static let demotedFor: Duration = .seconds(60)
     /// A node gossips its relay position at most this often (changes coalesce).
     public static let relayPublishInterval: Duration = .milliseconds(600)
     /// Relay position events per author per second, and at once (a node

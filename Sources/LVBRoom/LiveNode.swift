@@ -279,7 +279,7 @@ public final class LiveNode {
         old.onOutput = nil
         old.onStage = nil
         old.onAdmissionRequested = nil
-        old.onRelayFull = nil  // it pointed at the tree of the room we leave
+        old.onRelaySignal = nil  // it pointed at the tree of the room we leave
         media.stopReceiving(from: old.host)
         departing.removeAll { $0.room.room == target }
         departing.append((old, now + RoomConstants.leaveWait))

@@ -71,6 +71,7 @@ public final class NodeMedia {
 
     /// Stops receiving `origin`'s stream (a co-host left the stage; a room left).
     public func stopReceiving(from origin: NodeID) {
+        if receivers[origin] != nil || relayedOrigin == origin { sayGoodbye(to: feeder(of: origin), ssrc: receivers[origin]?.ssrc) }
         receivers[origin] = nil
         lastRTP[origin] = nil
         feeders[origin] = nil
@@ -115,12 +116,22 @@ public final class NodeMedia {
     /// The stream `origin`'s stream this node takes from `feeder` from now on
     /// (nil: from the origin itself), and subscribes there at once. RTP of it
     /// from any other node is dropped as unrequested; the node it came from
-    /// before stops hearing our feedback and lets us go.
+    /// before gets our goodbye and lets us go.
     public func feed(_ origin: NodeID, from feeder: NodeID?) {
         let feeder = feeder == origin ? nil : feeder
         guard feeders[origin] != feeder else { return }
+        if receivers[origin] != nil || relayedOrigin == origin { sayGoodbye(to: self.feeder(of: origin), ssrc: receivers[origin]?.ssrc) }
         feeders[origin] = feeder
         subscribe(to: origin)
+    }
+
+    /// Tells the node that fed us that we no longer take the stream from it
+    /// (an RTCP goodbye), so it frees our slot now rather than after its
+    /// subscriber timeout. A feeder that is gone simply never hears it.
+    private func sayGoodbye(to peer: NodeID, ssrc: UInt32?) {
+        let ssrc = ssrc ?? relaySSRC
+        guard core.isEstablished(with: peer), let rr = try? RTCPReceiverReport(ssrc: ssrc), let bye = try? RTCPBye(ssrcs: [ssrc]) else { return }
+        try? core.send(RTCPPacket.serializeCompound([.receiverReport(rr), .bye(bye)]), channel: .rtcp, to: peer)
     }
 
     /// Relays `origin`'s stream to up to `slots` children (the viewer's relay

@@ -12,8 +12,12 @@ import LVBTransport
 /// with its subtree, when its parent has been silent for
 /// `RoomConstants.parentSilence`; a parent that refuses (its slots taken),
 /// or sends nothing within `attachTimeout` of our subscription, is left out
-/// of placement for `RoomConstants.refusedFor`. Each change of place is
-/// gossiped as the node's relay position (coalesced).
+/// of placement for `RoomConstants.refusedFor`. A child that does clearly
+/// worse than its siblings (`RoomConstants.slowChildLoss`) is told to move
+/// down: it attaches as deep as it can and takes no children for
+/// `RoomConstants.demotedFor`, so a slow link holds up no branch and, below
+/// the host, no stream rate. Each change of place is gossiped as the node's
+/// relay position (coalesced).
 public final class RelayTree {
     /// Children this node takes (`--relay-slots`; 0: a leaf).
     public let slots: Int
@@ -24,6 +28,9 @@ public final class RelayTree {
     /// Times this node attached to a parent (the first included), and moved after a silence.
     public private(set) var attachments = 0
     public private(set) var failovers = 0
+    /// Times this node was moved down by its parent, and moved a child down.
+    public private(set) var demotions = 0
+    public private(set) var childrenMovedDown = 0
 
     private let room: RoomNode
     private let media: NodeMedia
@@ -40,6 +47,10 @@ public final class RelayTree {
     private var published: RelayPosition?
     private var lastPublished: Instant?
     private var refusalsSent: [NodeID: Instant] = [:]
+    /// Moved down by our parent: no children until then.
+    private var demotedUntil: Instant?
+    /// Children reporting heavy loss, since when.
+    private var slowSince: [NodeID: Instant] = [:]
 
     /// - Parameters:
     ///   - addresses: where children dial this node (its own view of itself).
@@ -52,7 +63,12 @@ public final class RelayTree {
         self.slots = max(0, min(slots, Int(RelayPosition.maxSlots)))
         self.addresses = Array(addresses.prefix(RelayPosition.maxAddresses))
         self.repairKbps = repairKbps
-        room.onRelayFull = { [unowned self] peer in refused(by: peer) }
+        room.onRelaySignal = { [unowned self] peer, signal in
+            switch signal {
+            case .full: refused(by: peer)
+            case .moveDown: movedDown(by: peer)
+            }
+        }
         if room.isHost, let origin = media.publisher {
             origin.maxFullSubscribers = self.slots
             origin.onRefused = { [unowned self] peer in tellFull(peer) }
@@ -101,6 +117,7 @@ public final class RelayTree {
         let now = clock.now()
         excluded = excluded.filter { $0.value > now }
         silenced = silenced.filter { $0.value > now }
+        moveDownSlowChildren(now: now)
         if room.isHost {
             publishIfChanged(RelayPosition(parent: nil, depth: 0, slots: UInt8(slots), children: UInt8(min(childCount, slots)),
                                            addresses: addresses), now: now)
@@ -111,10 +128,14 @@ public final class RelayTree {
             media.stopRelaying()
             return
         }
+        if let until = demotedUntil, now >= until { demotedUntil = nil }
+        let slots = self.openSlots
         if slots > 0, media.relayedOrigin != room.host {
             media.startRelaying(room.host, slots: slots, repairKbps: repairKbps)
             media.relay?.onRefused = { [unowned self] peer in tellFull(peer) }
         }
+        // A leaf that decodes nothing takes no stream at all.
+        guard slots > 0 || media.receivers[room.host] != nil else { return leaveTree() }
         let placement = TreePlacement(host: room.host, tree: state.tree)
         let heard = media.lastHeard(from: room.host)
         if let t = trying {
@@ -129,16 +150,19 @@ public final class RelayTree {
             }
         }
         let silent = heard.map { now - $0 >= RoomConstants.parentSilence } ?? true
-        if trying == nil, parent == nil, !silent {
+        let feeder = media.feeder(of: room.host)
+        if trying == nil, parent == nil, !silent, excluded[feeder] == nil {
             // Already fed (the host took the subscription sent with our admission request).
-            parent = media.feeder(of: room.host)
+            parent = feeder
             attachments += 1
         }
         if trying == nil, parent == nil || silent {
             if let parent { silenced[parent] = now + RoomConstants.refusedFor }
             let (excluding, silent) = (Set(excluded.keys), Set(silenced.keys))
-            let next = backup.flatMap { placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil }
-                ?? placement.candidates(for: core.nodeID, excluding: excluding, silent: silent).first
+            // Moved down: as deep as there is room; else the backup, else the shallowest.
+            let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent)
+            let next = demotedUntil != nil ? ranked.last
+                : backup.flatMap { placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil } ?? ranked.first
             if let next { attach(to: next, placement: placement, now: now) }
         }
         keepBackup(placement)
@@ -146,6 +170,62 @@ public final class RelayTree {
             publishIfChanged(RelayPosition(parent: parent, depth: UInt8(Self.depth(below: parent, placement)), slots: UInt8(slots),
                                            children: UInt8(min(childCount, slots)), addresses: addresses), now: now)
         }
+    }
+
+    /// Children this node offers now: none while moved down.
+    private var openSlots: Int { demotedUntil == nil ? slots : 0 }
+
+    /// Takes no stream any more (a leaf that decodes nothing, moved down):
+    /// the parent hears our goodbye, the room sees a leaf with no children.
+    private func leaveTree() {
+        media.stopRelaying()
+        guard let last = parent else { return }
+        media.feed(room.host, from: nil)
+        parent = nil
+        backup = nil
+        trying = nil
+        if let published, published.slots > 0 {
+            publishIfChanged(RelayPosition(parent: last, depth: published.depth, slots: 0, children: 0, addresses: addresses), now: clock.now())
+        }
+    }
+
+    /// Tells each child that does clearly worse than its siblings for
+    /// `slowChildFor` to move down, and lets it go. The loss is its own
+    /// link's when a sibling fed the same packets gets them nearly all.
+    private func moveDownSlowChildren(now: Instant) {
+        let kids = children
+        let losses = kids.map { ($0, loss(of: $0) ?? 0) }
+        var slow: [NodeID: Instant] = [:]
+        for (child, loss) in losses where loss >= RoomConstants.slowChildLoss
+            && losses.contains(where: { $0.0 != child && $0.1 < RoomConstants.fineChildLoss }) {
+            let since = slowSince[child] ?? now
+            guard now - since >= RoomConstants.slowChildFor else {
+                slow[child] = since
+                continue
+            }
+            room.send(.relay(.moveDown), to: child)
+            if room.isHost { media.publisher?.unsubscribe(child) } else { media.relay?.unsubscribe(child) }
+            childrenMovedDown += 1
+        }
+        slowSince = slow
+    }
+
+    private func loss(of child: NodeID) -> Double? {
+        room.isHost ? media.publisher?.loss(of: child) : media.relay?.loss(of: child)
+    }
+
+    /// Our parent says we cannot keep up: our children go elsewhere at once,
+    /// and we attach as deep as there is room, taking none for a while.
+    private func movedDown(by peer: NodeID) {
+        guard parent == peer || trying?.id == peer, !room.isHost else { return }
+        let now = clock.now()
+        demotions += 1
+        demotedUntil = now + RoomConstants.demotedFor
+        for child in media.relay?.children ?? [] { room.send(.relay(.full), to: child) }
+        media.stopRelaying()
+        excluded[peer] = now + RoomConstants.refusedFor
+        if parent == peer { parent = nil }
+        trying = nil
     }
 
     /// Subscribes with `next` (dialling it first unless it is the host or a session is up).
@@ -185,7 +265,7 @@ public final class RelayTree {
         if let last = refusalsSent[peer], now - last < .seconds(1) { return }
         refusalsSent[peer] = now
         if refusalsSent.count > 4 * Int(RelayPosition.maxSlots) { refusalsSent = refusalsSent.filter { now - $0.value < .seconds(1) } }
-        room.send(.relayFull, to: peer)
+        room.send(.relay(.full), to: peer)
     }
 
     private func publishIfChanged(_ position: RelayPosition, now: Instant) {

@@ -14,6 +14,9 @@ import LVBCore
 ///     5–7 link-mic           request, answer, hangup, signed (LinkMicMessage)
 ///     8 relay full           (empty): the sender takes no more children, so
 ///                            the receiver's subscription to it was refused
+///     9 relay move down      (empty): the receiver, the sender's child, does
+///                            clearly worse than its siblings: it is let go and
+///                            should attach deeper, as a leaf
 public enum RoomMessage: Equatable, Sendable {
     case admission(AdmissionMessage)
     /// The sender is leaving: its last signed events, its leave event last,
@@ -24,8 +27,9 @@ public enum RoomMessage: Equatable, Sendable {
     case leaveAck(seq: UInt64)
     /// Link-mic signalling between a viewer and the host.
     case linkMic(LinkMicMessage)
-    /// The sender's relay slots are all taken: our subscription was refused.
-    case relayFull
+    /// The media tree: the sender refused our subscription, or lets us go as
+    /// a child that cannot keep up.
+    case relay(RelaySignal)
 
     /// The type bytes this version knows.
     public enum Kind: UInt8, Sendable {
@@ -37,6 +41,7 @@ public enum RoomMessage: Equatable, Sendable {
         case linkMicAnswer = 6
         case linkMicHangup = 7
         case relayFull = 8
+        case relayMoveDown = 9
     }
 
     public var encoded: [UInt8] {
@@ -60,8 +65,10 @@ public enum RoomMessage: Equatable, Sendable {
             return w.bytes
         case .linkMic(let m):
             return m.encoded
-        case .relayFull:
+        case .relay(.full):
             return [Kind.relayFull.rawValue]
+        case .relay(.moveDown):
+            return [Kind.relayMoveDown.rawValue]
         }
     }
 
@@ -92,9 +99,18 @@ public enum RoomMessage: Equatable, Sendable {
             return .leaveAck(seq: seq)
         case .linkMicRequest, .linkMicAnswer, .linkMicHangup:
             return .linkMic(try LinkMicMessage.parse(bytes))
-        case .relayFull:
+        case .relayFull, .relayMoveDown:
             guard bytes.count == 1 else { throw .trailingBytes }
-            return .relayFull
+            return .relay(kind == .relayFull ? .full : .moveDown)
         }
     }
+}
+
+/// What a parent in the media tree tells a would-be or current child.
+public enum RelaySignal: Equatable, Sendable {
+    /// Every slot is taken: the subscription was refused.
+    case full
+    /// The child does clearly worse than its siblings: it is let go, to
+    /// attach deeper as a leaf instead of holding up a branch.
+    case moveDown
 }

@@ -51,7 +51,7 @@ extension RoomNode {
         case let .leaving(pass, events): memberLeaving(events, pass: pass, from: peer)
         case .leaveAck(let seq): leaveAcknowledged(seq, by: peer)
         case .linkMic(let m): handleLinkMic(m, from: peer)
-        case .relayFull: onRelayFull?(peer)
+        case .relay(let signal): onRelaySignal?(peer, signal)
         }
     }
 

@@ -63,8 +63,8 @@ public final class RoomNode {
     /// Joiner: called each time this node asks the host to admit it (a node
     /// that shows pictures subscribes to the host's stream at the same time).
     public var onAdmissionRequested: (() -> Void)?
-    /// A member told us its relay slots are all taken (the media tree).
-    public var onRelayFull: ((NodeID) -> Void)?
+    /// A member told us its relay slots are all taken, or to move down (the media tree).
+    public var onRelaySignal: ((NodeID, RelaySignal) -> Void)?
     var passSentAt: [NodeID: Instant] = [:]
     var lastHeartbeat: Instant
     var lastSweep: Instant

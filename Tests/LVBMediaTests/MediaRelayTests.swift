@@ -554,4 +554,28 @@ struct MediaRelayTests {
         #expect(abs((rtt - .milliseconds(20)).nanosecondsClamped) < 100_000)
         #expect(hop.relay.loss(of: 1) == 0.25)
     }
+
+    @Test("a goodbye frees the child's slot at once: at the relay and at the origin, the next subscriber gets it")
+    func goodbyeFreesTheSlot() throws {
+        let tree = try Tree()
+        let hop = Hop(clock: tree.clock, maxChildren: 1)
+        var refused: [Int] = []
+        hop.relay.onRefused = { refused.append($0) }
+        try tree.publish(3)
+        hop.feedback(from: 1)
+        hop.feedback(from: 2)
+        #expect(hop.relay.children == [1] && refused == [2])
+        let bye: [RTCPPacket] = [.receiverReport(try RTCPReceiverReport(ssrc: 0xC000_0001)), .bye(try RTCPBye(ssrcs: [0xC000_0001]))]
+        hop.relay.receiveRTCP(RTCPPacket.serializeCompound(bye)[...], from: 1)
+        #expect(hop.relay.children.isEmpty)
+        hop.feedback(from: 2)
+        #expect(hop.relay.children == [2])
+        // The origin: a full house of one, the goodbye, the next one in.
+        tree.origin.maxFullSubscribers = 1
+        #expect(tree.origin.fullSubscriberCount == 1)
+        tree.origin.receiveRTCP(bye, from: Tree.relayID)
+        #expect(tree.origin.fullSubscriberCount == 0)
+        tree.origin.receiveRTCP([.receiverReport(try RTCPReceiverReport(ssrc: 9))], from: 7)
+        #expect(tree.origin.fullSubscriberCount == 1 && tree.origin.loss(of: 7) == 0)
+    }
 }

@@ -18,6 +18,11 @@ import Testing
     // APP subtype 5, length 4, name "TEST", 8 bytes of data.
     static let appWithData = hex("85cc0004" + "01020304" + "54455354" + "0a0b0c0d0e0f1011")
 
+    // RFC 3550 §6.6: BYE, SC 1, PT 203, length 1; SSRC 01020304.
+    static let bye = hex("81cb0001" + "01020304")
+    // BYE, SC 2, length 4: two sources and the reason "gone" (length 4, padded with 3 zero octets).
+    static let byeWithReason = hex("82cb0004" + "01020304" + "05060708" + "04676f6e" + "65000000")
+
     static let block = RTCPReportBlock(ssrc: 0x0506_0708, fractionLost: 0x40, cumulativeLost: 3,
                                        extendedHighestSequence: 0x0001_0064, jitter: 16,
                                        lastSenderReport: 0xE3E4_F1F2, delaySinceLastSenderReport: 0x0001_0000)
@@ -106,9 +111,9 @@ import Testing
     }
 
     @Test func compoundKeepsOrderAndSkipsUnknownTypes() throws {
-        let bye = hex("81cb0001" + "01020304")  // BYE (203), unknown here
+        let sdes = hex("81ca0002" + "01020304" + "00000000")  // SDES (202), unknown here
         let fir = hex("84ce0002" + "00000001" + "01020304")  // PSFB FMT 4 (FIR), not PLI
-        let parsed = try RTCPPacket.parseCompound(Self.sr + bye + Self.rr + fir + Self.nack + Self.pli)
+        let parsed = try RTCPPacket.parseCompound(Self.sr + sdes + Self.rr + fir + Self.nack + Self.pli)
         #expect(parsed.count == 4)
         #expect(RTCPPacket.serializeCompound(parsed) == Self.sr + Self.rr + Self.nack + Self.pli)
     }
@@ -159,6 +164,25 @@ import Testing
         }
         expectError(.malformed("RTCP padding longer than packet")) { () throws(MediaError) in
             try RTCPPacket.parseCompound(hex("a1ce0002" + "00000001" + "010203ff"))
+        }
+    }
+
+    @Test func goodbyeParsesWithOrWithoutAReasonAndSerializesWithout() throws {
+        let one = RTCPPacket.bye(try RTCPBye(ssrcs: [0x0102_0304]))
+        #expect(try RTCPPacket.parseCompound(Self.bye) == [one])
+        #expect(one.serialized() == Self.bye)
+        let two = RTCPPacket.bye(try RTCPBye(ssrcs: [0x0102_0304, 0x0506_0708]))
+        #expect(try RTCPPacket.parseCompound(Self.byeWithReason) == [two])
+        #expect(try RTCPPacket.parseCompound(two.serialized()) == [two])
+        // A reason longer than what is left, and sources the length does not cover, fail.
+        expectError(.malformed("BYE reason longer than packet")) { () throws(MediaError) in
+            try RTCPPacket.parseCompound(hex("81cb0002" + "01020304" + "09000000"))
+        }
+        expectError(.malformed("BYE length does not cover its sources")) { () throws(MediaError) in
+            try RTCPPacket.parseCompound(hex("82cb0001" + "01020304"))
+        }
+        expectError(.malformed("BYE lists at most 31 sources")) { () throws(MediaError) in
+            try RTCPBye(ssrcs: Array(0..<32))
         }
     }
 }

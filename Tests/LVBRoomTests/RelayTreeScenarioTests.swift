@@ -110,4 +110,47 @@ private final class Tree {
         #expect(t.viewers[0].node.media.receivers.isEmpty && t.viewers[1].node.media.receivers.isEmpty)
         #expect(t.viewers[0...1].contains { ($0.node.media.relay?.stats.forwardedPackets ?? 0) > 0 })
     }
+
+    @Test func aChildThatMovesTellsItsOldParentWhichFreesTheSlotAtOnce() throws {
+        let t = try Tree(viewers: 3, slots: 4, seed: 304, impairment: Impairment(delay: .milliseconds(5)))
+        #expect(t.net.run(until: { t.viewers.allSatisfy { $0.node.tree?.parent != nil } }, timeout: .seconds(15)))
+        t.net.run(for: .seconds(1))
+        // With 4 slots, all three take the stream from the host.
+        let origin = try #require(t.host.node.media.publisher)
+        #expect(origin.fullSubscriberCount == 3)
+        // One takes it from another viewer instead: the host hears its goodbye.
+        t.viewers[0].node.media.feed(t.host.id, from: t.viewers[1].id)
+        t.net.run(for: .milliseconds(50))
+        #expect(origin.fullSubscriberCount == 2 && !origin.fanOut.peers.contains(t.viewers[0].id))
+        #expect(t.viewers[1].node.media.relay?.children == [t.viewers[0].id])
+        let since = t.net.clock.now()
+        t.net.run(for: .seconds(1))
+        #expect(t.pictures(0, since: since) >= 25)
+    }
+
+    @Test func aChildThatCannotKeepUpIsMovedDownAndTheHostsRateRecovers() throws {
+        let t = try Tree(viewers: 6, slots: 2, seed: 305, impairment: Impairment(delay: .milliseconds(5)))
+        #expect(t.net.run(until: { t.viewers.allSatisfy { $0.node.tree?.parent != nil } }, timeout: .seconds(15)))
+        t.net.run(for: .seconds(3))
+        let direct = t.children(of: t.host.id)
+        #expect(direct.count == 2)
+        let slow = try #require(direct.first)
+        let origin = try #require(t.host.node.media.publisher)
+        let fullRate = origin.targetVideoKbps
+        // The host's packets to it lose a fifth on the way; its sibling's do not.
+        t.net.setImpairment(Impairment(loss: 0.2, delay: .milliseconds(5)), from: t.host.sim.address, to: t.viewers[slow].sim.address)
+        #expect(t.net.run(until: { t.parent(slow) != nil && t.parent(slow) != t.host.id }, timeout: .seconds(8)),
+                "the slow child stays below the host")
+        let tree = try #require(t.viewers[slow].node.tree)
+        #expect(tree.demotions == 1 && t.host.node.tree?.childrenMovedDown == 1)
+        t.net.run(for: .seconds(10))
+        // It hangs deeper, as a leaf, and still sees the picture; the host is back at its rate.
+        let since = t.net.clock.now()
+        t.net.run(for: .seconds(2))
+        #expect(t.pictures(slow, since: since) >= 50)
+        #expect(tree.childCount == 0 && (t.placement.depth(of: t.viewers[slow].id) ?? 0) >= 2)
+        #expect(t.children(of: t.viewers[slow].id).isEmpty)
+        #expect(Double(origin.targetVideoKbps) >= 0.9 * Double(fullRate), "host rate \(origin.targetVideoKbps) of \(fullRate)")
+        for i in t.viewers.indices { #expect(t.pictures(i, since: since) >= 50, "viewer \(i)") }
+    }
 }
