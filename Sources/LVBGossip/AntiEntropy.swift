@@ -12,7 +12,7 @@ extension GossipNode {
     func sendDigest() {
         // A digest queued behind a handshake would be stale when it lands.
         guard let target = pick(active.filter(transport.isConnected)) else { return }
-        let authors = store.authors.keys.sorted { $0.publicKey.lexicographicallyPrecedes($1.publicKey) }
+        let authors = store.sortedAuthors
         if digestCursor >= authors.count { digestCursor = 0 }
         var entries = [DigestEntry]()
         var size = 2 + 64 + 1

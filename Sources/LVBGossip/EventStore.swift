@@ -10,6 +10,9 @@ struct EventStore {
     /// Retained sequence numbers per author, in arrival order (digest answers).
     private var byAuthor: [NodeID: Deque<UInt64>] = [:]
     private(set) var authors: [NodeID: AuthorProgress] = [:]
+    /// The authors' ids in public-key order (digests walk them in turn), kept
+    /// as authors first appear rather than sorted for every digest.
+    private(set) var sortedAuthors: [NodeID] = []
     let capacity: Int
 
     init(capacity: Int) { self.capacity = capacity }
@@ -24,6 +27,7 @@ struct EventStore {
 
     mutating func insert(_ e: RoomEvent) {
         let id = e.id
+        if authors[id.author] == nil { insertSorted(id.author) }
         authors[id.author, default: AuthorProgress()].record(id.seq)
         guard events[id] == nil else { return }
         events[id] = e
@@ -64,6 +68,15 @@ struct EventStore {
             }
         }
         return out
+    }
+
+    private mutating func insertSorted(_ author: NodeID) {
+        var low = 0, high = sortedAuthors.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sortedAuthors[mid].publicKey.lexicographicallyPrecedes(author.publicKey) { low = mid + 1 } else { high = mid }
+        }
+        sortedAuthors.insert(author, at: low)
     }
 }
 
@@ -136,4 +149,5 @@ struct AuthorProgress {
         }
         return out
     }
+
 }

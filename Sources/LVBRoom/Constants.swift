@@ -26,8 +26,13 @@ public enum RoomConstants {
     /// The media tree: children a node takes by default (`--relay-slots`;
     /// at most `RelayPosition.maxSlots`).
     public static let defaultRelaySlots = 4
-    /// A parent that sent nothing this long after our subscription is passed over.
+    /// A parent that sent nothing this long after our subscription is passed
+    /// over; a parent we already held a session with answers from its GOP
+    /// cache within a round trip, so it gets less.
     public static let attachTimeout: Duration = .seconds(1)
+    public static let attachTimeoutLive: Duration = .milliseconds(300)
+    /// The backup parent is pinged this often, so a dead one is known before it is needed.
+    public static let backupProbeInterval: Duration = .milliseconds(400)
     /// A child whose parent has been silent this long moves to its backup.
     public static let parentSilence: Duration = .seconds(1)
     /// A parent that refused us or went silent is left out of placement this long.
@@ -39,6 +44,9 @@ public enum RoomConstants {
     public static let fineChildLoss = 0.02
     public static let slowChildFor: Duration = .seconds(3)
     public static let demotedFor: Duration = .seconds(60)
+    /// A node looks at its place in the tree this often (placement, silence,
+    /// slow children); far finer than the silences it acts on.
+    public static let treeTickInterval: Duration = .milliseconds(100)
     /// A node gossips its relay position at most this often (changes coalesce).
     public static let relayPublishInterval: Duration = .milliseconds(600)
     /// Relay position events per author per second, and at once (a node

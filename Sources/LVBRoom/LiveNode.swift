@@ -34,6 +34,8 @@ public final class LiveNode {
     /// sinks): decoded pictures and sound, for a UI or a test.
     public var onHostVideo: ((ReceivedVideoFrame) -> Void)?
     public var onHostAudio: ((ReceivedAudioFrame) -> Void)?
+    /// A tap on the pictures this node publishes, as they go to its subscribers.
+    public var onPublishedVideo: ((EncodedMediaFrame) -> Void)?
 
     /// Runs a closure on the node's loop (encoder threads hand frames over with it).
     private let hop: (@escaping () -> Void) -> Void
@@ -110,9 +112,10 @@ public final class LiveNode {
     /// Hands the encoders' output to the stream's origin on the node's loop.
     private func wire(_ pump: EncodePump, to origin: MediaOrigin<NodeID>) {
         let hop = self.hop
-        pump.onVideo = { frame in
+        pump.onVideo = { [weak self] frame in
             hop {
                 origin.publishVideo(frame)
+                self?.onPublishedVideo?(frame)
                 pump.control.update(keyframe: origin.takeKeyframeRequest(), kbps: origin.targetVideoKbps)
             }
         }
@@ -350,6 +353,7 @@ public final class LiveNode {
     /// straight to every member we hold a session with, repeated until each
     /// acknowledges it. Keep ticking and handling events until `leaveSettled`.
     public func leave() {
+        tree?.leave()
         room.leave()
         for role in roles { role.leave() }
     }

@@ -28,6 +28,10 @@ public final class NodeMedia {
     public private(set) var relayedOrigin: NodeID?
     /// Streams that come from another node than their origin: origin → that node (the parent in the tree).
     public private(set) var feeders: [NodeID: NodeID] = [:]
+    /// A tap on every RTP packet of a stream this node asked for, as it
+    /// arrives (before the relay and the receiver), with that stream's origin:
+    /// for a UI or a test that counts what a node that decodes nothing gets.
+    public var onRTP: ((NodeID, ArraySlice<UInt8>) -> Void)?
 
     private let core: TransportCore
     private let clock: Clock
@@ -200,6 +204,7 @@ public final class NodeMedia {
                 return
             }
             lastRTP[origin] = clock.now()
+            onRTP?(origin, payload)
             // Forwarded before anything here looks at it.
             if origin == relayedOrigin { relay?.receiveRTP(payload) }
             receivers[origin]?.receiveRTP(payload)

@@ -39,7 +39,11 @@ public final class RelayTree {
     private let addresses: [PeerAddress]
     private let repairKbps: Int
     /// Asked, not yet heard from: who and since when.
-    private var trying: (id: NodeID, since: Instant)?
+    private var trying: (id: NodeID, since: Instant, sessionUp: Bool)?
+    /// When the backup (or the node asked) last answered anything: the
+    /// backup is probed, so a dead one is passed over when it is needed.
+    private var heardFrom: [NodeID: Instant] = [:]
+    private var lastBackupProbe: Instant?
     /// Left out of placement until then: nodes that refused us, and nodes
     /// that went silent (these with everything below them).
     private var excluded: [NodeID: Instant] = [:]
@@ -47,6 +51,7 @@ public final class RelayTree {
     private var published: RelayPosition?
     private var lastPublished: Instant?
     private var refusalsSent: [NodeID: Instant] = [:]
+    private var lastTick: Instant?
     /// Moved down by our parent: no children until then.
     private var demotedUntil: Instant?
     /// Children reporting heavy loss, since when.
@@ -107,14 +112,27 @@ public final class RelayTree {
 
     /// A session came up: a parent (or backup) we dialled sees our pass first, then our subscription.
     public func handle(_ event: TransportEvent) {
-        guard case .established(let info) = event, info.id == trying?.id else { return }
-        media.feed(room.host, from: info.id)
+        switch event {
+        case .established(let info) where info.id == trying?.id:
+            media.feed(room.host, from: info.id)
+        case .rtt(let peer, _), .message(let peer, _, _):
+            if peer == backup || peer == trying?.id { heardFrom[peer] = clock.now() }
+        default:
+            break
+        }
     }
 
-    /// Timers; call with the node's tick.
+    /// Whether `peer` answered within a parent's silence.
+    private func isAlive(_ peer: NodeID, now: Instant) -> Bool {
+        heardFrom[peer].map { now - $0 < RoomConstants.parentSilence } ?? false
+    }
+
+    /// Timers; call with the node's tick (the work runs every `treeTickInterval`).
     public func tick() {
         guard room.isAdmitted, let state = room.state else { return }
         let now = clock.now()
+        if let lastTick, now - lastTick < RoomConstants.treeTickInterval { return }
+        lastTick = now
         excluded = excluded.filter { $0.value > now }
         silenced = silenced.filter { $0.value > now }
         moveDownSlowChildren(now: now)
@@ -144,7 +162,7 @@ public final class RelayTree {
                 parent = t.id
                 attachments += 1
                 trying = nil
-            } else if now - t.since >= RoomConstants.attachTimeout {
+            } else if now - t.since >= (t.sessionUp ? RoomConstants.attachTimeoutLive : RoomConstants.attachTimeout) {
                 silenced[t.id] = now + RoomConstants.refusedFor
                 trying = nil
             }
@@ -159,17 +177,31 @@ public final class RelayTree {
         if trying == nil, parent == nil || silent {
             if let parent { silenced[parent] = now + RoomConstants.refusedFor }
             let (excluding, silent) = (Set(excluded.keys), Set(silenced.keys))
-            // Moved down: as deep as there is room; else the backup, else the shallowest.
+            // Moved down: as deep as there is room. Else the backup if it still
+            // answers; else, after a silence, the shallowest node we already
+            // hold a session with (a dead one costs a short wait, not a dial).
             let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent)
+            let live = backup.flatMap { isAlive($0, now: now) && placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil }
             let next = demotedUntil != nil ? ranked.last
-                : backup.flatMap { placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil } ?? ranked.first
+                : live ?? (parent != nil ? ranked.first { core.isEstablished(with: $0) } : nil) ?? ranked.first
             if let next { attach(to: next, placement: placement, now: now) }
         }
         keepBackup(placement)
+        if let b = backup, lastBackupProbe.map({ now - $0 >= RoomConstants.backupProbeInterval }) ?? true {
+            lastBackupProbe = now
+            core.probeRoundTrip(to: b)
+        }
         if let parent, trying == nil {
             publishIfChanged(RelayPosition(parent: parent, depth: UInt8(Self.depth(below: parent, placement)), slots: UInt8(slots),
                                            children: UInt8(min(childCount, slots)), addresses: addresses), now: now)
         }
+    }
+
+    /// This node leaves the room: its children go elsewhere now rather than
+    /// after a second of silence.
+    public func leave() {
+        guard !room.isHost else { return }  // the room ends with its host
+        for child in children { room.send(.relay(.full), to: child) }
     }
 
     /// Children this node offers now: none while moved down.
@@ -230,7 +262,8 @@ public final class RelayTree {
 
     /// Subscribes with `next` (dialling it first unless it is the host or a session is up).
     private func attach(to next: NodeID, placement: TreePlacement, now: Instant) {
-        trying = (next, now)
+        trying = (next, now, core.isEstablished(with: next))
+        heardFrom = heardFrom.filter { $0.key == backup }
         if next == backup { backup = nil }
         if next != room.host, !core.isEstablished(with: next), let position = placement.tree[next], !position.addresses.isEmpty {
             core.connect(to: position.addresses, expecting: next)

@@ -26,6 +26,16 @@ public enum RoomChange: Equatable, Sendable {
     case signedInElsewhere(NodeID, oldInstance: UInt64, newInstance: UInt64)
 }
 
+extension RoomChange {
+    /// Whether it changes who is present (a member came, went or was removed).
+    var changesPresence: Bool {
+        switch self {
+        case .joined, .left, .kicked, .signedInElsewhere, .roomClosed: true
+        default: false
+        }
+    }
+}
+
 /// A member present in the room as this node sees it.
 public struct Member: Equatable, Sendable {
     public let id: NodeID

@@ -30,6 +30,7 @@ public final class RoomState {
     private var stage: [NodeID: RoomEvent] = [:]
     /// Each member's latest relay position (the media tree).
     private var relays: [NodeID: RoomEvent] = [:]
+    private var treeCache: [NodeID: RelayPosition]?
     private var chatBuckets = RateLimiter<NodeID>(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst, sweepThreshold: RoomConstants.sweepThreshold)
     private var profileBuckets = RateLimiter<NodeID>(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst, sweepThreshold: RoomConstants.sweepThreshold)
     private var likeBuckets = RateLimiter<NodeID>(count: RoomConstants.likeEventRate, burst: RoomConstants.likeEventBurst, sweepThreshold: RoomConstants.sweepThreshold)
@@ -58,10 +59,14 @@ public final class RoomState {
         let verdict = decide(e, now: now, limited: !fromHistory)
         guard case let .accepted(changes) = verdict else { return verdict }
         recent.insert(e.id)
+        let all: [RoomChange]
         switch e.body {
-        case .join, .leave: return verdict
-        default: return .accepted(presence.heard(e.author, now: now) + changes)
+        case .join, .leave: all = changes
+        default: all = presence.heard(e.author, now: now) + changes
         }
+        // The tree changes with a position, or with who is present.
+        if case .relay = e.body { treeCache = nil } else if all.contains(where: \.changesPresence) { treeCache = nil }
+        return .accepted(all)
     }
 
     private func decide(_ e: RoomEvent, now: Instant, limited: Bool) -> Verdict {
@@ -159,7 +164,9 @@ public final class RoomState {
     /// Call about once a second: members silent for
     /// `RoomConstants.presenceTimeout` are shown as left (reason 1, timeout).
     public func expirePresence() -> [RoomChange] {
-        presence.expire(now: clock.now())
+        let changes = presence.expire(now: clock.now())
+        if changes.contains(where: \.changesPresence) { treeCache = nil }
+        return changes
     }
 
     /// Call on any authenticated traffic from `id` (gossip, media, control):
@@ -168,7 +175,9 @@ public final class RoomState {
     @discardableResult
     public func noteActivity(from id: NodeID) -> [RoomChange] {
         guard !isClosed else { return [] }
-        return presence.heard(id, now: clock.now())
+        let changes = presence.heard(id, now: clock.now())
+        if changes.contains(where: \.changesPresence) { treeCache = nil }
+        return changes
     }
 
     // MARK: Reading state
@@ -218,11 +227,15 @@ public final class RoomState {
 
     /// The media tree as its members last told it: each present member's
     /// latest relay position (a member that left keeps none).
+    /// Kept until a position or a change of presence (every node
+    /// reads it each tick; a room of hundreds changes far less often).
     public var tree: [NodeID: RelayPosition] {
+        if let treeCache { return treeCache }
         var out: [NodeID: RelayPosition] = [:]
         for (id, e) in relays where presence.isPresent(id) {
             if case let .relay(p) = e.body { out[id] = p }
         }
+        treeCache = out
         return out
     }
 

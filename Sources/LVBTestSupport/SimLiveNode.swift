@@ -11,6 +11,8 @@ public final class SimLiveNode {
     public let sim: SimulatedNode
     public let node: LiveNode
     public private(set) var outputs: [NodeOutput] = []
+    /// Whether `outputs` keeps what the node reports (a large, long scenario turns it off).
+    public var recordsOutputs = true
     private unowned let network: VirtualNetwork
     private var ticker: TimerHandle?
     private var pollTimer: TimerHandle?
@@ -22,7 +24,7 @@ public final class SimLiveNode {
         node = try LiveNode(plan: plan, core: sim.core, clock: network.clock, random: random,
                             scheduler: VirtualEncodeScheduler(network: network), hop: { $0() })
         sim.recordsEvents = false
-        node.onOutput = { [unowned self] in outputs.append($0) }
+        node.onOutput = { [unowned self] in if recordsOutputs { outputs.append($0) } }
         node.onWakeupChanged = { [unowned self] in pollSoonerIfDue() }
         sim.onTransportEvent = { [unowned self] in node.handle($0) }
         ticker = network.every(GossipConstants.tickInterval) { [unowned self] in node.tick() }
