@@ -120,12 +120,16 @@ public final class NodeMedia {
     /// The stream `origin`'s stream this node takes from `feeder` from now on
     /// (nil: from the origin itself), and subscribes there at once. RTP of it
     /// from any other node is dropped as unrequested; the node it came from
-    /// before gets our goodbye and lets us go.
+    /// before gets our goodbye and lets us go. The same feeder again is asked
+    /// again: a subscription queued while the session came up can reach it
+    /// ahead of our pass and be dropped (`RelayTree` asks again once the
+    /// session is up and the pass has gone out).
     public func feed(_ origin: NodeID, from feeder: NodeID?) {
         let feeder = feeder == origin ? nil : feeder
-        guard feeders[origin] != feeder else { return }
-        if receivers[origin] != nil || relayedOrigin == origin { sayGoodbye(to: self.feeder(of: origin), ssrc: receivers[origin]?.ssrc) }
-        feeders[origin] = feeder
+        if feeders[origin] != feeder {
+            if receivers[origin] != nil || relayedOrigin == origin { sayGoodbye(to: self.feeder(of: origin), ssrc: receivers[origin]?.ssrc) }
+            feeders[origin] = feeder
+        }
         subscribe(to: origin)
     }
 

@@ -286,8 +286,10 @@ public final class RelayTree {
 
     /// The node we asked has no slot for us: try another at once.
     private func refused(by peer: NodeID) {
-        guard trying?.id == peer || parent == peer else { return }
+        // Noted even when we are not asking it now: the host answers the
+        // subscription sent with our admission request before we try anyone.
         excluded[peer] = clock.now() + RoomConstants.refusedFor
+        guard trying?.id == peer || parent == peer else { return }
         if parent == peer { parent = nil }
         trying = nil
     }
