@@ -54,6 +54,8 @@ public final class RelayTree {
     private var lastTick: Instant?
     /// Moved down by our parent: no children until then.
     private var demotedUntil: Instant?
+    /// Each child's reported loss, smoothed.
+    private var childLoss: [NodeID: Double] = [:]
     /// Children reporting heavy loss, since when.
     private var slowSince: [NodeID: Instant] = [:]
 
@@ -226,7 +228,12 @@ public final class RelayTree {
     /// link's when a sibling fed the same packets gets them nearly all.
     private func moveDownSlowChildren(now: Instant) {
         let kids = children
-        let losses = kids.map { ($0, loss(of: $0) ?? 0) }
+        // Reports are noisy (a second's worth of packets each): each child's
+        // loss is smoothed over about a second of ticks.
+        var smoothed: [NodeID: Double] = [:]
+        for kid in kids { smoothed[kid] = (childLoss[kid] ?? 0) * 0.9 + (loss(of: kid) ?? 0) * 0.1 }
+        childLoss = smoothed
+        let losses = kids.map { ($0, smoothed[$0] ?? 0) }
         var slow: [NodeID: Instant] = [:]
         for (child, loss) in losses where loss >= RoomConstants.slowChildLoss
             && losses.contains(where: { $0.0 != child && $0.1 < RoomConstants.fineChildLoss }) {
