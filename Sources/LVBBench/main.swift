@@ -7,9 +7,9 @@ import Glibc
 #endif
 
 // Benchmarks for the session and gossip layers, the VP8 encoder, live media with the
-// lvbnode binary as processes, the host's link-mic mix and a relay's forwarding (Scripts/bench; a
-// second argument "handshakes", "gossip", "vp8", "media", "mix", "switch" or "relay" runs that one
-// alone; media and mix need the binary: see MediaBench.swift). Each figure comes with a reference measured in the same run,
+// lvbnode binary as processes, the host's link-mic mix, a relay's forwarding and the media tree
+// (Scripts/bench; a second argument "handshakes", "gossip", "vp8", "media", "mix", "switch", "relay"
+// or "tree" runs that one alone; media, mix, switch and tree need the binary: see MediaBench.swift). Each figure comes with a reference measured in the same run,
 // so ratios hold on a noisy machine.
 
 let seconds = Double(CommandLine.arguments.dropFirst().first ?? "") ?? 3.0
@@ -41,6 +41,10 @@ if CommandLine.arguments.dropFirst(2).first == "relay" {
     await RelayBench.runAndPrint(seconds: seconds)
     exit(0)
 }
+if CommandLine.arguments.dropFirst(2).first == "tree" {
+    TreeBench.runAndPrint(seconds: seconds)
+    exit(0)
+}
 let payloadSize = CoreConstants.maxDatagram - MessageSize.transportOverhead - 1  // fills a 1200-byte datagram
 
 print("lvbnode session benchmarks (\(seconds) s per figure, 1 core)")
@@ -62,6 +66,7 @@ VP8Bench.runAndPrint(seconds: seconds)
 MediaBench.runAndPrint(seconds: seconds)
 MixBench.runAndPrint(seconds: seconds)
 SwitchBench.runAndPrint(seconds: seconds)
+TreeBench.runAndPrint(seconds: seconds)
 
 func format2(_ v: Double) -> String {
     let r = (v * 100).rounded() / 100
