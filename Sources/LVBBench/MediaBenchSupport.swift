@@ -124,6 +124,24 @@ extension MediaBench {
         return access(path, X_OK) == 0 ? path : nil
     }
 
+    /// The binary and a fresh temporary directory for a bench that runs
+    /// lvbnode as processes; nil (with one line said, after `prefix`) when
+    /// either is missing. The caller removes the directory.
+    static func processWorkspace(_ name: String, prefix: String) -> (binary: String, dir: String)? {
+        guard let binary = locateBinary() else {
+            say(prefix + "lvbnode binary not found: set LVBNODE_BIN to it (Scripts/bench builds .build/release/lvbnode)")
+            return nil
+        }
+        switch ProcessRunner.makeTemporaryDirectory(name) {
+        case .success(let dir):
+            signal(SIGPIPE, SIG_IGN)
+            return (binary, dir)
+        case .failure(let error):
+            say(prefix + "\(error)")
+            return nil
+        }
+    }
+
     /// " (exit status N: last stderr line)" for a child that stopped, else "".
     static func exitNote(_ child: ChildProcess, _ log: String) -> String {
         guard !child.isRunning() else { return "" }

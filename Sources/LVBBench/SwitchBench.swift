@@ -43,17 +43,8 @@ enum SwitchBench {
         say("")
         say("room switch → first decoded frame: lvbnode as processes on loopback UDP (a rendezvous, 2 hosts 640x360@30 "
             + "GOP 2 s, a viewer sending /next \(switches) times), preloaded and cold; reference: a new viewer process's first frame")
-        guard let binary = MediaBench.locateBinary() else {
-            say("  lvbnode binary not found: set LVBNODE_BIN to it (Scripts/bench builds .build/release/lvbnode)")
-            return
-        }
-        let dir: String
-        switch ProcessRunner.makeTemporaryDirectory("lvbbench-switch") {
-        case .success(let path): dir = path
-        case .failure(let error): say("  \(error)"); return
-        }
+        guard let (binary, dir) = MediaBench.processWorkspace("lvbbench-switch", prefix: "  ") else { return }
         defer { MediaBench.removeDirectory(dir) }
-        signal(SIGPIPE, SIG_IGN)
         for delay in [0.0, delayMS] {
             let s = scenario(binary, dir, delay: delay)
             let rtt = 2 * delay

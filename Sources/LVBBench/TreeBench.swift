@@ -37,17 +37,8 @@ enum TreeBench {
 
     static func runAndPrint(seconds: Double) {
         say("")
-        guard let binary = MediaBench.locateBinary() else {
-            say("media tree: lvbnode binary not found: set LVBNODE_BIN to it (Scripts/bench builds .build/release/lvbnode)")
-            return
-        }
-        let dir: String
-        switch ProcessRunner.makeTemporaryDirectory("lvbbench-tree") {
-        case .success(let path): dir = path
-        case .failure(let error): say("media tree: \(error)"); return
-        }
+        guard let (binary, dir) = MediaBench.processWorkspace("lvbbench-tree", prefix: "media tree: ") else { return }
         defer { MediaBench.removeDirectory(dir) }
-        signal(SIGPIPE, SIG_IGN)
 
         var video = ["--video", "synthetic"], sourceLabel = "synthetic pattern (ffmpeg not installed)"
         if let ffmpeg = ProcessRunner.findExecutable("ffmpeg") {

@@ -75,7 +75,7 @@ public final class NodeMedia {
 
     /// Stops receiving `origin`'s stream (a co-host left the stage; a room left).
     public func stopReceiving(from origin: NodeID) {
-        if receivers[origin] != nil || relayedOrigin == origin { sayGoodbye(to: feeder(of: origin), ssrc: receivers[origin]?.ssrc) }
+        sayGoodbye(leaving: origin)
         receivers[origin] = nil
         lastRTP[origin] = nil
         feeders[origin] = nil
@@ -127,17 +127,19 @@ public final class NodeMedia {
     public func feed(_ origin: NodeID, from feeder: NodeID?) {
         let feeder = feeder == origin ? nil : feeder
         if feeders[origin] != feeder {
-            if receivers[origin] != nil || relayedOrigin == origin { sayGoodbye(to: self.feeder(of: origin), ssrc: receivers[origin]?.ssrc) }
+            sayGoodbye(leaving: origin)
             feeders[origin] = feeder
         }
         subscribe(to: origin)
     }
 
-    /// Tells the node that fed us that we no longer take the stream from it
-    /// (an RTCP goodbye), so it frees our slot now rather than after its
-    /// subscriber timeout. A feeder that is gone simply never hears it.
-    private func sayGoodbye(to peer: NodeID, ssrc: UInt32?) {
-        let ssrc = ssrc ?? relaySSRC
+    /// Tells the node that feeds us `origin`'s stream, if we take it, that we
+    /// no longer take it from there (an RTCP goodbye), so it frees our slot now
+    /// rather than after its subscriber timeout. A feeder that is gone simply
+    /// never hears it.
+    private func sayGoodbye(leaving origin: NodeID) {
+        guard receivers[origin] != nil || relayedOrigin == origin else { return }
+        let peer = feeder(of: origin), ssrc = receivers[origin]?.ssrc ?? relaySSRC
         guard core.isEstablished(with: peer), let rr = try? RTCPReceiverReport(ssrc: ssrc), let bye = try? RTCPBye(ssrcs: [ssrc]) else { return }
         try? core.send(RTCPPacket.serializeCompound([.receiverReport(rr), .bye(bye)]), channel: .rtcp, to: peer)
     }
