@@ -18,6 +18,10 @@ public final class StreamReceiver {
     public var onPacket: ((RTPPacket, ArraySlice<UInt8>) -> Void)?
     /// After each RTP packet is taken in: `nextWakeup` may have moved earlier.
     public var onReceived: (() -> Void)?
+    /// Just before each video frame is decoded (see `VideoReceiver.beforeDecode`).
+    public var beforeDecode: (() -> Void)? {
+        didSet { video.beforeDecode = beforeDecode }
+    }
     /// Sends one RTCP datagram upstream (the owner seals it into the session).
     public var sendFeedback: (([UInt8]) -> Void)?
     public private(set) var malformed = 0
@@ -65,6 +69,7 @@ public final class StreamReceiver {
             if let current = video.mediaSSRC, current != packet.ssrc, switches(MediaConstants.videoPayloadType, since: lastVideoRTP, now: now),
                let fresh = try? VideoReceiver(clock: clock, ssrc: ssrc) {
                 fresh.rtt = video.rtt
+                fresh.beforeDecode = beforeDecode
                 video = fresh
             }
             if packet.ssrc == video.mediaSSRC || video.mediaSSRC == nil { lastVideoRTP = now }

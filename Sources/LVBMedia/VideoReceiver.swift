@@ -15,6 +15,9 @@ public final class VideoReceiver {
     public let config: VideoReceiverConfig
     /// The sender's SSRC, learned from the first packet.
     public private(set) var mediaSSRC: UInt32?
+    /// Called just before each frame goes to the decoder: a relay sends the
+    /// packets it forwarded before spending milliseconds decoding.
+    public var beforeDecode: (() -> Void)?
 
     private let clock: Clock
     private let decoder: VP8Decoder
@@ -187,6 +190,7 @@ public final class VideoReceiver {
 
     private func decodeFirst(now: Instant, into out: inout [VideoReceiverOutput]) {
         guard let frame = buffer.removeFirst() else { return }
+        beforeDecode?()
         let image: I420Frame?
         do {
             image = try decoder.decode(frame.data)

@@ -158,7 +158,7 @@ public final class LiveNode {
             media.stopReceiving(from: guest)
         case .startPublishing:
             guard pump == nil, let setup = plan.publish, !setup.isEmpty else { return }
-            let origin = media.publish(maxVideoKbps: setup.bitrateKbps, useGOPCache: setup.gopCache)
+            let origin = media.publish(maxVideoKbps: setup.bitrateKbps, useGOPCache: setup.gopCache, audience: room.host)
             guard let guestPump = try? EncodePump(setup: setup, videoSSRC: origin.videoSSRC, audioSSRC: origin.audioSSRC,
                                                   maxPacketSize: core.maxPayload, clock: clock, random: random,
                                                   scheduler: scheduler) else { return }

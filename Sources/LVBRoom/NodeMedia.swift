@@ -17,6 +17,7 @@ import LVBTransport
 /// on the media channels of admitted members only.
 public final class NodeMedia {
     public private(set) var publisher: MediaOrigin<NodeID>?
+    private var publisherAudience: NodeID?
     public private(set) var receivers: [NodeID: StreamReceiver] = [:]
     /// Host with co-hosts on stage: the stream returned to each guest (the
     /// mix without that guest); the guest's feedback goes to it, not to `publisher`.
@@ -50,15 +51,28 @@ public final class NodeMedia {
     }
 
     /// Starts publishing a stream with fresh SSRCs; returns its origin stage.
+    /// `audience`: the only node whose feedback subscribes (a co-host
+    /// publishes to its host alone; its children in the media tree, whose
+    /// feedback is about the stream it relays, must not get its camera).
     @discardableResult
-    public func publish(maxVideoKbps: Int, useGOPCache: Bool) -> MediaOrigin<NodeID> {
+    public func publish(maxVideoKbps: Int, useGOPCache: Bool, audience: NodeID? = nil) -> MediaOrigin<NodeID> {
         let origin = makeOrigin(maxVideoKbps: maxVideoKbps, useGOPCache: useGOPCache)
         publisher = origin
+        publisherAudience = audience
         return origin
     }
 
     /// Stops publishing (a co-host leaving the stage); subscribers hear nothing more.
-    public func stopPublishing() { publisher = nil }
+    public func stopPublishing() {
+        publisher = nil
+        publisherAudience = nil
+    }
+
+    /// The publisher that takes `peer`'s feedback, if any.
+    private func publisher(for peer: NodeID) -> MediaOrigin<NodeID>? {
+        if let returned = returns[peer] { return returned }
+        return publisherAudience.map { $0 == peer } ?? true ? publisher : nil
+    }
 
     /// Host: opens the stream returned to co-host `guest` (fresh SSRCs),
     /// moving the guest off the stream everyone else gets.
@@ -99,6 +113,8 @@ public final class NodeMedia {
         if let existing = receivers[origin] { return existing }
         let receiver = try StreamReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload)
         receiver.sendFeedback = { [unowned self] bytes in try? core.send(bytes, channel: .rtcp, to: feeder(of: origin)) }
+        // What we forwarded to our children leaves before we decode.
+        receiver.beforeDecode = { [unowned self] in core.flushSends() }
         receivers[origin] = receiver
         receiver.subscribe()
         return receiver
@@ -218,7 +234,7 @@ public final class NodeMedia {
             let source = fed(by: peer)
             let receiver = source.flatMap { receivers[$0] }
             // A co-host's feedback is about the stream returned to it.
-            let origin = returns[peer] ?? publisher
+            let origin = publisher(for: peer)
             // A child's feedback is about the stream we relay.
             let child = source == nil && origin == nil ? relay : nil
             // Parsed once for all; a malformed one is counted by each as before.

@@ -46,7 +46,7 @@ public final class RelayTree {
     private var lastBackupProbe: Instant?
     /// Left out of placement until then: nodes that refused us, and nodes
     /// that went silent (these with everything below them).
-    private var excluded: [NodeID: Instant] = [:]
+    private var excluded: [NodeID: Exclusion] = [:]
     private var silenced: [NodeID: Instant] = [:]
     private var published: RelayPosition?
     private var lastPublished: Instant?
@@ -135,7 +135,9 @@ public final class RelayTree {
         let now = clock.now()
         if let lastTick, now - lastTick < RoomConstants.treeTickInterval { return }
         lastTick = now
-        excluded = excluded.filter { $0.value > now }
+        for (id, var e) in excluded {
+            excluded[id] = e.until > now && !e.hasRoomAgain(state.tree[id]) ? e : nil
+        }
         silenced = silenced.filter { $0.value > now }
         moveDownSlowChildren(now: now)
         if room.isHost {
@@ -143,11 +145,7 @@ public final class RelayTree {
                                            addresses: addresses), now: now)
             return
         }
-        // A co-host gets its own mix back from the host: nothing to pass on, nothing to move.
-        if state.isOnStage(core.nodeID) {
-            media.stopRelaying()
-            return
-        }
+        if state.isOnStage(core.nodeID) { return takeStageStream(now: now) }
         if let until = demotedUntil, now >= until { demotedUntil = nil }
         let slots = self.openSlots
         if slots > 0, media.relayedOrigin != room.host {
@@ -206,6 +204,42 @@ public final class RelayTree {
         for child in children { room.send(.relay(.full), to: child) }
     }
 
+    /// On stage: a co-host gets its own mix back from the host (without
+    /// itself), straight from the host, so it has nothing to pass on. Its
+    /// children go elsewhere now; the room sees a leaf below the host, and
+    /// after the stage it attaches wherever there is room, like a joiner.
+    private func takeStageStream(now: Instant) {
+        if media.relay != nil {
+            for child in children { room.send(.relay(.full), to: child) }
+            media.stopRelaying()
+        }
+        if media.feeder(of: room.host) != room.host { media.feed(room.host, from: nil) }
+        parent = nil
+        backup = nil
+        trying = nil
+        publishIfChanged(RelayPosition(parent: room.host, depth: 1, slots: 0, children: 0, addresses: addresses), now: now)
+    }
+
+    /// A node left out of placement for a while.
+    private struct Exclusion {
+        var until: Instant
+        /// Kept for the whole time whatever it publishes (it moved us down).
+        var sticky = false
+        /// Its position said it was full since it refused us.
+        var sawFull = false
+
+        /// Whether a node that refused us has since said it was full, then
+        /// that it has a free slot again (a child of its left): worth asking
+        /// again before the time is up, or a node whose every candidate once
+        /// refused waits out `refusedFor` without a stream. (A refusal often
+        /// meets a position that said "free" before the slot was taken.)
+        mutating func hasRoomAgain(_ position: RelayPosition?) -> Bool {
+            guard !sticky, let position else { return false }
+            if position.free <= 0 { sawFull = true }
+            return sawFull && position.free > 0
+        }
+    }
+
     /// Children this node offers now: none while moved down.
     private var openSlots: Int { demotedUntil == nil ? slots : 0 }
 
@@ -262,7 +296,7 @@ public final class RelayTree {
         demotedUntil = now + RoomConstants.demotedFor
         for child in media.relay?.children ?? [] { room.send(.relay(.full), to: child) }
         media.stopRelaying()
-        excluded[peer] = now + RoomConstants.refusedFor
+        excluded[peer] = Exclusion(until: now + RoomConstants.refusedFor, sticky: true)
         if parent == peer { parent = nil }
         trying = nil
     }
@@ -295,7 +329,7 @@ public final class RelayTree {
     private func refused(by peer: NodeID) {
         // Noted even when we are not asking it now: the host answers the
         // subscription sent with our admission request before we try anyone.
-        excluded[peer] = clock.now() + RoomConstants.refusedFor
+        excluded[peer] = Exclusion(until: clock.now() + RoomConstants.refusedFor)
         guard trying?.id == peer || parent == peer else { return }
         if parent == peer { parent = nil }
         trying = nil

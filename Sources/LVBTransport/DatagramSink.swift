@@ -13,9 +13,15 @@ public protocol DatagramSink: AnyObject {
     /// byte of it: the session's packet path, sealed straight into a buffer
     /// the sink owns (the UDP driver's), not into an array copied again.
     func send(count: Int, to address: PeerAddress, fill: (UnsafeMutableRawBufferPointer) -> Void)
+    /// Hands what was written so far to the network now instead of at the
+    /// end of the read batch (before the node does slow work, e.g. decoding).
+    func flush()
 }
 
 extension DatagramSink {
+    /// Sinks that send each datagram at once have nothing to flush.
+    public func flush() {}
+
     public func send(_ datagram: [UInt8], to address: PeerAddress, hopLimit: Int) { send(datagram, to: address) }
 
     public func send(count: Int, to address: PeerAddress, fill: (UnsafeMutableRawBufferPointer) -> Void) {

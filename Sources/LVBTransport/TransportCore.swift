@@ -197,6 +197,10 @@ public final class TransportCore {
         sink.send(count: count, to: address, fill: fill)
     }
 
+    /// Sends what this read batch has written so far (forwarded media)
+    /// before the caller does slow work on the event loop.
+    public func flushSends() { sink.flush() }
+
     func emit(_ e: TransportEvent) { onEvent?(e) }
 
     /// Zeroes and unregisters keypairs that are no longer usable.

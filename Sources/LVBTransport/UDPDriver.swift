@@ -174,6 +174,8 @@ final class ChannelSink: DatagramSink {
         for option in limited where option == ttl { try? options.setOption(option, value: TransportConstants.defaultTTL) }
     }
 
+    func flush() { flushIfNeeded() }
+
     func flushIfNeeded() {
         if pendingFlush {
             pendingFlush = false

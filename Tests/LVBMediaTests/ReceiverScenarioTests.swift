@@ -445,6 +445,25 @@ struct ReceiverScenarioTests {
         if let first = shown.first { #expect(shown == Array(first..<40)) }
     }
 
+    @Test("beforeDecode runs once for each frame given to the decoder, before the frame comes out (a relay flushes what it forwarded)")
+    func beforeDecodeRunsPerDecodedFrame() throws {
+        let clock = ManualClock()
+        let receiver = try VideoReceiver(clock: clock, ssrc: 0xC0FF_EE09)
+        let sender = try TestVideoSender(clock: clock)
+        var calls = 0
+        var callsWhenShown: [Int] = []
+        receiver.beforeDecode = { calls += 1 }
+        var plis: [Instant] = []
+        for n in 0..<20 {
+            let shown = try stream(n..<(n + 1), from: sender, to: receiver, clock: clock, plis: &plis)
+            callsWhenShown += shown.map { _ in calls }
+        }
+        #expect(receiver.stats.framesDecoded == 20)
+        #expect(calls == 20)
+        // Frame k came out after the k-th call, never before it.
+        #expect(callsWhenShown == Array(1...20))
+    }
+
     @Test("Garbage from the media source is counted and dropped, never a crash")
     func garbageNeverCrashes() throws {
         let clock = ManualClock()

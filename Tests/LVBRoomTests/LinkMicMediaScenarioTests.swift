@@ -23,7 +23,8 @@ private final class Stage {
     let roomID: RoomID
     private let random: SeededRandom
 
-    init(joiners: Int, seed: UInt64, impairment: Impairment) throws {
+    /// `slots`: every node's relay slots (nil: the plan's default).
+    init(joiners: Int, seed: UInt64, impairment: Impairment, slots: Int? = nil) throws {
         net = VirtualNetwork(seed: seed, defaultImpairment: impairment)
         let sims = net.makeNodes(joiners + 1, seed: seed)
         random = SeededRandom(seed: seed ^ 0x57A6E)
@@ -31,11 +32,15 @@ private final class Stage {
         let policy = AdmissionPolicy(room: roomID, host: sims[0].core.identity, mode: .open, clock: net.clock)
         var plan = NodePlan(part: .host(policy, info: RoomInfo(title: "on stage")))
         plan.publish = try Self.sources(net, look: .host)
+        plan.relaySlots = slots
+        plan.addresses = [sims[0].address]
         host = try SimLiveNode(sims[0], plan: plan, network: net, random: random)
         for (i, sim) in sims.dropFirst().enumerated() {
             var plan = NodePlan(part: .join(room: roomID, host: host.id, proof: .none, addresses: [host.sim.address]))
             plan.receive = SinkOptions()
             plan.publish = try Self.sources(net, look: .guest)
+            plan.relaySlots = slots
+            plan.addresses = [sim.address]
             let node = try SimLiveNode(sim, plan: plan, network: net, random: random)
             pictures.append([])
             sound.append([])
@@ -132,6 +137,54 @@ private final class Stage {
         #expect(Stage.meanLuma(try #require(s.pictures[1].last).frame, Stage.tile(0, of: 1)) < 60)
         #expect(try #require(s.pictures[0].last).frame.width == Stage.size.width)
         #expect(s.host.node.media.returns.isEmpty && s.host.node.mixer?.guestCount == 0)
+    }
+
+    /// The mix flows down the media tree like any stream. With one relay
+    /// slot each, the viewers form a chain below the host; the one at depth
+    /// 2 goes on stage: it leaves its place for its own return stream from
+    /// the host, the viewer below it moves up, and every viewer in the chain
+    /// sees the guest in its tile with the host's numbering running on.
+    @Test func theMixFlowsDownTheTreeAndTheGuestLeavesItsPlaceInIt() throws {
+        let s = try Stage(joiners: 4, seed: 64, impairment: Impairment(delay: .milliseconds(10)), slots: 1)
+        func depth(_ i: Int) -> Int? { s.nodes[i].node.tree?.depth }
+        #expect(s.net.run(until: { s.nodes.indices.allSatisfy { depth($0) != nil } }, timeout: .seconds(15)))
+        s.net.run(for: .seconds(2))
+        #expect(Set(s.nodes.indices.compactMap(depth)) == [1, 2, 3, 4], "\(s.nodes.indices.map(depth))")
+        let guest = try #require(s.nodes.indices.first { depth($0) == 2 })
+        let below = try #require(s.nodes.indices.first { depth($0) == 3 })
+        try s.goOnStage([guest])
+        s.net.run(for: .seconds(3))
+        let since = s.net.clock.now()
+        s.net.run(for: .seconds(2))
+        let viewers = s.nodes.indices.filter { $0 != guest }
+        for i in viewers {
+            let numbers = s.numbers(i, since: since)
+            #expect(numbers.count >= 50 && zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "viewer \(i): \(numbers.prefix(20))")
+            let last = try #require(s.pictures[i].last).frame
+            #expect(Stage.meanLuma(last, Stage.tile(0, of: 1)) > 120, "viewer \(i) at depth \(depth(i) ?? -1) sees no guest")
+            // Nobody hangs below the guest any more.
+            #expect(s.nodes[i].node.tree?.parent != s.nodes[guest].id)
+        }
+        // The viewers relay the mix: the one that was below the guest gets it from a relay or the host, the chain holds.
+        #expect(Set(viewers.compactMap(depth)) == [1, 2, 3], "\(viewers.map(depth))")
+        #expect(s.nodes[below].node.tree?.parent != nil)
+        // The guest: its return from the host (no guest in its tile), no relay, no parent in the tree.
+        let returned = try #require(s.pictures[guest].last).frame
+        #expect(returned.width <= MixConstants.returnMaxWidth)
+        #expect(s.nodes[guest].node.media.relay == nil && s.nodes[guest].node.media.feeder(of: s.host.id) == s.host.id)
+        #expect(s.host.room.state?.tree[s.nodes[guest].id]?.slots == 0)
+        // The host still sends one full copy of the mix, plus the guest's return.
+        #expect(s.host.node.media.publisher?.fullSubscriberCount == 1)
+        #expect(s.host.node.media.returns.keys.contains(s.nodes[guest].id))
+        // Off stage: the former guest takes the mix again, from wherever the tree has room.
+        try s.host.room.hangUpLinkMic(nil)
+        #expect(s.net.run(until: { depth(guest) != nil }, timeout: .seconds(5)))
+        s.net.run(for: .seconds(2))
+        let back = s.net.clock.now()
+        s.net.run(for: .seconds(1))
+        #expect(s.numbers(guest, since: back).count >= 25)
+        #expect(try #require(s.pictures[guest].last).frame.width == Stage.size.width)
+        #expect(s.host.node.media.publisher?.fullSubscriberCount == 1)
     }
 
     /// Two guests, three viewers, one guest's link losing 10 %: the mix keeps
