@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "LVBMedia", targets: ["LVBMedia"]),
         .library(name: "LVBRoom", targets: ["LVBRoom"]),
         .library(name: "LVBRendezvous", targets: ["LVBRendezvous"]),
+        .library(name: "LVBWeb", targets: ["LVBWeb"]),
         .library(name: "LVBTestSupport", targets: ["LVBTestSupport"]),
     ],
     dependencies: [
@@ -95,6 +96,17 @@ let package = Package(
                            .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swift5),
         .target(
+            name: "LVBWeb",
+            dependencies: ["LVBCore", "LVBMedia",
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "NIOWebSocket", package: "swift-nio")],
+            // The page's sources; the binary carries them as StudioPageFiles.swift (Scripts/embed-page).
+            exclude: ["Page"],
+            swiftSettings: swift5),
+        .target(
             name: "LVBTestSupport",
             dependencies: [
                 "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom",
@@ -106,7 +118,7 @@ let package = Package(
         .executableTarget(
             name: "lvbnode",
             dependencies: [
-                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBRendezvous",
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBRendezvous", "LVBWeb",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -154,6 +166,12 @@ let package = Package(
         .testTarget(
             name: "LVBRendezvousTests",
             dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBRendezvous", "LVBTestSupport", "TestAssertions"],
+            swiftSettings: swift5),
+        .testTarget(
+            name: "LVBWebTests",
+            dependencies: ["LVBCore", "LVBMedia", "LVBWeb", "TestAssertions",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swift5),
         .testTarget(
             name: "EndToEndTests",

@@ -5,6 +5,7 @@ import LVBMedia
 import LVBRendezvous
 import LVBRoom
 import LVBTransport
+import LVBWeb
 
 /// The console: plain text is chat, `/commands` do the rest. Every command
 /// runs on the node's event loop; mistakes get one `error` line with a hint.
@@ -94,6 +95,26 @@ struct ConsoleCommands: Sendable {
         case "/peers": peers()
         case "/stats": stats()
         default: fail("unknown command '\(word.prefix(20))'; type /help for the commands")
+        }
+    }
+
+    /// A command from the studio page (`--web`): the console's actions,
+    /// with text taken as typed (a chat starting with "/" is a chat).
+    func handle(_ command: StudioCommand) {
+        switch command {
+        case .chat(let text): room { try $0.chat(text) }
+        case let .danmaku(text, color): room { try $0.danmaku(text, color: color) }
+        case .like(let n): room { try $0.like(UInt64(n)) }
+        case .linkMic(let message): room { try $0.requestLinkMic(message) }
+        case .hangUp(let who): room { try $0.hangUpLinkMic(who) }
+        case .accept(let who): room { try $0.acceptLinkMic(who) }
+        case let .reject(who, reason): room { try $0.rejectLinkMic(who, reason: reason) }
+        case .kick(let who): member(who, usage: "kick NAME|ID") { r, id in try r.kick(id) }
+        case let .mute(who, muted): member(who, usage: "mute NAME|ID") { r, id in try r.mute(id, muted) }
+        case .layout(let name): layout(name)
+        case .title(let text): room { r in var info = r.state?.info ?? RoomInfo(); info.title = text; try r.setRoomInfo(info) }
+        case .close: room { try $0.closeRoom() }
+        case .viewers: room { _ in reporters.room.viewers() }
         }
     }
 

@@ -21,6 +21,9 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The media tree: children this node sends the stream to (a host: viewers it serves directly; a viewer: viewers it relays to, before decoding). 0 makes a viewer a leaf; at most \(RelayPosition.maxSlots).", valueName: "n"))
     var relaySlots: Int = RoomConstants.defaultRelaySlots
 
+    @Option(name: .long, help: ArgumentHelp("Serve the studio page (video, chat, bullet comments, likes, viewers, link-mic) to a browser on this machine at [IP:]PORT (IP defaults to 127.0.0.1); the node prints the page's URL with its access token.", valueName: "[ip:]port"))
+    var web: String?
+
     @Option(name: .long, help: ArgumentHelp("Leave cleanly after this many seconds.", valueName: "seconds"))
     var duration: Double?
 
@@ -35,6 +38,9 @@ struct NodeOptions: ParsableArguments {
         }
         guard (0...Int(RelayPosition.maxSlots)).contains(relaySlots) else {
             throw ValidationError("--relay-slots must be between 0 and \(RelayPosition.maxSlots)")
+        }
+        if let web {
+            do { _ = try WebAddress(parsing: web) } catch { throw ValidationError(error.description) }
         }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
         guard LogLevelName.parse(logLevel) != nil else {

@@ -78,12 +78,24 @@ struct NodeRunner {
             return 1
         }
         announce(live: live, identity: identity, out: out)
-        reporters.startStats(on: live)
         let commands = ConsoleCommands(out: out, live: live, termination: termination, reporters: reporters)
+        var studio: StudioBridge?
+        if let web = options.web {
+            // invariant: validate() parsed it
+            guard let address = try? WebAddress(parsing: web),
+                  let bridge = await StudioBridge.start(address, live: live, out: out, commands: commands, reporters: reporters) else {
+                await live.close(abandon: true)
+                return 1
+            }
+            studio = bridge
+        }
+        reporters.startStats(on: live)
         if !stdinIsMedia { Console { line in commands.handle(line) }.start() }
 
         let reason = await termination.wait()
-        return await finish(live, reason: reason, reporters: reporters, out: out)
+        let status = await finish(live, reason: reason, reporters: reporters, out: out)
+        await studio?.stop()
+        return status
     }
 
     /// Roles of layers above the room: a host announces its room to its

@@ -14,6 +14,9 @@ final class Output: @unchecked Sendable {
     private let lock = NSLockish()
     /// stdout, or stderr when stdout carries media (`--video-out -`).
     private let stream: UnsafeMutablePointer<FILE>
+    /// Every event's JSON text also goes here (the studio page, `--web`);
+    /// set once before the node starts.
+    var tee: ((String) -> Void)?
 
     init(json: Bool, toStderr: Bool = false) {
         self.json = json
@@ -23,6 +26,7 @@ final class Output: @unchecked Sendable {
 
     /// Emits `line` as JSON, or `human` (with a kind tag) as text.
     func emit(_ line: JSONLine, human: String, kind: String) {
+        tee?(line.text)
         let text: String
         if json {
             text = line.text
@@ -34,6 +38,12 @@ final class Output: @unchecked Sendable {
             fputs(text + "\n", stream)
             fflush(stream)
         }
+    }
+
+    /// An event with no readable form (periodic stats): printed with
+    /// `--json`, and handed to the page either way.
+    func emitMachine(_ line: JSONLine) {
+        if json { emit(line, human: "", kind: "") } else { tee?(line.text) }
     }
 
     /// One line on stderr: what was wrong and what to do.

@@ -38,14 +38,14 @@ final class Reporters: @unchecked Sendable {
 
     /// With `--json`, a `stats` line every 2 s while the node has media or a place in a media tree.
     func startStats(on live: UDPLiveNode) {
-        guard out.json else { return }
+        guard out.json || out.tee != nil else { return }
         statsTask = live.udp.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(2), delay: .seconds(2)) { [self] _ in
             let mediaJSON = media.json(final: false), treeJSON = media.node.flatMap { tree.json($0, final: false) }
             guard mediaJSON != nil || treeJSON != nil else { return }
             var line = JSONLine(event: "stats")
             if let mediaJSON { line.addRaw("media", mediaJSON) }
             if let treeJSON { line.addRaw("tree", treeJSON) }
-            out.emit(line, human: "", kind: "stats")
+            out.emitMachine(line)
         }
     }
 

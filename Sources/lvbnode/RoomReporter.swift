@@ -11,6 +11,8 @@ final class RoomReporter: @unchecked Sendable {
     weak var room: RoomNode?
     /// Room switches so far (a viewer browsing).
     var switches = 0
+    /// Who is present, or how they show, changed (the studio page's viewer list follows).
+    var onMembersChanged: (() -> Void)?
     /// This node got into the room (host: opened it) at some point.
     private(set) var admitted = false
 
@@ -53,6 +55,10 @@ final class RoomReporter: @unchecked Sendable {
             }
         case .change(let change):
             report(change)
+            switch change {
+            case .joined, .left, .kicked, .stage, .profile, .signedInElsewhere: onMembersChanged?()
+            default: break
+            }
         case .linkMic(let output):
             report(output)
         }
@@ -155,7 +161,13 @@ final class RoomReporter: @unchecked Sendable {
 
     /// The `viewers` event: everyone present now.
     func viewers() {
-        guard let state = room?.state else { return }
+        guard let (line, human) = viewersLine() else { return }
+        out.emit(line, human: human, kind: "viewers")
+    }
+
+    /// The `viewers` event and its readable form (nil before the room has a state).
+    func viewersLine() -> (JSONLine, String)? {
+        guard let state = room?.state else { return nil }
         let members = state.members.sorted { $0.joinedAt < $1.joinedAt }
         let list = "[" + members.map { m in
             var o = JSONLine()
@@ -170,7 +182,7 @@ final class RoomReporter: @unchecked Sendable {
         l.add("likes", Int(state.likeTotal))
         l.addRaw("viewers", list)
         let human = "\(members.count) in the room: " + members.map { nick($0.id) + ($0.role == .host ? " (host)" : $0.onStage ? " (co-host)" : "") }.joined(separator: ", ")
-        out.emit(l, human: human, kind: "viewers")
+        return (l, human)
     }
 }
 

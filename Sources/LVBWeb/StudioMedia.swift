@@ -1,0 +1,89 @@
+import LVBMedia
+
+/// A media frame as the node hands it to the page (one binary WebSocket
+/// message): already repaired by the jitter buffer, still encoded, for the
+/// page's WebCodecs decoders. Layout (lvbnode(1), WEB STUDIO):
+///
+///     0      kind: 1 VP8 video frame, 2 Opus packet
+///     1      flags: bit 0 keyframe
+///     2..9   capture time, µs since the Unix epoch, big-endian (0: unknown)
+///     10..13 RTP timestamp, big-endian (video 90 kHz, audio 48 kHz)
+///     14..   the frame
+public struct StudioMediaFrame: Equatable, Sendable {
+    public enum Kind: UInt8, Sendable {
+        case video = 1
+        case audio = 2
+    }
+
+    public var kind: Kind
+    public var isKeyframe: Bool
+    public var captureMicros: UInt64
+    public var rtpTimestamp: UInt32
+    public var payload: [UInt8]
+
+    public static let headerSize = 14
+
+    public init(kind: Kind, isKeyframe: Bool, captureMicros: UInt64, rtpTimestamp: UInt32, payload: [UInt8]) {
+        self.kind = kind
+        self.isKeyframe = isKeyframe
+        self.captureMicros = captureMicros
+        self.rtpTimestamp = rtpTimestamp
+        self.payload = payload
+    }
+
+    /// Microseconds since the Unix epoch of an NTP 32.32 timestamp (0 for none).
+    public static func micros(ntp: UInt64?) -> UInt64 {
+        guard let ntp, ntp >> 32 >= MediaConstants.ntpUnixOffset else { return 0 }
+        let seconds = (ntp >> 32) - MediaConstants.ntpUnixOffset
+        let fraction = ((ntp & 0xFFFF_FFFF) * 1_000_000) >> 32
+        return seconds * 1_000_000 + fraction
+    }
+
+    /// Writes the header into `out` (the payload follows it).
+    public func writeHeader(into out: inout [UInt8]) {
+        out.append(kind.rawValue)
+        out.append(isKeyframe ? 1 : 0)
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: captureMicros >> UInt64(shift))) }
+        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: rtpTimestamp >> UInt32(shift))) }
+    }
+
+    public var serialized: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(Self.headerSize + payload.count)
+        writeHeader(into: &out)
+        out += payload
+        return out
+    }
+}
+
+extension StudioMediaFrame {
+    /// A decoded-and-shown frame of the stream this node receives, as it left the jitter buffer.
+    public init(_ frame: ReceivedVideoFrame) {
+        self.init(kind: .video, isKeyframe: frame.isKeyframe, captureMicros: Self.micros(ntp: frame.captureTime),
+                  rtpTimestamp: frame.rtpTimestamp, payload: frame.encoded)
+    }
+
+    /// An Opus packet of the stream; nil for concealed audio (nothing was received to hand on).
+    public init?(_ frame: ReceivedAudioFrame) {
+        guard let encoded = frame.encoded else { return nil }
+        self.init(kind: .audio, isKeyframe: false, captureMicros: Self.micros(ntp: frame.captureTime),
+                  rtpTimestamp: frame.rtpTimestamp, payload: encoded)
+    }
+}
+
+extension StudioMediaFrame {
+    /// A frame this node publishes (a host's own picture on its page): the
+    /// VP8 frame put back together from its RTP packets; nil if a packet is
+    /// not VP8 (nothing this node's encoder makes).
+    public init?(published frame: EncodedMediaFrame) {
+        guard let first = frame.packets.first else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(frame.bytes)
+        for packet in frame.packets {
+            guard let (_, data) = try? VP8PayloadDescriptor.parse(packet.payload) else { return nil }
+            bytes += data
+        }
+        self.init(kind: .video, isKeyframe: frame.isKeyframe, captureMicros: Self.micros(ntp: first.captureTime),
+                  rtpTimestamp: first.timestamp, payload: bytes)
+    }
+}

@@ -1,0 +1,275 @@
+import LVBCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+
+/// Serves the studio page and its WebSocket (`--web`) on the node's own event
+/// loop, so the node's events and media reach the page without a thread hop
+/// and a command from the page runs where the node runs. The page's files are
+/// embedded (`StudioPage`); every response carries a strict
+/// Content-Security-Policy; `StudioAccess` decides who may ask.
+///
+/// Media goes to each page only while its connection keeps up: a page that
+/// falls behind (its socket's write buffer above the high-water mark) skips
+/// video until the next keyframe, and audio until it drains, rather than
+/// watching a growing delay.
+public final class StudioServer: @unchecked Sendable {
+    /// Set again once bound when asked for port 0 (any free port).
+    public private(set) var access: StudioAccess
+    public let loop: EventLoop
+    /// Called on the loop when a page's WebSocket opens: returns the events
+    /// it starts with (`hello`, `viewers`, …), as JSON texts.
+    public var onConnect: (() -> [String])?
+    /// A command from a page, on the loop.
+    public var onCommand: ((StudioCommand) -> Void)?
+    public private(set) var stats = StudioStats()
+
+    private let bindHost: String
+    public private(set) var port: Int
+    private var listener: Channel?
+    private var clients: [ObjectIdentifier: StudioClient] = [:]
+    private let log = Log.logger("web")
+
+    /// Pages connected at once at most (one person's browser tabs).
+    public static let maxClients = 8
+    /// Largest message accepted from a page.
+    public static let maxMessage = 64 * 1024
+    static let writeBuffer = WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
+
+    public init(loop: EventLoop, token: String, host: String, port: Int) {
+        self.loop = loop
+        self.bindHost = host
+        self.port = port
+        access = StudioAccess(token: token, bound: host, port: port)
+    }
+
+    /// Starts listening; fails with the system's error (port taken, address not local).
+    public func start() -> EventLoopFuture<Void> {
+        let bootstrap = ServerBootstrap(group: loop)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: Self.writeBuffer)
+            .childChannelInitializer { [unowned self] channel in
+                channel.eventLoop.makeCompletedFuture { try self.configure(channel) }
+            }
+        return bootstrap.bind(host: bindHost, port: port).map { [unowned self] channel in
+            listener = channel
+            if port == 0, let bound = channel.localAddress?.port {
+                port = bound
+                access = StudioAccess(token: access.token, bound: bindHost, port: bound)
+            }
+        }
+    }
+
+    /// The page's address with its token.
+    public var url: String {
+        let host = bindHost.contains(":") ? "[\(bindHost)]" : bindHost
+        return "http://\(host):\(port)/?token=\(access.token)"
+    }
+
+    public func close() -> EventLoopFuture<Void> {
+        let all = clients.values.map { $0.channel.close() }
+        clients.removeAll()
+        let listening = listener?.close() ?? loop.makeSucceededVoidFuture()
+        return EventLoopFuture.andAllComplete(all + [listening], on: loop)
+    }
+
+    // MARK: Sending
+
+    /// A JSON event to every page (any thread).
+    public func broadcast(_ text: String) {
+        onLoop { [self] in
+            for client in clients.values { client.send(text: text) }
+        }
+    }
+
+    /// A media frame to every page that keeps up (any thread).
+    public func broadcast(_ frame: StudioMediaFrame) {
+        onLoop { [self] in
+            guard !clients.isEmpty else { return }
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(StudioMediaFrame.headerSize + frame.payload.count)
+            frame.writeHeader(into: &bytes)
+            bytes += frame.payload
+            for client in clients.values {
+                if client.send(media: bytes, kind: frame.kind, keyframe: frame.isKeyframe) {
+                    stats.mediaSent += 1
+                } else {
+                    stats.mediaSkipped += 1
+                }
+            }
+        }
+    }
+
+    private func onLoop(_ body: @escaping () -> Void) {
+        if loop.inEventLoop { body() } else { loop.execute(body) }
+    }
+
+    // MARK: Connections
+
+    private func configure(_ channel: Channel) throws {
+        let http = StudioHTTPHandler(server: self)
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: Self.maxMessage,
+            shouldUpgrade: { [unowned self] channel, head in
+                channel.eventLoop.makeSucceededFuture(mayUpgrade(head) ? HTTPHeaders() : nil)
+            },
+            upgradePipelineHandler: { [unowned self] channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    let client = StudioClient(channel: channel)
+                    try channel.pipeline.syncOperations.addHandlers([
+                        NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64,
+                                                    maxAccumulatedFrameSize: Self.maxMessage),
+                        StudioSocketHandler(server: self, client: client),
+                    ])
+                }
+            })
+        try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+            withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
+                context.pipeline.syncOperations.removeHandler(http, promise: nil)
+            }))
+        try channel.pipeline.syncOperations.addHandler(http)
+    }
+
+    private func mayUpgrade(_ head: HTTPRequestHead) -> Bool {
+        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        let host = head.headers.first(name: "host")
+        let allowed = path == "/ws" && access.hostAllowed(host)
+            && access.originAllowed(head.headers.first(name: "origin"), host: host)
+            && access.tokenPresented(uri: head.uri, cookie: head.headers["cookie"])
+            && clients.count < Self.maxClients
+        if !allowed { stats.refused += 1 }
+        return allowed
+    }
+
+    func opened(_ client: StudioClient) {
+        clients[ObjectIdentifier(client)] = client
+        stats.connections += 1
+        for text in onConnect?() ?? [] { client.send(text: text) }
+    }
+
+    func closed(_ client: StudioClient) {
+        clients[ObjectIdentifier(client)] = nil
+    }
+
+    func received(_ message: [UInt8], from client: StudioClient) {
+        do {
+            let command = try StudioCommand.parse(message)
+            stats.commands += 1
+            onCommand?(command)
+        } catch {
+            stats.malformed += 1
+            log.debug("studio page sent a bad command: \(error)")
+            client.send(text: #"{"event":"error","message":"\#(Self.jsonEscaped(error.description))"}"#)
+        }
+    }
+
+    /// `s` as the inside of a JSON string.
+    static func jsonEscaped(_ s: String) -> String {
+        var out = ""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case let c where c.value < 0x20:
+                let hex = String(c.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    public var clientCount: Int { clients.count }
+}
+
+/// What the studio server did (the node's `stats`).
+public struct StudioStats: Sendable, Equatable {
+    /// WebSockets opened, and upgrade requests refused (token, origin, host, too many).
+    public var connections = 0
+    public var refused = 0
+    public var commands = 0
+    /// Messages from a page that were not a command (answered with an `error` event).
+    public var malformed = 0
+    /// Media frames handed to pages, and skipped for a page that fell behind.
+    public var mediaSent = 0
+    public var mediaSkipped = 0
+}
+
+/// One page's WebSocket.
+final class StudioClient {
+    let channel: Channel
+    /// Behind on video: the next frame it gets is a keyframe.
+    private var waitingForKeyframe = true
+
+    init(channel: Channel) {
+        self.channel = channel
+    }
+
+    func send(text: String) {
+        let buffer = channel.allocator.buffer(string: text)
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
+    }
+
+    /// Sends unless the page is behind; returns whether it went.
+    func send(media bytes: [UInt8], kind: StudioMediaFrame.Kind, keyframe: Bool) -> Bool {
+        guard channel.isWritable else {
+            if kind == .video { waitingForKeyframe = true }
+            return false
+        }
+        if kind == .video {
+            if waitingForKeyframe && !keyframe { return false }
+            waitingForKeyframe = false
+        }
+        let buffer = channel.allocator.buffer(bytes: bytes)
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .binary, data: buffer), promise: nil)
+        return true
+    }
+}
+
+/// The WebSocket side of a page: commands in, pings answered, close honoured.
+final class StudioSocketHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let server: StudioServer
+    private let client: StudioClient
+
+    init(server: StudioServer, client: StudioClient) {
+        self.server = server
+        self.client = client
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        server.opened(client)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        server.closed(client)
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            server.received(Array(frame.unmaskedData.readableBytesView), from: client)
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            var data = frame.unmaskedData
+            let code = data.readSlice(length: 2) ?? ByteBuffer()
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: code))).whenComplete { _ in
+                context.close(promise: nil)
+            }
+        default:
+            // Binary from the page (a browser's own camera) is not taken yet; pongs need nothing.
+            break
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,146 @@
+import LVBCore
+import LVBCrypto
+import LVBMedia
+import LVBRoom
+import LVBWeb
+import NIOCore
+
+/// `--web`: the studio page served by this node. Every event the node
+/// prints goes to the page as its JSON line (the `--json` vocabulary); the
+/// stream this node shows goes as encoded frames straight from its jitter
+/// buffer (a host's page gets its own picture); the page's commands run as
+/// the console's do.
+final class StudioBridge: @unchecked Sendable {
+    let server: StudioServer
+    private let live: UDPLiveNode
+    private let reporters: Reporters
+    private var status: String?
+    private var statusTask: RepeatedTask?
+
+    /// Without video for this long a viewer's page says the host is away.
+    static let hostAway: Duration = .seconds(3)
+
+    /// Starts serving at `address` on the node's loop; nil (with the reason
+    /// printed) when the address cannot be bound.
+    static func start(_ address: WebAddress, live: UDPLiveNode, out: Output, commands: ConsoleCommands, reporters: Reporters) async -> StudioBridge? {
+        let token = Hex.encode(SodiumRandom.shared.bytes(16))
+        let server = StudioServer(loop: live.udp.eventLoop, token: token, host: address.host, port: address.port)
+        do { try await server.start().get() } catch {
+            Output.fail("cannot serve the studio page on \(address): \(describeSocketError(error)); choose another with --web [IP:]PORT")
+            return nil
+        }
+        let bridge = StudioBridge(server: server, live: live, reporters: reporters)
+        out.tee = { [weak server] text in server?.broadcast(text) }
+        server.onCommand = { commands.handle($0) }
+        server.onConnect = { [unowned bridge] in bridge.greeting() }
+        try? await live.submit { node in bridge.wire(node) }
+        var line = JSONLine(event: "web")
+        line.add("url", server.url)
+        line.add("listen", address.description)
+        out.emit(line, human: "studio page: \(server.url) (open it in a browser on this machine)", kind: "web")
+        if !address.isLoopback {
+            var warn = JSONLine(event: "warning")
+            warn.add("message", "the studio page listens on \(address), beyond this machine: anyone who learns its URL can act as you in the room")
+            out.emit(warn, human: "the studio page listens on \(address), beyond this machine: anyone who learns its URL can act as you in the room", kind: "warning")
+        }
+        return bridge
+    }
+
+    private init(server: StudioServer, live: UDPLiveNode, reporters: Reporters) {
+        self.server = server
+        self.live = live
+        self.reporters = reporters
+    }
+
+    /// On the loop: media taps, the viewer list and the room's status.
+    private func wire(_ node: LiveNode) {
+        node.onHostVideo = { [server] frame in server.broadcast(StudioMediaFrame(frame)) }
+        node.onHostAudio = { [server] frame in
+            if let f = StudioMediaFrame(frame) { server.broadcast(f) }
+        }
+        node.onPublishedVideo = { [server] frame in
+            if let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
+        }
+        reporters.room.onMembersChanged = { [unowned self] in
+            if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
+        }
+        statusTask = live.udp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .milliseconds(500)) { [unowned self] _ in
+            live.execute { node in self.updateStatus(node) }
+        }
+    }
+
+    /// What a page gets first: who this node is, the room, who is in it, its status.
+    private func greeting() -> [String] {
+        guard let node = live.node else { return [] }
+        let room = node.room
+        var hello = JSONLine(event: "hello")
+        hello.add("role", room.isHost ? "host" : "viewer")
+        hello.add("id", room.core.nodeID.text)
+        hello.add("nick", room.profile.nickname ?? room.core.nodeID.short)
+        hello.add("room", room.room.text)
+        hello.add("title", room.state?.info.title)
+        hello.add("likes", Int(room.state?.likeTotal ?? 0))
+        hello.add("channels", 2)
+        var out = [hello.text]
+        if let (viewers, _) = reporters.room.viewersLine() { out.append(viewers.text) }
+        let now = currentStatus(node)
+        status = now
+        out.append(Self.statusLine(now))
+        return out
+    }
+
+    private func updateStatus(_ node: LiveNode) {
+        let now = currentStatus(node)
+        guard now != status else { return }
+        status = now
+        server.broadcast(Self.statusLine(now))
+    }
+
+    private func currentStatus(_ node: LiveNode) -> String {
+        let room = node.room
+        if room.state?.isClosed == true { return "closing" }
+        if room.isHost { return "live" }
+        guard room.isAdmitted else { return "entering" }
+        let heard = node.media.lastHeard(from: room.host)
+        if let heard, SystemClock.shared.now() - heard < Self.hostAway { return "live" }
+        return heard == nil ? "entering" : "host_away"
+    }
+
+    private static func statusLine(_ status: String) -> String {
+        JSONLine(event: "status", ("status", status)).text
+    }
+
+    func stop() async {
+        statusTask?.cancel()
+        try? await server.close().get()
+    }
+}
+
+/// Where `--web` serves: `PORT` (127.0.0.1) or `IP:PORT`.
+struct WebAddress: CustomStringConvertible {
+    let host: String
+    let port: Int
+
+    init(parsing text: String) throws(ValidationFailure) {
+        if let port = UInt16(text) {
+            guard port > 0 else { throw ValidationFailure("--web \(text): give a port from 1 to 65535") }
+            self.host = "127.0.0.1"
+            self.port = Int(port)
+            return
+        }
+        guard let address = try? PeerAddress(parsing: text), address.port > 0 else {
+            throw ValidationFailure("--web \(text): give PORT or IP:PORT (e.g. 8080 or 127.0.0.1:8080)")
+        }
+        host = address.hostString
+        port = Int(address.port)
+    }
+
+    var isLoopback: Bool { host == "127.0.0.1" || host == "::1" || host.hasPrefix("127.") }
+
+    var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+struct ValidationFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}

@@ -1,0 +1,122 @@
+import LVBMedia
+import LVBWeb
+import Testing
+
+@Suite struct JSONValueTests {
+    @Test func parsesWhatThePageSends() throws {
+        let v = try JSONValue.parse(Array(#" {"cmd":"chat","text":"h\u00e9llo \ud83d\ude00 \"q\"\n","n":-1.5e2,"ok":true,"x":null,"a":[1,[2]]} "#.utf8))
+        #expect(v["cmd"]?.string == "chat")
+        #expect(v["text"]?.string == "héllo 😀 \"q\"\n")
+        #expect(v["n"]?.number == -150)
+        #expect(v["ok"]?.bool == true)
+        #expect(v["x"] == .null)
+        #expect(v["a"] == .array([.number(1), .array([.number(2)])]))
+    }
+
+    @Test func refusesWhatIsNotJSON() {
+        let bad = [#"{"a":1"#, #"{"a" 1}"#, #"{"a":01x}"#, #"{"a":+1}"#, #"{"a":1e}"#, #"["\x"]"#, #"{"a":"\ud800"}"#,
+                   #"{"a":1} x"#, "", #"{"a":"tab\#tin"}"#, #"{'a':1}"#, "nul", #"[1,]"#,
+                   String(repeating: "[", count: 20) + String(repeating: "]", count: 20)]
+        for text in bad {
+            #expect(throws: JSONValue.ParseError.self, "\(text)") { try JSONValue.parse(Array(text.utf8)) }
+        }
+        #expect(throws: JSONValue.ParseError.badUTF8) { try JSONValue.parse([0x22, 0xFF, 0x22]) }
+    }
+
+    @Test func randomBytesNeverCrash() {
+        var rng = SystemRandomNumberGenerator()
+        let alphabet = Array(#"{}[]":,0123456789-+.eEtruefalsn\u "#.utf8)
+        for _ in 0..<20_000 {
+            let n = Int.random(in: 0..<40, using: &rng)
+            let bytes = (0..<n).map { _ in Bool.random(using: &rng) ? alphabet.randomElement(using: &rng)! : UInt8.random(in: 0...255, using: &rng) }
+            _ = try? JSONValue.parse(bytes)
+            _ = try? StudioCommand.parse(bytes)
+        }
+    }
+}
+
+@Suite struct StudioCommandTests {
+    func parse(_ text: String) throws(StudioCommand.ParseError) -> StudioCommand { try StudioCommand.parse(Array(text.utf8)) }
+
+    @Test func everyCommand() throws {
+        #expect(try parse(#"{"cmd":"chat","text":"<img src=x onerror=alert(1)>"}"#) == .chat("<img src=x onerror=alert(1)>"))
+        #expect(try parse(#"{"cmd":"chat","text":"/kick host"}"#) == .chat("/kick host"))
+        #expect(try parse(##"{"cmd":"danmaku","text":"wow","color":"#FF8800"}"##) == .danmaku("wow", color: 0xFF8800))
+        #expect(try parse(#"{"cmd":"danmaku","text":"wow"}"#) == .danmaku("wow", color: 0xFFFFFF))
+        #expect(try parse(#"{"cmd":"like"}"#) == .like(count: 1))
+        #expect(try parse(#"{"cmd":"like","count":5}"#) == .like(count: 5))
+        #expect(try parse(#"{"cmd":"linkmic"}"#) == .linkMic(message: ""))
+        #expect(try parse(#"{"cmd":"linkmic","text":"hi"}"#) == .linkMic(message: "hi"))
+        #expect(try parse(#"{"cmd":"hangup"}"#) == .hangUp(nil))
+        #expect(try parse(#"{"cmd":"hangup","id":"abc"}"#) == .hangUp("abc"))
+        #expect(try parse(#"{"cmd":"accept","id":"abc"}"#) == .accept("abc"))
+        #expect(try parse(#"{"cmd":"reject","id":"abc","reason":"busy now"}"#) == .reject("abc", reason: "busy now"))
+        #expect(try parse(#"{"cmd":"kick","id":"abc"}"#) == .kick("abc"))
+        #expect(try parse(#"{"cmd":"mute","id":"abc","muted":false}"#) == .mute("abc", muted: false))
+        #expect(try parse(#"{"cmd":"layout","layout":"grid"}"#) == .layout("grid"))
+        #expect(try parse(#"{"cmd":"title","text":"Night songs"}"#) == .title("Night songs"))
+        #expect(try parse(#"{"cmd":"close"}"#) == .close)
+        #expect(try parse(#"{"cmd":"viewers"}"#) == .viewers)
+    }
+
+    @Test func mistakesAreNamed() {
+        #expect(throws: StudioCommand.ParseError.notJSON) { try parse("chat hello") }
+        #expect(throws: StudioCommand.ParseError.notJSON) { try parse(#"["chat"]"#) }
+        #expect(throws: StudioCommand.ParseError.notACommand) { try parse(#"{"text":"x"}"#) }
+        #expect(throws: StudioCommand.ParseError.unknown("fly")) { try parse(#"{"cmd":"fly"}"#) }
+        #expect(throws: StudioCommand.ParseError.missing("text")) { try parse(#"{"cmd":"chat"}"#) }
+        #expect(throws: StudioCommand.ParseError.invalid("text")) { try parse(#"{"cmd":"chat","text":"   "}"#) }
+        #expect(throws: StudioCommand.ParseError.invalid("text")) { try parse(#"{"cmd":"chat","text":5}"#) }
+        #expect(throws: StudioCommand.ParseError.invalid("color")) { try parse(#"{"cmd":"danmaku","text":"x","color":"red"}"#) }
+        #expect(throws: StudioCommand.ParseError.invalid("count")) { try parse(#"{"cmd":"like","count":1000}"#) }
+        #expect(throws: StudioCommand.ParseError.invalid("count")) { try parse(#"{"cmd":"like","count":1.5}"#) }
+        #expect(throws: StudioCommand.ParseError.invalid("id")) { try parse(#"{"cmd":"kick","id":"two words"}"#) }
+        #expect(throws: StudioCommand.ParseError.invalid("layout")) { try parse(#"{"cmd":"layout","layout":"cube"}"#) }
+        let long = String(repeating: "a", count: StudioCommand.maxText + 1)
+        #expect(throws: StudioCommand.ParseError.invalid("text")) { try parse(#"{"cmd":"chat","text":"\#(long)"}"#) }
+    }
+}
+
+@Suite struct StudioMediaFrameTests {
+    @Test func headerLayout() {
+        let f = StudioMediaFrame(kind: .video, isKeyframe: true, captureMicros: 0x0102_0304_0506_0708, rtpTimestamp: 0xA0B0_C0D0, payload: [9, 8])
+        #expect(f.serialized == [1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0xA0, 0xB0, 0xC0, 0xD0, 9, 8])
+        let a = StudioMediaFrame(kind: .audio, isKeyframe: false, captureMicros: 0, rtpTimestamp: 1, payload: [])
+        #expect(a.serialized == [2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])
+    }
+
+    @Test func captureTimeFromNTP() {
+        // 2024-01-01T00:00:00.5Z: Unix 1704067200 s.
+        let ntp = (UInt64(1_704_067_200) + MediaConstants.ntpUnixOffset) << 32 | 0x8000_0000
+        #expect(StudioMediaFrame.micros(ntp: ntp) == 1_704_067_200_500_000)
+        #expect(StudioMediaFrame.micros(ntp: nil) == 0)
+        #expect(StudioMediaFrame.micros(ntp: 5) == 0)
+    }
+}
+
+@Suite struct StudioAccessTests {
+    let access = StudioAccess(token: "s3cret", bound: "127.0.0.1", port: 8080)
+
+    @Test func theTokenInTheQueryOrTheCookie() {
+        #expect(access.tokenPresented(uri: "/?token=s3cret", cookie: []))
+        #expect(access.tokenPresented(uri: "/ws?x=1&token=s3cret", cookie: []))
+        #expect(access.tokenPresented(uri: "/js/main.js", cookie: ["a=b; lvbnode_token=s3cret"]))
+        #expect(!access.tokenPresented(uri: "/", cookie: []))
+        #expect(!access.tokenPresented(uri: "/?token=s3cre", cookie: []))
+        #expect(!access.tokenPresented(uri: "/?token=s3cret2", cookie: ["lvbnode_token=nope"]))
+        #expect(!access.tokenPresented(uri: "/?tok=s3cret", cookie: ["other_token=s3cret"]))
+    }
+
+    @Test func onlyItsOwnHostAndOrigin() {
+        #expect(access.hostAllowed("127.0.0.1:8080") && access.hostAllowed("localhost:8080") && access.hostAllowed("[::1]:8080"))
+        #expect(!access.hostAllowed("evil.example:8080") && !access.hostAllowed("127.0.0.1:8081") && !access.hostAllowed(nil))
+        #expect(access.originAllowed("http://127.0.0.1:8080", host: "127.0.0.1:8080"))
+        #expect(!access.originAllowed("http://evil.example", host: "127.0.0.1:8080"))
+        #expect(!access.originAllowed("http://localhost:8080", host: "127.0.0.1:8080"))
+        #expect(!access.originAllowed(nil, host: "127.0.0.1:8080"))
+        let lan = StudioAccess(token: "t", bound: "192.168.1.5", port: 80)
+        #expect(lan.hostAllowed("192.168.1.5:80"))
+        let v6 = StudioAccess(token: "t", bound: "fd00::1", port: 80)
+        #expect(v6.hostAllowed("[fd00::1]:80"))
+    }
+}
