@@ -161,24 +161,8 @@ public final class StudioServer: @unchecked Sendable {
         } catch {
             stats.malformed += 1
             log.debug("studio page sent a bad command: \(error)")
-            client.send(text: #"{"event":"error","message":"\#(Self.jsonEscaped(error.description))"}"#)
+            client.send(text: #"{"event":"error","message":\#(JSONValue.quote(error.description))}"#)
         }
-    }
-
-    /// `s` as the inside of a JSON string.
-    static func jsonEscaped(_ s: String) -> String {
-        var out = ""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case let c where c.value < 0x20:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
     }
 
     public var clientCount: Int { clients.count }

@@ -1,3 +1,5 @@
+import LVBWeb
+
 /// Builds one JSON object with keys in insertion order, for `--json` output.
 struct JSONLine {
     private var parts: [String] = []
@@ -27,21 +29,5 @@ struct JSONLine {
 
     var text: String { "{" + parts.joined(separator: ",") + "}" }
 
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20 || c.value == 0x7f:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quote(_ s: String) -> String { JSONValue.quote(s) }
 }

@@ -23,6 +23,13 @@ import Testing
         #expect(throws: JSONValue.ParseError.badUTF8) { try JSONValue.parse([0x22, 0xFF, 0x22]) }
     }
 
+    @Test func quotedStringsParseBackToThemselves() throws {
+        for s in ["", "plain", "q\"uote\\back", "line\nfeed\ttab\r", "\u{01}\u{1f}\u{7f}", "<img src=x onerror=alert(1)>", "héllo 😀"] {
+            #expect(try JSONValue.parse(Array(JSONValue.quote(s).utf8)) == .string(s), "\(s)")
+        }
+        #expect(JSONValue.quote("a\u{01}") == #""a\u0001""#)
+    }
+
     @Test func randomBytesNeverCrash() {
         var rng = SystemRandomNumberGenerator()
         let alphabet = Array(#"{}[]":,0123456789-+.eEtruefalsn\u "#.utf8)
