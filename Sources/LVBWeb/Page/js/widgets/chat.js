@@ -2,6 +2,7 @@
 // line for who joined, left, went on stage or was removed.
 
 import { el, nickColor, onSubmit } from '../dom.js';
+import * as limits from '../limits.js';
 
 /** Lines kept; the node keeps the same number of chat messages. */
 const kept = 200;
@@ -31,7 +32,7 @@ export function mount(root, bus) {
     input.placeholder = muted ? 'The host has muted you' : 'Say something…';
   }
 
-  onSubmit(input, sendButton, (text) => bus.send({ cmd: 'chat', text }));
+  onSubmit(input, sendButton, (text) => limits.fits(bus, text, limits.chat) && bus.send({ cmd: 'chat', text }));
 
   bus.on('hello', (m) => { me = m.id; });
   bus.on('chat', (m) => {

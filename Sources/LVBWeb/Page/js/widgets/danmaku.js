@@ -4,6 +4,7 @@
 // A comment waits for a lane to clear rather than run over another.
 
 import { el, onSubmit } from '../dom.js';
+import * as limits from '../limits.js';
 
 /** Lane height in px (the CSS font is 20 px). */
 const laneHeight = 30;
@@ -25,7 +26,7 @@ export function mount(root, bus) {
   let timer = 0;
   let lite = false;
 
-  onSubmit(input, sendButton, (text) => bus.send({ cmd: 'danmaku', text, color: color.value }));
+  onSubmit(input, sendButton, (text) => limits.fits(bus, text, limits.danmaku) && bus.send({ cmd: 'danmaku', text, color: color.value }));
 
   function freeLane(wanted, now) {
     // Lanes on the wire count from 1, and 0 leaves the choice to us; a wanted

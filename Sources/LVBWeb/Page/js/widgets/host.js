@@ -3,6 +3,7 @@
 // (#close-room, which asks for a second tap).
 
 import { onSubmit } from '../dom.js';
+import * as limits from '../limits.js';
 
 /** How long the close button waits for its confirming tap, in ms. */
 const confirmFor = 3000;
@@ -14,10 +15,9 @@ export function mount(root, bus) {
   const close = root.querySelector('#close-room');
   let confirming = 0;
 
+  // The box keeps showing the title it set: the callback never has it cleared.
   onSubmit(titleInput, titleSave, (text) => {
-    bus.send({ cmd: 'title', text });
-    titleInput.blur();
-    // The box keeps showing the title it set.
+    if (limits.fits(bus, text, limits.title) && bus.send({ cmd: 'title', text })) titleInput.blur();
     return false;
   });
   layout.addEventListener('change', () => bus.send({ cmd: 'layout', layout: layout.value }));
