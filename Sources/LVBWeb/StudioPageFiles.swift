@@ -6,12 +6,1846 @@ enum StudioPageFiles {
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1, viewport-fit=cover">
+<meta name="color-scheme" content="dark">
 <title>lvbnode studio</title>
+<!-- A data: icon, so the browser does not ask the node for /favicon.ico. -->
+<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Cpath fill='%23ff2d55' d='M8 14.5 1.8 8.4A3.7 3.7 0 0 1 8 3.3a3.7 3.7 0 0 1 6.2 5.1z'/%3E%3C/svg%3E">
+<link rel="stylesheet" href="studio.css">
+<link rel="stylesheet" href="widgets.css">
+<script type="module" src="js/main.js"></script>
 </head>
 <body>
-<p>lvbnode studio</p>
+<!-- The stage stacks its layers on the Z axis, lowest first: video, bullet
+     comments, widgets, controls; the status, stats and toast overlays sit on
+     top and let pointers through. Host-only and viewer-only parts are shown
+     once the node's hello has said which role this page plays. -->
+<main id="stage">
+  <canvas id="video" width="640" height="360" aria-label="Live video"></canvas>
+
+  <div id="danmaku" class="layer" aria-hidden="true"></div>
+
+  <div id="widgets" class="layer">
+    <header class="panel room-head">
+      <h1 id="title">Connecting…</h1>
+      <span id="viewer-count" class="count" title="In the room">0</span>
+    </header>
+
+    <section class="panel rank" aria-label="Top likers">
+      <h2>Top likers</h2>
+      <ol id="rank-list"></ol>
+    </section>
+
+    <section class="panel viewers" aria-label="In the room">
+      <h2>In the room</h2>
+      <ul id="viewer-list"></ul>
+    </section>
+
+    <section class="panel linkmic-host host-only" aria-label="Link-mic">
+      <h2>Stage requests</h2>
+      <ul id="linkmic-queue"></ul>
+      <h2>On stage</h2>
+      <ul id="linkmic-stage"></ul>
+    </section>
+
+    <section class="chat" aria-label="Chat">
+      <ul id="chat-list" aria-live="polite"></ul>
+      <div class="entry">
+        <input id="chat-input" type="text" maxlength="500" placeholder="Say something…" autocomplete="off" enterkeyhint="send">
+        <button id="chat-send" type="button" class="primary">Send</button>
+      </div>
+      <div class="entry">
+        <input id="danmaku-color" type="color" value="#ffffff" aria-label="Bullet comment colour">
+        <input id="danmaku-input" type="text" maxlength="100" placeholder="Fly a bullet comment…" autocomplete="off" enterkeyhint="send">
+        <button id="danmaku-send" type="button" class="primary">Fly</button>
+      </div>
+    </section>
+
+    <section class="actions" aria-label="Likes and stage">
+      <div class="linkmic-viewer viewer-only">
+        <input id="linkmic-message" type="text" maxlength="200" placeholder="Message to the host (optional)" autocomplete="off">
+        <button id="linkmic-request" type="button" class="primary">Go on stage</button>
+        <button id="linkmic-hangup" type="button" hidden>Leave stage</button>
+      </div>
+      <div class="likes">
+        <div id="hearts" aria-hidden="true"></div>
+        <button id="like-button" type="button" aria-label="Like">♥</button>
+        <span id="like-total">0</span>
+      </div>
+    </section>
+  </div>
+
+  <div id="controls" class="layer">
+    <div class="host-tools host-only">
+      <input id="title-input" type="text" maxlength="100" placeholder="Room title" autocomplete="off">
+      <button id="title-save" type="button">Save</button>
+      <select id="layout-select" aria-label="Layout of the co-host tiles">
+        <option value="pip">PiP</option>
+        <option value="split">Split</option>
+        <option value="grid">Grid</option>
+      </select>
+      <button id="close-room" type="button" class="danger">Close room</button>
+    </div>
+    <div class="page-tools">
+      <button id="stats-toggle" type="button" aria-pressed="false">Stats</button>
+      <button id="lite-toggle" type="button" aria-pressed="false">Lite</button>
+    </div>
+  </div>
+
+  <div id="status" class="overlay" data-status="connecting" role="status">Connecting…</div>
+  <pre id="stats-overlay" class="overlay" hidden></pre>
+  <div id="toast" class="overlay" role="alert" hidden></div>
+</main>
 </body>
 </html>
+
+"""####,
+        "js/bus.js": ####"""
+// The page's one connection to its local node, and the event bus the widgets
+// share. Room events arrive as JSON text messages named by their "event" key;
+// media frames arrive as binary messages; commands go back as {"cmd": ...}.
+// The page also posts its own events on the bus, named "page:..." so they can
+// never collide with the node's: "page:socket" {state}, "page:tap" (the video
+// was tapped), "page:lite" {on}.
+
+import { probe } from './probe.js';
+
+/** Reconnect delays double from the first to the last (ms). */
+const firstRetry = 500;
+const lastRetry = 8000;
+
+const listeners = new Map();
+const mediaListeners = [];
+let socket = null;
+let retry = firstRetry;
+/** After room_closed there is nothing to come back to. */
+let roomClosed = false;
+
+/** Subscribes fn to the event with this name; fn gets the parsed object. */
+export function on(event, fn) {
+  if (!listeners.has(event)) listeners.set(event, []);
+  listeners.get(event).push(fn);
+}
+
+/** Subscribes fn to binary media frames (an ArrayBuffer each). */
+export function onMedia(fn) {
+  mediaListeners.push(fn);
+}
+
+/** Delivers an event to its subscribers, whether it came from the node or the page. */
+export function emit(event, message) {
+  for (const fn of listeners.get(event) ?? []) {
+    // One widget's failure must not keep the event from the others.
+    try { fn(message); } catch (e) { console.error(`${event} handler failed`, e); }
+  }
+}
+
+/** Sends a command to the node; false (and a toast) when the socket is not open. */
+export function send(command) {
+  if (socket?.readyState !== WebSocket.OPEN) {
+    emit('error', { event: 'error', message: 'Not connected to the node — try again in a moment.' });
+    return false;
+  }
+  socket.send(JSON.stringify(command));
+  return true;
+}
+
+/** Opens the WebSocket to the node that served this page, and keeps it open. */
+export function connect() {
+  if (socket) return;
+  const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  // Without a token in the URL, the cookie the node set with the page vouches for us.
+  const token = new URLSearchParams(location.search).get('token');
+  const query = token === null ? '' : `?token=${encodeURIComponent(token)}`;
+  const ws = new WebSocket(`${scheme}//${location.host}/ws${query}`);
+  ws.binaryType = 'arraybuffer';
+  socket = ws;
+  setState('connecting');
+
+  ws.onopen = () => {
+    retry = firstRetry;
+    setState('open');
+  };
+  ws.onmessage = (e) => {
+    if (typeof e.data === 'string') receiveText(e.data);
+    else for (const fn of mediaListeners) fn(e.data);
+  };
+  ws.onclose = () => {
+    socket = null;
+    setState('closed');
+    if (roomClosed) return;
+    setTimeout(connect, retry);
+    retry = Math.min(retry * 2, lastRetry);
+  };
+}
+
+function receiveText(text) {
+  let message;
+  try { message = JSON.parse(text); } catch { return; }
+  if (typeof message?.event !== 'string') return;
+  probe.events += 1;
+  if (message.event === 'room_closed') roomClosed = true;
+  emit(message.event, message);
+}
+
+function setState(state) {
+  probe.wsState = state;
+  emit('page:socket', { state, final: roomClosed });
+}
+
+"""####,
+        "js/dom.js": ####"""
+// Element helpers for the widgets. Text always goes in as a text node: nicks,
+// chat, titles and messages come from other people, and must never be parsed
+// as HTML.
+
+/** A new element with an optional class name and text. */
+export function el(tag, className = '', text = '') {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== '') e.textContent = text;
+  return e;
+}
+
+/** A button that calls onClick. */
+export function button(className, text, onClick) {
+  const b = el('button', className, text);
+  b.type = 'button';
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+/** Calls fn with the value of input (trimmed) on Enter or a click on sendButton; clears the input when fn returns true. */
+export function onSubmit(input, sendButton, fn) {
+  const submit = () => {
+    const text = input.value.trim();
+    if (text && fn(text)) input.value = '';
+  };
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.isComposing) {
+      e.preventDefault();
+      submit();
+    }
+  });
+  sendButton.addEventListener('click', submit);
+}
+
+/** A stable colour for a node id, so one person's name looks the same everywhere. */
+export function nickColor(id) {
+  let h = 0;
+  for (const ch of String(id)) h = (h * 31 + ch.codePointAt(0)) >>> 0;
+  return `hsl(${h % 360} 75% 72%)`;
+}
+
+"""####,
+        "js/limits.js": ####"""
+// The room's text limits, in UTF-8 bytes (lvbnode(1), Limits). The node
+// refuses longer text with an error event; the page says what is wrong
+// before sending, and keeps what was typed. (A link-mic message has no entry:
+// the node cuts it to 200 bytes rather than refusing it.)
+
+export const chat = { bytes: 500, what: 'A chat message' };
+export const danmaku = { bytes: 100, what: 'A bullet comment' };
+export const title = { bytes: 100, what: 'A room title' };
+
+const encoder = new TextEncoder();
+
+/** True if text is within limit; otherwise a toast names the limit and the answer is false. */
+export function fits(bus, text, limit) {
+  const length = encoder.encode(text).length;
+  if (length <= limit.bytes) return true;
+  bus.emit('page:toast', { message: `${limit.what} is at most ${limit.bytes} bytes (this one is ${length}).` });
+  return false;
+}
+
+"""####,
+        "js/main.js": ####"""
+// The studio page: it mounts every widget on the stage, starts the decoders,
+// then connects to the node. Each widget only hears the bus and sends
+// commands through it; none touches another's elements.
+//
+// Room browsing (switching rooms with ArrowUp/ArrowDown and the wheel) will be
+// one more widget mounted here; until then nothing binds those keys.
+
+import * as bus from './bus.js';
+import './probe.js';
+import * as audio from './media/audio.js';
+import * as video from './media/video.js';
+import * as chat from './widgets/chat.js';
+import * as danmaku from './widgets/danmaku.js';
+import * as host from './widgets/host.js';
+import * as likes from './widgets/likes.js';
+import * as linkmic from './widgets/linkmic.js';
+import * as lite from './widgets/lite.js';
+import * as rank from './widgets/rank.js';
+import * as stats from './widgets/stats.js';
+import * as status from './widgets/status.js';
+import * as title from './widgets/title.js';
+import * as toast from './widgets/toast.js';
+import * as viewers from './widgets/viewers.js';
+
+const stage = document.getElementById('stage');
+const canvas = document.getElementById('video');
+
+for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, linkmic, host, lite, stats]) {
+  widget.mount(stage, bus);
+}
+video.start(canvas, bus);
+audio.start(bus);
+
+// The CSS shows host-only or viewer-only parts by the role the node gives this page.
+bus.on('hello', (m) => { document.body.dataset.role = m.role; });
+// The layers above the picture let taps through where they have nothing; such a tap likes.
+canvas.addEventListener('click', () => bus.emit('page:tap'));
+
+bus.connect();
+
+"""####,
+        "js/media/audio-worklet.js": ####"""
+// Plays the decoded Opus audio the page posts to it (one Float32Array per
+// channel per message) from a small ring buffer: it starts once about 60 ms are
+// queued, so network jitter does not click, and throws the oldest audio away
+// when more than 200 ms pile up, so the sound stays live with the picture.
+
+/** Queued audio at which playback (re)starts, in seconds. */
+const target = 0.06;
+/** Queued audio past which the oldest is dropped back to the target, in seconds. */
+const ceiling = 0.2;
+/** Ring size in seconds: the ceiling plus the longest Opus packet (120 ms), with room to spare. */
+const capacitySeconds = 0.5;
+const channels = 2;
+
+class Player extends AudioWorkletProcessor {
+  constructor() {
+    super();
+    // sampleRate is the AudioWorkletGlobalScope's: the context's rate.
+    this.capacity = Math.ceil(sampleRate * capacitySeconds);
+    this.rings = Array.from({ length: channels }, () => new Float32Array(this.capacity));
+    this.readAt = 0;
+    this.writeAt = 0;
+    this.queued = 0;
+    this.playing = false;
+    this.port.onmessage = (e) => this.push(e.data);
+  }
+
+  push(planes) {
+    const n = planes[0].length;
+    for (let c = 0; c < channels; c++) {
+      // Mono goes to both speakers.
+      const source = planes[Math.min(c, planes.length - 1)];
+      const ring = this.rings[c];
+      const first = Math.min(n, this.capacity - this.writeAt);
+      ring.set(source.subarray(0, first), this.writeAt);
+      ring.set(source.subarray(first), 0);
+    }
+    this.writeAt = (this.writeAt + n) % this.capacity;
+    this.queued += n;
+    if (this.queued > ceiling * sampleRate) {
+      const drop = this.queued - Math.round(target * sampleRate);
+      this.readAt = (this.readAt + drop) % this.capacity;
+      this.queued -= drop;
+    }
+  }
+
+  process(_inputs, outputs) {
+    const out = outputs[0];
+    const frames = out[0].length;
+    if (!this.playing && this.queued >= target * sampleRate) this.playing = true;
+    if (!this.playing) return true;
+    if (this.queued < frames) {
+      // Ran dry: stay silent until the buffer has refilled to the target.
+      this.playing = false;
+      return true;
+    }
+    for (let c = 0; c < out.length; c++) {
+      const ring = this.rings[Math.min(c, channels - 1)];
+      const first = Math.min(frames, this.capacity - this.readAt);
+      out[c].set(ring.subarray(this.readAt, this.readAt + first));
+      out[c].set(ring.subarray(0, frames - first), first);
+    }
+    this.readAt = (this.readAt + frames) % this.capacity;
+    this.queued -= frames;
+    return true;
+  }
+}
+
+registerProcessor('lvb-player', Player);
+
+"""####,
+        "js/media/audio.js": ####"""
+// The room's sound: Opus packets from the node, decoded by WebCodecs and
+// played through an AudioWorklet (audio-worklet.js). Decoding starts at once;
+// the speakers wait for the first click or key press, because browsers keep
+// an AudioContext silent until the user has interacted with the page.
+
+import { probe } from '../probe.js';
+import { parseFrame, RtpClock, audioKind } from './frame.js';
+
+const sampleRate = 48000;
+const defaultChannels = 2;
+
+/** Decodes the node's audio packets, and plays them once the user has interacted. */
+export function start(bus) {
+  // The video module already tells the user when WebCodecs is missing.
+  if (!('AudioDecoder' in window)) return;
+  const clock = new RtpClock(sampleRate);
+  let channels = defaultChannels;
+  let decoder = null;
+  let player = null;
+
+  function restart() {
+    if (decoder && decoder.state !== 'closed') decoder.close();
+    decoder = null;
+  }
+
+  function makeDecoder() {
+    const d = new AudioDecoder({
+      output: decoded,
+      error: (e) => {
+        console.warn('audio decoder error; starting again', e);
+        if (decoder === d) restart();
+      },
+    });
+    d.configure({ codec: 'opus', sampleRate, numberOfChannels: channels });
+    return d;
+  }
+
+  function decoded(data) {
+    probe.audioFramesDecoded += 1;
+    if (!player) {
+      data.close();
+      return;
+    }
+    const planes = [];
+    for (let c = 0; c < data.numberOfChannels; c++) {
+      const plane = new Float32Array(data.numberOfFrames);
+      data.copyTo(plane, { planeIndex: c, format: 'f32-planar' });
+      planes.push(plane);
+    }
+    data.close();
+    player.port.postMessage(planes, planes.map((p) => p.buffer));
+  }
+
+  async function startSpeakers() {
+    removeEventListener('pointerdown', startSpeakers, true);
+    removeEventListener('keydown', startSpeakers, true);
+    // Created inside the gesture, so the browser lets it run.
+    const context = new AudioContext({ sampleRate, latencyHint: 'interactive' });
+    context.onstatechange = () => { probe.audioOutput = context.state; };
+    await context.audioWorklet.addModule('js/media/audio-worklet.js');
+    const node = new AudioWorkletNode(context, 'lvb-player', { numberOfInputs: 0, outputChannelCount: [2] });
+    node.connect(context.destination);
+    await context.resume();
+    player = node;
+  }
+  addEventListener('pointerdown', startSpeakers, true);
+  addEventListener('keydown', startSpeakers, true);
+
+  bus.on('hello', (hello) => {
+    const announced = hello.channels || defaultChannels;
+    if (announced !== channels) {
+      channels = announced;
+      restart();
+    }
+  });
+
+  bus.onMedia((buffer) => {
+    const f = parseFrame(buffer);
+    if (!f || f.kind !== audioKind) return;
+    const timestamp = clock.micros(f.rtpTimestamp);
+    decoder ??= makeDecoder();
+    try {
+      decoder.decode(new EncodedAudioChunk({ type: 'key', timestamp, data: f.data }));
+    } catch (e) {
+      console.warn('audio packet refused by the decoder', e);
+      restart();
+    }
+  });
+}
+
+"""####,
+        "js/media/frame.js": ####"""
+// One binary WebSocket message from the node: a media frame (lvbnode(1), WEB
+// STUDIO).
+//
+//     0      kind: 1 VP8 video frame, 2 Opus packet
+//     1      flags: bit 0 keyframe
+//     2..9   capture time, µs since the Unix epoch, big-endian (0: unknown)
+//     10..13 RTP timestamp, big-endian (video 90 kHz, audio 48 kHz)
+//     14..   the frame
+
+export const videoKind = 1;
+export const audioKind = 2;
+const headerSize = 14;
+
+/** The frame in buffer, or null if it is too short to hold a header and data. */
+export function parseFrame(buffer) {
+  if (buffer.byteLength <= headerSize) return null;
+  const view = new DataView(buffer);
+  return {
+    kind: view.getUint8(0),
+    keyframe: (view.getUint8(1) & 1) === 1,
+    // Microseconds since 1970 stay below 2^53 for millennia: a Number holds them exactly.
+    captureMicros: Number(view.getBigUint64(2)),
+    rtpTimestamp: view.getUint32(10),
+    data: new Uint8Array(buffer, headerSize),
+  };
+}
+
+/**
+ * Turns 32-bit RTP timestamps into microseconds for WebCodecs chunks, counted
+ * from the first one seen; unwraps the 32-bit wraparound (RFC 3550 §5.1: the
+ * timestamp wraps, and a step is the shortest way around the circle).
+ */
+export class RtpClock {
+  constructor(clockRate) {
+    this.clockRate = clockRate;
+    this.last = null;
+    this.ticks = 0;
+  }
+
+  micros(rtpTimestamp) {
+    if (this.last !== null) this.ticks += (rtpTimestamp - this.last) | 0;
+    this.last = rtpTimestamp;
+    return Math.round(this.ticks * 1e6 / this.clockRate);
+  }
+}
+
+"""####,
+        "js/media/video.js": ####"""
+// The room's picture: VP8 frames from the node, decoded by WebCodecs and
+// painted onto the canvas at most once per display refresh.
+
+import { probe, addG2G } from '../probe.js';
+import { parseFrame, RtpClock, videoKind } from './frame.js';
+
+/** Frames waiting in the decoder past which it has fallen behind live: start again at the next keyframe. */
+const maxQueued = 15;
+/** Capture times kept for frames not painted yet; more means frames vanished inside the decoder. */
+const maxCaptureTimes = 64;
+const config = { codec: 'vp8', optimizeForLatency: true };
+
+/** Decodes the node's video frames onto canvas. */
+export function start(canvas, bus) {
+  if (!('VideoDecoder' in window)) {
+    bus.emit('error', { message: 'This browser cannot decode video here: WebCodecs needs a recent browser and a page opened on localhost or https.' });
+    return;
+  }
+  const context = canvas.getContext('2d', { alpha: false, desynchronized: true });
+  const clock = new RtpClock(90000);
+  // Chunk timestamp → capture time (µs), to measure glass-to-glass when the frame is painted.
+  const captureTimes = new Map();
+  let decoder = null;
+  let waitingForKeyframe = true;
+  let unsupported = false;
+  // The newest decoded frame not painted yet; an older one is dropped unpainted.
+  let pending = null;
+  let paintScheduled = false;
+
+  function restart() {
+    if (decoder && decoder.state !== 'closed') decoder.close();
+    decoder = null;
+    waitingForKeyframe = true;
+    captureTimes.clear();
+  }
+
+  function makeDecoder() {
+    const d = new VideoDecoder({
+      output: decoded,
+      error: (e) => {
+        console.warn('video decoder error; waiting for the next keyframe', e);
+        if (e.name === 'NotSupportedError') {
+          unsupported = true;
+          bus.emit('error', { message: 'This browser cannot decode VP8 video.' });
+        }
+        if (decoder === d) restart();
+      },
+    });
+    d.configure(config);
+    return d;
+  }
+
+  function decoded(frame) {
+    probe.videoFramesDecoded += 1;
+    if (pending) drop(pending);
+    pending = frame;
+    if (!paintScheduled) {
+      paintScheduled = true;
+      requestAnimationFrame(paint);
+    }
+  }
+
+  function drop(frame) {
+    captureTimes.delete(frame.timestamp);
+    frame.close();
+  }
+
+  function paint() {
+    paintScheduled = false;
+    const frame = pending;
+    pending = null;
+    if (!frame) return;
+    if (canvas.width !== frame.displayWidth || canvas.height !== frame.displayHeight) {
+      canvas.width = frame.displayWidth;
+      canvas.height = frame.displayHeight;
+    }
+    context.drawImage(frame, 0, 0, canvas.width, canvas.height);
+    probe.videoFramesPainted += 1;
+    const captured = captureTimes.get(frame.timestamp);
+    if (captured) addG2G((Date.now() * 1000 - captured) / 1000);
+    drop(frame);
+  }
+
+  bus.onMedia((buffer) => {
+    const f = parseFrame(buffer);
+    if (!f || f.kind !== videoKind || unsupported) return;
+    probe.videoBytes += f.data.byteLength;
+    const timestamp = clock.micros(f.rtpTimestamp);
+    if (decoder && decoder.decodeQueueSize > maxQueued) restart();
+    if (waitingForKeyframe && !f.keyframe) return;
+    decoder ??= makeDecoder();
+    waitingForKeyframe = false;
+    if (f.captureMicros) {
+      captureTimes.set(timestamp, f.captureMicros);
+      if (captureTimes.size > maxCaptureTimes) captureTimes.delete(captureTimes.keys().next().value);
+    }
+    try {
+      decoder.decode(new EncodedVideoChunk({ type: f.keyframe ? 'key' : 'delta', timestamp, data: f.data }));
+    } catch (e) {
+      console.warn('video frame refused by the decoder; waiting for the next keyframe', e);
+      restart();
+    }
+  });
+
+  // A new connection may start in the middle of a group of pictures.
+  bus.on('page:socket', ({ state }) => { if (state === 'open') restart(); });
+}
+
+"""####,
+        "js/probe.js": ####"""
+// The page's own measurements, in one object that the stats overlay reads and
+// that tests and a curious user read as window.lvbStudio.
+
+/** How many glass-to-glass samples are kept (10 s of 30 fps video). */
+const g2gKept = 300;
+
+export const probe = {
+  videoFramesDecoded: 0,
+  videoFramesPainted: 0,
+  videoBytes: 0,
+  audioFramesDecoded: 0,
+  /** The speakers: 'waiting' for a click or key press, then the AudioContext's state. */
+  audioOutput: 'waiting',
+  /** Glass-to-glass of the last painted frames, in milliseconds. */
+  g2g: [],
+  /** 'connecting', 'open' or 'closed' (closed also while waiting to reconnect). */
+  wsState: 'connecting',
+  /** Room events received. */
+  events: 0,
+};
+
+export function addG2G(ms) {
+  probe.g2g.push(ms);
+  if (probe.g2g.length > g2gKept) probe.g2g.splice(0, probe.g2g.length - g2gKept);
+}
+
+window.lvbStudio = probe;
+
+"""####,
+        "js/widgets/chat.js": ####"""
+// The chat (#chat-list, #chat-input, #chat-send): messages as they come, and a
+// line for who joined, left, went on stage or was removed.
+
+import { el, nickColor, onSubmit } from '../dom.js';
+import * as limits from '../limits.js';
+
+/** Lines kept; the node keeps the same number of chat messages. */
+const kept = 200;
+/** Within this many pixels of the bottom, a new line scrolls the list; further up, the reader is looking back. */
+const stickiness = 40;
+
+export function mount(root, bus) {
+  const list = root.querySelector('#chat-list');
+  const input = root.querySelector('#chat-input');
+  const sendButton = root.querySelector('#chat-send');
+  let me = null;
+
+  function append(line) {
+    const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < stickiness;
+    list.append(line);
+    while (list.childElementCount > kept) list.firstElementChild.remove();
+    if (atBottom) list.scrollTop = list.scrollHeight;
+  }
+
+  function note(text) {
+    append(el('li', 'chat-note', text));
+  }
+
+  function muteInput(muted) {
+    input.disabled = muted;
+    sendButton.disabled = muted;
+    input.placeholder = muted ? 'The host has muted you' : 'Say something…';
+  }
+
+  onSubmit(input, sendButton, (text) => limits.fits(bus, text, limits.chat) && bus.send({ cmd: 'chat', text }));
+
+  bus.on('hello', (m) => { me = m.id; });
+  bus.on('chat', (m) => {
+    const line = el('li', 'chat-msg');
+    const nick = el('span', 'nick', m.nick);
+    nick.style.color = nickColor(m.id);
+    line.append(nick, el('span', 'text', m.text));
+    if (m.time) line.title = new Date(m.time * 1000).toLocaleTimeString();
+    append(line);
+  });
+  bus.on('joined', (m) => note(`${m.nick} joined${m.role === 'host' ? ' (host)' : ''}`));
+  bus.on('left', (m) => { if (m.reason !== 'kicked') note(`${m.nick} left`); });
+  bus.on('kicked', (m) => note(`${m.nick} was removed by the host`));
+  bus.on('muted', (m) => {
+    note(`${m.nick} was ${m.muted ? 'muted' : 'unmuted'} by the host`);
+    if (m.id === me) muteInput(m.muted);
+  });
+  bus.on('linkmic_started', (m) => note(`${m.nick} is on stage`));
+  bus.on('linkmic_ended', (m) => note(`${m.nick} left the stage`));
+  bus.on('room_closed', () => note('The host closed the room'));
+}
+
+"""####,
+        "js/widgets/danmaku.js": ####"""
+// Bullet comments: they fly right to left across the #danmaku layer (the CSS
+// lays it over the top 60 % of the picture), each in its own lane and its
+// sender's colour; #danmaku-input / #danmaku-send / #danmaku-color send one.
+// A comment waits for a lane to clear rather than run over another.
+
+import { el, onSubmit } from '../dom.js';
+import * as limits from '../limits.js';
+
+/** Lane height in px (the CSS font is 20 px). */
+const laneHeight = 30;
+/** Seconds a comment takes to cross the layer, whatever its length, so none catches up with the one ahead. */
+const crossing = 8;
+/** Space in px kept between one comment's tail and the next one's head in a lane. */
+const gap = 24;
+/** Comments waiting for a lane at most; past it the oldest waiting is dropped (a flood is not readable anyway). */
+const maxWaiting = 30;
+
+export function mount(root, bus) {
+  const layer = root.querySelector('#danmaku');
+  const input = root.querySelector('#danmaku-input');
+  const sendButton = root.querySelector('#danmaku-send');
+  const color = root.querySelector('#danmaku-color');
+  // For each lane, when (performance.now(), ms) its last comment's tail has cleared the right edge.
+  let freeAt = [];
+  let waiting = [];
+  let timer = 0;
+  let lite = false;
+
+  onSubmit(input, sendButton, (text) => limits.fits(bus, text, limits.danmaku) && bus.send({ cmd: 'danmaku', text, color: color.value }));
+
+  function freeLane(wanted, now) {
+    // Lanes on the wire count from 1, and 0 leaves the choice to us; a wanted
+    // lane that is busy gives way to the highest free one.
+    const lane = (wanted - 1) % freeAt.length;
+    if (wanted > 0 && freeAt[lane] <= now) return lane;
+    return freeAt.findIndex((t) => t <= now);
+  }
+
+  function launch() {
+    clearTimeout(timer);
+    timer = 0;
+    const lanes = Math.max(1, Math.floor(layer.clientHeight / laneHeight));
+    if (freeAt.length !== lanes) freeAt = Array.from({ length: lanes }, (_, i) => freeAt[i] ?? 0);
+    const now = performance.now();
+    while (waiting.length) {
+      const lane = freeLane(waiting[0].lane | 0, now);
+      if (lane < 0) break;
+      fly(waiting.shift(), lane, now);
+    }
+    if (waiting.length) timer = setTimeout(launch, Math.max(16, Math.min(...freeAt) - now));
+  }
+
+  function fly(m, lane, now) {
+    const width = layer.clientWidth;
+    const item = el('div', 'danmaku-item', m.text);
+    if (/^#[0-9a-f]{6}$/i.test(m.color)) item.style.color = m.color;
+    item.style.top = `${lane * laneHeight}px`;
+    layer.append(item);
+    const length = item.offsetWidth;
+    const speed = width / (crossing * 1000);
+    freeAt[lane] = now + (length + gap) / speed;
+    const run = item.animate(
+      [{ transform: `translateX(${width}px)` }, { transform: `translateX(${-length}px)` }],
+      { duration: (width + length) / speed, easing: 'linear' },
+    );
+    run.onfinish = () => item.remove();
+  }
+
+  bus.on('danmaku', (m) => {
+    if (lite || typeof m.text !== 'string' || !m.text) return;
+    waiting.push(m);
+    if (waiting.length > maxWaiting) waiting.shift();
+    launch();
+  });
+  // Lite mode is for weak machines: no comments are laid out while it is on.
+  bus.on('page:lite', ({ on }) => {
+    lite = on;
+    if (!on) return;
+    clearTimeout(timer);
+    waiting = [];
+    layer.replaceChildren();
+  });
+}
+
+"""####,
+        "js/widgets/host.js": ####"""
+// The host's controls: the room title (#title-input, #title-save), the
+// layout of the co-host tiles (#layout-select) and closing the room
+// (#close-room, which asks for a second tap).
+
+import { onSubmit } from '../dom.js';
+import * as limits from '../limits.js';
+
+/** How long the close button waits for its confirming tap, in ms. */
+const confirmFor = 3000;
+
+export function mount(root, bus) {
+  const titleInput = root.querySelector('#title-input');
+  const titleSave = root.querySelector('#title-save');
+  const layout = root.querySelector('#layout-select');
+  const close = root.querySelector('#close-room');
+  let confirming = 0;
+
+  // The box keeps showing the title it set: the callback never has it cleared.
+  onSubmit(titleInput, titleSave, (text) => {
+    if (limits.fits(bus, text, limits.title) && bus.send({ cmd: 'title', text })) titleInput.blur();
+    return false;
+  });
+  layout.addEventListener('change', () => bus.send({ cmd: 'layout', layout: layout.value }));
+
+  function disarm() {
+    clearTimeout(confirming);
+    confirming = 0;
+    close.textContent = 'Close room';
+    close.classList.remove('armed');
+  }
+  close.addEventListener('click', () => {
+    if (!confirming) {
+      close.textContent = 'Tap again to close';
+      close.classList.add('armed');
+      confirming = setTimeout(disarm, confirmFor);
+      return;
+    }
+    disarm();
+    bus.send({ cmd: 'close' });
+  });
+
+  // The input starts with the title the room has, for editing.
+  bus.on('hello', (m) => { titleInput.value = m.title ?? ''; });
+  bus.on('room_info', (m) => {
+    if (typeof m.title === 'string' && document.activeElement !== titleInput) titleInput.value = m.title;
+  });
+  bus.on('room_closed', () => { close.disabled = true; });
+}
+
+"""####,
+        "js/widgets/likes.js": ####"""
+// Likes: #like-button, or a tap on the picture, likes the room and sends a
+// heart floating up from the button (#hearts); other people's likes float one
+// too. #like-total shows the room's total.
+
+import { el } from '../dom.js';
+
+/** After a like is sent, taps during this many ms go together in the next command (the room takes about 5 like events a second from each member). */
+const batchWindow = 250;
+/** The most likes one command may carry. */
+const maxBatch = 100;
+/** Hearts in the air at most. */
+const maxHearts = 40;
+
+export function mount(root, bus) {
+  const likeButton = root.querySelector('#like-button');
+  const total = root.querySelector('#like-total');
+  const hearts = root.querySelector('#hearts');
+  let me = null;
+  let shown = 0;
+  let batched = 0;
+  let windowOpen = false;
+
+  // Totals only grow within a room, and events can pass each other.
+  function setTotal(n, fresh = false) {
+    if (typeof n !== 'number' || (!fresh && n <= shown)) return;
+    shown = n;
+    total.textContent = String(n);
+  }
+
+  function flush() {
+    if (batched === 0) {
+      windowOpen = false;
+      return;
+    }
+    bus.send({ cmd: 'like', count: batched });
+    batched = 0;
+    windowOpen = true;
+    setTimeout(flush, batchWindow);
+  }
+
+  function like() {
+    heart();
+    batched += 1;
+    if (!windowOpen || batched >= maxBatch) flush();
+  }
+
+  function heart() {
+    if (hearts.childElementCount >= maxHearts) return;
+    const h = el('span', 'heart', '♥');
+    h.style.color = `hsl(${Math.floor(Math.random() * 360)} 90% 65%)`;
+    hearts.append(h);
+    const drift = (Math.random() - 0.5) * 80;
+    const run = h.animate(
+      [
+        { transform: 'translate(0, 0) scale(0.6)', opacity: 1 },
+        { transform: `translate(${drift / 2}px, -90px) scale(1.1)`, opacity: 1, offset: 0.4 },
+        { transform: `translate(${drift}px, -220px) scale(0.9)`, opacity: 0 },
+      ],
+      { duration: 1200 + Math.random() * 600, easing: 'ease-out' },
+    );
+    run.onfinish = () => h.remove();
+  }
+
+  likeButton.addEventListener('click', like);
+  bus.on('page:tap', like);
+  bus.on('hello', (m) => {
+    me = m.id;
+    setTotal(m.likes ?? 0, true);
+  });
+  bus.on('viewers', (m) => setTotal(m.likes));
+  bus.on('like', (m) => {
+    setTotal(m.total);
+    if (m.id !== me) heart();
+  });
+}
+
+"""####,
+        "js/widgets/linkmic.js": ####"""
+// Link-mic. A viewer asks to go on stage (#linkmic-request, with an optional
+// #linkmic-message), withdraws or leaves the stage (#linkmic-hangup). The host
+// answers requests in #linkmic-queue and takes co-hosts off in #linkmic-stage.
+
+import { button, el, nickColor } from '../dom.js';
+
+export function mount(root, bus) {
+  const message = root.querySelector('#linkmic-message');
+  const request = root.querySelector('#linkmic-request');
+  const hangup = root.querySelector('#linkmic-hangup');
+  const queue = root.querySelector('#linkmic-queue');
+  const stage = root.querySelector('#linkmic-stage');
+  let me = null;
+  // A viewer's place: 'idle', 'asking' (waiting for the host) or 'onstage'.
+  let place = 'idle';
+
+  function setPlace(p) {
+    place = p;
+    message.hidden = p !== 'idle';
+    request.hidden = p === 'onstage';
+    request.disabled = p === 'asking';
+    request.textContent = p === 'asking' ? 'Waiting for the host…' : 'Go on stage';
+    hangup.hidden = p === 'idle';
+    hangup.textContent = p === 'asking' ? 'Withdraw' : 'Leave stage';
+  }
+
+  function toast(text) {
+    bus.emit('page:toast', { message: text });
+  }
+
+  request.addEventListener('click', () => {
+    if (bus.send({ cmd: 'linkmic', text: message.value.trim() })) {
+      message.value = '';
+      setPlace('asking');
+    }
+  });
+  hangup.addEventListener('click', () => {
+    if (bus.send({ cmd: 'hangup' })) setPlace('idle');
+  });
+
+  function person(className, m, ...buttons) {
+    const li = el('li', className);
+    li.dataset.id = m.id;
+    const nick = el('span', 'nick', m.nick);
+    nick.style.color = nickColor(m.id);
+    li.append(nick);
+    if (m.message) li.append(el('span', 'message', m.message));
+    li.append(...buttons);
+    return li;
+  }
+
+  function find(list, id) {
+    return [...list.children].find((li) => li.dataset.id === id);
+  }
+
+  function addRequest(m) {
+    find(queue, m.id)?.remove();
+    const answer = (command) => () => {
+      if (bus.send(command)) find(queue, m.id)?.remove();
+    };
+    queue.append(person('linkmic-req', m,
+      button('accept', 'Accept', answer({ cmd: 'accept', id: m.id })),
+      button('reject', 'Reject', answer({ cmd: 'reject', id: m.id }))));
+  }
+
+  function addCohost(m) {
+    if (find(stage, m.id)) return;
+    stage.append(person('onstage', m, button('hangup', 'Take off stage', () => bus.send({ cmd: 'hangup', id: m.id }))));
+  }
+
+  bus.on('hello', (m) => {
+    me = m.id;
+    setPlace('idle');
+  });
+
+  // A viewer's side.
+  bus.on('linkmic_accepted', () => {
+    setPlace('onstage');
+    toast('The host accepted: you are on stage');
+  });
+  bus.on('linkmic_rejected', (m) => {
+    setPlace('idle');
+    toast(m.reason ? `The host declined: ${m.reason}` : 'The host declined your request');
+  });
+  bus.on('linkmic_off', () => {
+    if (place !== 'idle') toast('You are off stage');
+    setPlace('idle');
+  });
+
+  // The host's side, and the stage everyone sees.
+  bus.on('linkmic_request', addRequest);
+  bus.on('linkmic_expired', (m) => {
+    find(queue, m.id)?.remove();
+    if (m.id === me && place === 'asking') {
+      setPlace('idle');
+      toast('The host did not answer your request');
+    }
+  });
+  bus.on('linkmic_started', (m) => {
+    find(queue, m.id)?.remove();
+    addCohost(m);
+  });
+  bus.on('linkmic_ended', (m) => {
+    find(stage, m.id)?.remove();
+    if (m.id === me) setPlace('idle');
+  });
+  bus.on('viewers', (m) => {
+    const cohosts = (m.viewers ?? []).filter((v) => v.cohost);
+    stage.replaceChildren();
+    cohosts.forEach(addCohost);
+    // After a reconnect this is how the page learns it is on stage; leaving
+    // it is told by linkmic_off and linkmic_ended, which a viewers event sent
+    // just before the change must not overrule.
+    if (cohosts.some((v) => v.id === me)) setPlace('onstage');
+  });
+  bus.on('room_closed', () => {
+    setPlace('idle');
+    request.disabled = true;
+    queue.replaceChildren();
+    stage.replaceChildren();
+  });
+}
+
+"""####,
+        "js/widgets/lite.js": ####"""
+// Lite mode (#lite-toggle): only the picture, for a weak machine or a clear
+// view. The CSS hides the other layers by the body's data-lite; the widgets
+// that do work for hidden layers hear "page:lite" and stop.
+
+export function mount(root, bus) {
+  const toggle = root.querySelector('#lite-toggle');
+
+  toggle.addEventListener('click', () => {
+    const on = toggle.getAttribute('aria-pressed') !== 'true';
+    toggle.setAttribute('aria-pressed', String(on));
+    document.body.toggleAttribute('data-lite', on);
+    bus.emit('page:lite', { on });
+  });
+}
+
+"""####,
+        "js/widgets/rank.js": ####"""
+// Top likers (#rank-list): each author's highest count seen in like events
+// (the count is the author's running total, and events can pass each other).
+
+import { el, nickColor } from '../dom.js';
+
+/** Places shown. */
+const places = 5;
+
+export function mount(root, bus) {
+  const list = root.querySelector('#rank-list');
+  let room = null;
+  let likers = new Map();
+
+  function render() {
+    const top = [...likers.entries()].sort((a, b) => b[1].count - a[1].count).slice(0, places);
+    list.replaceChildren(...top.map(([id, { nick, count }]) => {
+      const item = el('li', 'liker');
+      const name = el('span', 'nick', nick);
+      name.style.color = nickColor(id);
+      item.append(name, el('span', 'count', String(count)));
+      return item;
+    }));
+  }
+
+  bus.on('hello', (m) => {
+    if (m.room === room) return;
+    room = m.room;
+    likers = new Map();
+    render();
+  });
+  bus.on('like', (m) => {
+    const known = likers.get(m.id);
+    if (known && known.count >= m.count) return;
+    likers.set(m.id, { nick: m.nick, count: m.count });
+    render();
+  });
+}
+
+"""####,
+        "js/widgets/stats.js": ####"""
+// The stats overlay (#stats-overlay, toggled by #stats-toggle): what the page
+// measures itself (frame rate painted, video bitrate received, glass-to-glass)
+// beside what the node's stats events report.
+
+import { probe } from '../probe.js';
+
+/** Refresh period of the overlay, in ms. */
+const period = 1000;
+/** Glass-to-glass samples the percentiles are taken over (about the last second). */
+const recent = 30;
+
+export function mount(root, bus) {
+  const toggle = root.querySelector('#stats-toggle');
+  const overlay = root.querySelector('#stats-overlay');
+  let node = {};
+  let timer = 0;
+  let last = null;
+
+  function sample() {
+    return { at: performance.now(), painted: probe.videoFramesPainted, bytes: probe.videoBytes };
+  }
+
+  function render() {
+    const now = sample();
+    const seconds = (now.at - last.at) / 1000;
+    const fps = (now.painted - last.painted) / seconds;
+    const kbps = (now.bytes - last.bytes) * 8 / 1000 / seconds;
+    last = now;
+    const g2g = probe.g2g.slice(-recent).sort((a, b) => a - b);
+    const pct = (p) => (g2g.length ? `${g2g[Math.min(g2g.length - 1, Math.floor(p * g2g.length))].toFixed(0)} ms` : '–');
+    const lines = [
+      `page  ${fps.toFixed(1)} fps  ${kbps.toFixed(0)} kbps video  g2g p50 ${pct(0.5)} p95 ${pct(0.95)}`,
+      `      decoded ${probe.videoFramesDecoded}  painted ${probe.videoFramesPainted}  audio ${probe.audioFramesDecoded}`,
+    ];
+    const parts = [];
+    if (typeof node.fps === 'number') parts.push(`${node.fps.toFixed(1)} fps`);
+    if (typeof node.recv_kbps === 'number') parts.push(`${node.recv_kbps.toFixed(0)} kbps in`);
+    if (typeof node.loss === 'number') parts.push(`loss ${(node.loss * 100).toFixed(1)} %`);
+    if (typeof node.g2g_p50_ms === 'number') parts.push(`g2g p50 ${node.g2g_p50_ms.toFixed(0)} ms`);
+    if (parts.length) lines.push(`node  ${parts.join('  ')}`);
+    overlay.textContent = lines.join('\n');
+  }
+
+  toggle.addEventListener('click', () => {
+    const on = overlay.hidden;
+    overlay.hidden = !on;
+    toggle.setAttribute('aria-pressed', String(on));
+    clearInterval(timer);
+    if (!on) return;
+    last = sample();
+    overlay.textContent = 'measuring…';
+    timer = setInterval(render, period);
+  });
+  bus.on('stats', (m) => { node = m.media ?? {}; });
+}
+
+"""####,
+        "js/widgets/status.js": ####"""
+// The room's state (#status): a small LIVE badge while the room is live, a
+// message across the picture otherwise. CSS styles it by data-status.
+
+const messages = {
+  connecting: 'Connecting to your node…',
+  reconnecting: 'Connection to your node lost — reconnecting…',
+  connected: '',
+  entering: 'Entering the room…',
+  live: 'LIVE',
+  host_away: 'The host stepped away — waiting for them to come back',
+  closing: 'The room is closing…',
+  closed: 'The host closed the room',
+  removed: 'The host removed you from the room',
+};
+
+export function mount(root, bus) {
+  const status = root.querySelector('#status');
+  let me = null;
+
+  function show(state) {
+    status.dataset.status = state;
+    status.textContent = messages[state];
+  }
+
+  bus.on('page:socket', ({ state, final }) => {
+    if (final) return;
+    if (state === 'closed') show('reconnecting');
+  });
+  // Until the node says where the room stands, the connection itself is the news.
+  bus.on('hello', (m) => {
+    me = m.id;
+    if (['connecting', 'reconnecting'].includes(status.dataset.status)) show('connected');
+  });
+  bus.on('status', (m) => { if (m.status in messages) show(m.status); });
+  bus.on('room_closed', () => show('closed'));
+  bus.on('kicked', (m) => { if (m.id === me) show('removed'); });
+}
+
+"""####,
+        "js/widgets/title.js": ####"""
+// The room title (#title), from the hello and each room_info that carries one.
+
+export function mount(root, bus) {
+  const title = root.querySelector('#title');
+
+  function show(text) {
+    title.textContent = text;
+    document.title = `${text} — lvbnode`;
+  }
+
+  bus.on('hello', (m) => show(m.title || 'Untitled room'));
+  bus.on('room_info', (m) => { if (typeof m.title === 'string' && m.title) show(m.title); });
+}
+
+"""####,
+        "js/widgets/toast.js": ####"""
+// Brief notices (#toast): the node's error events, and notes other widgets
+// post as "page:toast".
+
+/** How long a notice stays, in ms. */
+const shownFor = 4000;
+
+export function mount(root, bus) {
+  const toast = root.querySelector('#toast');
+  let timer = 0;
+
+  function show({ message }) {
+    if (!message) return;
+    toast.textContent = message;
+    toast.hidden = false;
+    clearTimeout(timer);
+    timer = setTimeout(() => { toast.hidden = true; }, shownFor);
+  }
+
+  bus.on('error', show);
+  bus.on('page:toast', show);
+}
+
+"""####,
+        "js/widgets/viewers.js": ####"""
+// Who is in the room (#viewer-list, #viewer-count): the host and co-hosts
+// marked, and for the host a mute and a kick button beside each viewer.
+
+import { button, el, nickColor } from '../dom.js';
+
+export function mount(root, bus) {
+  const list = root.querySelector('#viewer-list');
+  const count = root.querySelector('#viewer-count');
+  let me = null;
+  let hosting = false;
+  let members = [];
+  let total = 0;
+  // The node's viewers event does not say who is muted; mute events do.
+  const muted = new Set();
+
+  function render() {
+    count.textContent = String(total);
+    list.replaceChildren(...members.map(item));
+  }
+
+  function item(m) {
+    const li = el('li', 'viewer');
+    li.dataset.id = m.id;
+    const nick = el('span', 'nick', m.nick);
+    nick.style.color = nickColor(m.id);
+    li.append(nick);
+    if (m.role === 'host') {
+      li.classList.add('host');
+      li.append(el('span', 'badge', 'Host'));
+    } else if (m.cohost) {
+      li.classList.add('cohost');
+      li.append(el('span', 'badge', 'On stage'));
+    }
+    if (m.id === me) li.append(el('span', 'badge you', 'You'));
+    if (hosting && m.role !== 'host') {
+      const isMuted = muted.has(m.id);
+      li.append(
+        button('mute', isMuted ? 'Unmute' : 'Mute', () => bus.send({ cmd: 'mute', id: m.id, muted: !isMuted })),
+        button('kick danger', 'Kick', () => bus.send({ cmd: 'kick', id: m.id })),
+      );
+    }
+    return li;
+  }
+
+  bus.on('hello', (m) => {
+    me = m.id;
+    hosting = m.role === 'host';
+    render();
+  });
+  bus.on('viewers', (m) => {
+    members = Array.isArray(m.viewers) ? m.viewers : [];
+    total = typeof m.count === 'number' ? m.count : members.length;
+    render();
+  });
+  bus.on('muted', (m) => {
+    if (m.muted) muted.add(m.id);
+    else muted.delete(m.id);
+    render();
+  });
+}
+
+"""####,
+        "studio.css": ####"""
+/* The studio: one stage, its layers stacked in document order (video,
+   bullet comments, widgets, controls, overlays). Layers let pointers through
+   wherever they show nothing, so a tap on the bare picture reaches the
+   canvas (and likes). */
+
+:root {
+  --accent: #ff2d55;
+  --accent-2: #ff5f7e;
+  --stage-role: #7c4dff;
+  --glass: rgb(12 12 16 / 0.42);
+  --glass-strong: rgb(12 12 16 / 0.72);
+  --line: rgb(255 255 255 / 0.14);
+  --text: #f5f5f7;
+  --muted: #b4b4bd;
+  --gap: 12px;
+  /* The top band the room head and the controls share: one bar of
+     buttons, set down a little from the edge. */
+  --bar: 2.1rem;
+  --bar-top: 0.75rem;
+  --band: calc(var(--bar-top) + var(--bar) + 0.4rem);
+  color-scheme: dark;
+}
+
+* { box-sizing: border-box; }
+[hidden] { display: none !important; }
+
+/* Host-only and viewer-only parts stay hidden until the hello names the role. */
+body:not([data-role="host"]) .host-only,
+body:not([data-role="viewer"]) .viewer-only { display: none !important; }
+
+/* Lite mode: the picture, the status and the page's own toggles only. */
+body[data-lite] #danmaku,
+body[data-lite] #widgets,
+body[data-lite] .host-tools { display: none !important; }
+
+html, body {
+  margin: 0;
+  height: 100%;
+  background: #000;
+  color: var(--text);
+  font: 14px/1.35 system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", sans-serif;
+  overflow: hidden;
+}
+
+body {
+  display: grid;
+  place-items: center;
+}
+
+#stage {
+  position: relative;
+  width: min(100vw, calc(100dvh * 16 / 9));
+  aspect-ratio: 16 / 9;
+  background: #0b0b0f;
+  overflow: hidden;
+  container-type: size;
+}
+
+
+#video {
+  position: absolute;
+  inset: 0;
+  width: 100%;
+  height: 100%;
+  object-fit: contain;
+  background: #000;
+  cursor: pointer;
+}
+
+.layer {
+  position: absolute;
+  inset: 0;
+  pointer-events: none;
+}
+
+button, input, select { font: inherit; color: inherit; }
+
+button {
+  border: 0;
+  border-radius: 999px;
+  padding: 0.45rem 0.95rem;
+  background: rgb(255 255 255 / 0.14);
+  font-weight: 600;
+  cursor: pointer;
+  white-space: nowrap;
+  transition: transform 80ms ease, background 120ms ease;
+}
+button:hover { background: rgb(255 255 255 / 0.22); }
+button:active { transform: scale(0.95); }
+button:disabled { opacity: 0.5; cursor: default; transform: none; }
+button.primary { background: var(--accent); }
+button.primary:hover { background: var(--accent-2); }
+button.danger { background: rgb(255 59 48 / 0.3); }
+button.danger:hover { background: rgb(255 59 48 / 0.55); }
+
+input[type="text"], select {
+  min-width: 0;
+  border: 1px solid var(--line);
+  border-radius: 999px;
+  padding: 0.45rem 0.85rem;
+  background: rgb(255 255 255 / 0.1);
+  outline: none;
+}
+input[type="text"]::placeholder { color: rgb(255 255 255 / 0.55); }
+input[type="text"]:focus, select:focus { border-color: rgb(255 255 255 / 0.45); background: rgb(0 0 0 / 0.45); }
+select option { background: #1c1c22; }
+input[type="color"] {
+  flex: none;
+  width: 2.1rem;
+  height: 2.1rem;
+  padding: 0.2rem;
+  border: 1px solid var(--line);
+  border-radius: 50%;
+  background: rgb(255 255 255 / 0.1);
+  cursor: pointer;
+}
+input[type="color"]::-webkit-color-swatch-wrapper { padding: 0; }
+input[type="color"]::-webkit-color-swatch { border: 0; border-radius: 50%; }
+:focus-visible { outline: 2px solid rgb(255 255 255 / 0.6); outline-offset: 2px; }
+
+ul, ol { list-style: none; margin: 0; padding: 0; }
+
+h2 {
+  margin: 0 0 0.35rem;
+  font-size: 0.7rem;
+  font-weight: 700;
+  letter-spacing: 0.08em;
+  text-transform: uppercase;
+  color: var(--muted);
+}
+
+.nick { font-weight: 600; }
+
+.badge {
+  flex: none;
+  padding: 0.05rem 0.45rem;
+  border-radius: 999px;
+  font-size: 0.68rem;
+  font-weight: 700;
+  background: rgb(255 255 255 / 0.18);
+}
+
+/* Bullet comments: the top 60 % of the picture, below the top band. */
+#danmaku {
+  top: var(--band);
+  bottom: 40%;
+  overflow: hidden;
+}
+
+/* A phone held upright: the stage takes the whole screen, the 16:9 picture
+   sits at its top under the band with the bullet comments over it, and the
+   widgets run over and under it. */
+@media (orientation: portrait) {
+  #stage {
+    width: 100vw;
+    height: 100dvh;
+    aspect-ratio: auto;
+  }
+  #video, #danmaku {
+    top: var(--band);
+    bottom: auto;
+    height: auto;
+    aspect-ratio: 16 / 9;
+  }
+  #danmaku { width: 100%; }
+}
+
+/* Widgets: head and side panels at the top, chat bottom left, likes and the
+   stage button bottom right; the middle stays clear for the picture. */
+#widgets {
+  display: grid;
+  grid-template-columns: minmax(0, 21rem) 1fr minmax(0, 17rem);
+  grid-template-rows: var(--band) auto 1fr auto;
+  grid-template-areas:
+    "head    head   ."
+    "rank    .      viewers"
+    "chat    .      stage"
+    "chat    .      actions";
+  gap: 0.5rem var(--gap);
+  padding: 0 var(--gap) var(--gap);
+}
+
+#widgets > * { pointer-events: auto; }
+
+/* Controls: the top band's right end. */
+#controls {
+  display: flex;
+  justify-content: flex-end;
+  align-items: flex-start;
+  gap: 0.5rem;
+  align-content: flex-start;
+  padding: var(--bar-top) var(--gap) 0;
+  flex-wrap: wrap;
+}
+#controls > * {
+  display: flex;
+  align-items: center;
+  gap: 0.4rem;
+  pointer-events: auto;
+}
+#controls button, #controls input, #controls select { height: var(--bar); padding-block: 0; }
+#controls button, #controls select, #title-input { background: var(--glass-strong); border: 1px solid var(--line); }
+#controls button[aria-pressed="true"] { background: var(--accent); }
+#controls button.danger { background: rgb(255 59 48 / 0.7); }
+/* The close button waiting for its confirming tap. */
+#controls button.armed { background: #ff3b30; }
+#title-input { width: 11rem; }
+
+/* Overlays: they show, they never take a tap. */
+.overlay { position: absolute; pointer-events: none; }
+
+#status {
+  inset: 0;
+  display: grid;
+  place-items: center;
+  padding: 2rem;
+  text-align: center;
+  font-size: 1.1rem;
+  font-weight: 600;
+  background: rgb(0 0 0 / 0.5);
+  text-shadow: 0 1px 4px #000;
+}
+#status[data-status="connected"] { display: none; }
+#status[data-status="live"] {
+  inset: auto;
+  top: var(--bar-top);
+  left: var(--gap);
+  height: var(--bar);
+  padding: 0 0.6rem;
+  border-radius: 8px;
+  font-size: 0.75rem;
+  font-weight: 800;
+  letter-spacing: 0.1em;
+  background: var(--accent);
+  text-shadow: none;
+}
+
+#stats-overlay {
+  top: calc(var(--band) + 0.5rem);
+  left: 50%;
+  transform: translateX(-50%);
+  margin: 0;
+  padding: 0.5rem 0.75rem;
+  border-radius: 10px;
+  background: rgb(0 0 0 / 0.72);
+  font: 12px/1.5 ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace;
+  color: #9ef5a8;
+  white-space: pre;
+}
+
+#toast {
+  left: 50%;
+  bottom: 42%;
+  transform: translateX(-50%);
+  max-width: min(80%, 28rem);
+  padding: 0.6rem 1rem;
+  border-radius: 12px;
+  background: rgb(28 28 34 / 0.92);
+  box-shadow: 0 8px 24px rgb(0 0 0 / 0.4);
+  text-align: center;
+}
+
+"""####,
+        "widgets.css": ####"""
+/* The widgets: bullet comments, the translucent panels, chat, likes, the
+   viewer list, top likers and the link-mic queue, each with its area in the
+   #widgets grid that studio.css lays out. Loaded after studio.css, so the
+   narrow-stage rules at the end override both. */
+
+.danmaku-item {
+  position: absolute;
+  left: 0;
+  white-space: nowrap;
+  font: 700 20px/30px system-ui, sans-serif;
+  color: #fff;
+  text-shadow: 0 0 2px #000, 0 0 2px #000, 1px 1px 2px rgb(0 0 0 / 0.9);
+  will-change: transform;
+}
+
+.panel {
+  background: var(--glass);
+  border: 1px solid rgb(255 255 255 / 0.06);
+  border-radius: 14px;
+  backdrop-filter: blur(10px);
+  -webkit-backdrop-filter: blur(10px);
+}
+
+.room-head {
+  grid-area: head;
+  align-self: start;
+  justify-self: start;
+  display: flex;
+  align-items: center;
+  gap: 0.6rem;
+  max-width: 100%;
+  height: var(--bar);
+  /* Leaves room for the LIVE badge at the stage's corner. */
+  margin: var(--bar-top) 0 0 3.6rem;
+  padding: 0 0.9rem;
+  border-radius: 999px;
+}
+/* The host's tools share the band. */
+body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
+
+#title {
+  margin: 0;
+  font-size: 0.95rem;
+  font-weight: 700;
+  white-space: nowrap;
+  overflow: hidden;
+  text-overflow: ellipsis;
+}
+
+.count {
+  flex: none;
+  color: var(--muted);
+  font-size: 0.8rem;
+  font-variant-numeric: tabular-nums;
+}
+.count::after { content: " watching"; }
+
+.rank, .viewers, .linkmic-host {
+  padding: 0.55rem 0.7rem;
+  overflow: hidden auto;
+  scrollbar-width: thin;
+}
+
+.rank {
+  grid-area: rank;
+  justify-self: start;
+  width: 12rem;
+  max-height: 28cqh;
+  counter-reset: place;
+}
+.rank:has(#rank-list:empty) { display: none; }
+.liker {
+  display: flex;
+  gap: 0.4rem;
+  padding: 0.1rem 0;
+  counter-increment: place;
+}
+.liker::before {
+  content: counter(place);
+  width: 1rem;
+  color: var(--muted);
+  font-weight: 700;
+}
+.liker:first-child::before { color: #ffd60a; }
+.liker .nick { flex: 1; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.liker .count::before { content: "♥ "; color: var(--accent); }
+.liker .count::after { content: none; }
+
+.viewers {
+  grid-area: viewers;
+  align-self: start;
+  max-height: 34cqh;
+}
+.viewer {
+  display: flex;
+  flex-wrap: wrap;
+  align-items: center;
+  gap: 0.35rem;
+  padding: 0.18rem 0;
+}
+.viewer .nick { flex: 1; min-width: 3rem; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.viewer.host .badge:not(.you) { background: var(--accent); }
+.viewer.cohost .badge:not(.you) { background: var(--stage-role); }
+.viewer button, .linkmic-host button {
+  padding: 0.15rem 0.55rem;
+  font-size: 0.72rem;
+}
+
+.linkmic-host {
+  grid-area: stage;
+  align-self: start;
+  max-height: 30cqh;
+}
+.linkmic-host:not(:has(li)) { display: none; }
+.linkmic-host h2:has(+ ul:empty) { display: none; }
+.linkmic-host ul + h2 { margin-top: 0.5rem; }
+.linkmic-req, .linkmic-host .onstage {
+  display: flex;
+  flex-wrap: wrap;
+  align-items: center;
+  gap: 0.35rem;
+  padding: 0.25rem 0;
+}
+.linkmic-req .nick, .linkmic-host .onstage .nick { flex: 1; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
+.linkmic-req .accept { background: var(--accent); }
+.linkmic-req .accept:hover { background: var(--accent-2); }
+.linkmic-req .message {
+  order: 3;
+  flex-basis: 100%;
+  color: var(--muted);
+  font-size: 0.8rem;
+  overflow-wrap: anywhere;
+}
+
+.chat {
+  grid-area: chat;
+  align-self: end;
+  /* The list gives way before the chat runs over the panels above it. */
+  max-height: 100%;
+  min-height: 0;
+  display: flex;
+  flex-direction: column;
+  gap: 0.4rem;
+  min-width: 0;
+}
+
+#chat-list {
+  min-height: 0;
+  max-height: 36cqh;
+  overflow-y: auto;
+  scrollbar-width: none;
+  /* Older lines fade out under the top edge. */
+  mask-image: linear-gradient(to bottom, transparent 0, #000 1.5rem);
+  -webkit-mask-image: linear-gradient(to bottom, transparent 0, #000 1.5rem);
+  padding-top: 1.5rem;
+}
+#chat-list::-webkit-scrollbar { display: none; }
+
+.chat-msg, .chat-note {
+  width: fit-content;
+  max-width: 100%;
+  margin-top: 0.25rem;
+  padding: 0.25rem 0.65rem;
+  border-radius: 12px;
+  background: var(--glass);
+  overflow-wrap: anywhere;
+}
+.chat-msg .nick { margin-right: 0.4rem; }
+.chat-note {
+  color: var(--muted);
+  font-size: 0.78rem;
+  font-style: italic;
+  background: rgb(12 12 16 / 0.25);
+}
+
+.entry {
+  display: flex;
+  align-items: center;
+  gap: 0.4rem;
+}
+.entry input[type="text"] {
+  flex: 1;
+  background: var(--glass-strong);
+}
+
+.actions {
+  grid-area: actions;
+  align-self: end;
+  justify-self: end;
+  display: flex;
+  flex-direction: column;
+  align-items: flex-end;
+  gap: 0.6rem;
+}
+
+.linkmic-viewer {
+  display: flex;
+  flex-direction: column;
+  align-items: flex-end;
+  gap: 0.4rem;
+}
+#linkmic-message {
+  width: 13rem;
+  background: var(--glass-strong);
+}
+
+.likes {
+  position: relative;
+  display: flex;
+  flex-direction: column;
+  align-items: center;
+  gap: 0.2rem;
+  width: 4.5rem;
+}
+
+#like-button {
+  width: 3.4rem;
+  height: 3.4rem;
+  padding: 0;
+  font-size: 1.6rem;
+  line-height: 1;
+  background: linear-gradient(160deg, var(--accent-2), var(--accent));
+  box-shadow: 0 6px 18px rgb(255 45 85 / 0.35);
+}
+#like-button:hover { background: linear-gradient(160deg, #ff7a93, var(--accent-2)); }
+
+#like-total {
+  font-weight: 700;
+  font-size: 0.85rem;
+  font-variant-numeric: tabular-nums;
+  text-shadow: 0 1px 3px #000;
+}
+
+#hearts {
+  position: absolute;
+  bottom: 100%;
+  left: 50%;
+}
+.heart {
+  position: absolute;
+  bottom: -2.5rem;
+  left: -0.7rem;
+  font-size: 1.5rem;
+  pointer-events: none;
+  text-shadow: 0 0 6px rgb(0 0 0 / 0.35);
+}
+
+/* Narrow stages (a phone upright, a small window): the host's tools take a
+   second bar in the band, then one column of panels with fewer of them. */
+@container (max-width: 62rem) {
+  body[data-role="host"] #stage > * { --band: calc(var(--bar-top) + 2 * var(--bar) + 0.9rem); }
+  body[data-role="host"] .room-head { max-width: calc(100cqw - 12rem); }
+  .host-tools {
+    order: 1;
+    flex-basis: 100%;
+    justify-content: flex-end;
+  }
+  #title-input { flex: 1; width: auto; }
+}
+
+@container (max-width: 40rem) {
+  #widgets {
+    grid-template-columns: minmax(0, 1fr) auto;
+    grid-template-areas:
+      "head    head"
+      "viewers viewers"
+      "stage   stage"
+      "chat    actions";
+  }
+  .rank { display: none; }
+  .viewers { max-height: 18cqh; justify-self: end; width: 17rem; }
+}
 
 """####,
     ]

@@ -1,0 +1,27 @@
+// The page's own measurements, in one object that the stats overlay reads and
+// that tests and a curious user read as window.lvbStudio.
+
+/** How many glass-to-glass samples are kept (10 s of 30 fps video). */
+const g2gKept = 300;
+
+export const probe = {
+  videoFramesDecoded: 0,
+  videoFramesPainted: 0,
+  videoBytes: 0,
+  audioFramesDecoded: 0,
+  /** The speakers: 'waiting' for a click or key press, then the AudioContext's state. */
+  audioOutput: 'waiting',
+  /** Glass-to-glass of the last painted frames, in milliseconds. */
+  g2g: [],
+  /** 'connecting', 'open' or 'closed' (closed also while waiting to reconnect). */
+  wsState: 'connecting',
+  /** Room events received. */
+  events: 0,
+};
+
+export function addG2G(ms) {
+  probe.g2g.push(ms);
+  if (probe.g2g.length > g2gKept) probe.g2g.splice(0, probe.g2g.length - g2gKept);
+}
+
+window.lvbStudio = probe;
