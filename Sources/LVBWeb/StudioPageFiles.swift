@@ -118,7 +118,7 @@ const listeners = new Map();
 const mediaListeners = [];
 let socket = null;
 let retry = firstRetry;
-/** After room_closed there is nothing to come back to. */
+/** After room_closed, or the node's own exit, there is nothing to come back to. */
 let roomClosed = false;
 
 /** Subscribes fn to the event with this name; fn gets the parsed object. */
@@ -184,7 +184,7 @@ function receiveText(text) {
   try { message = JSON.parse(text); } catch { return; }
   if (typeof message?.event !== 'string') return;
   probe.events += 1;
-  if (message.event === 'room_closed') roomClosed = true;
+  if (message.event === 'room_closed' || message.event === 'exit') roomClosed = true;
   emit(message.event, message);
 }
 

@@ -80,7 +80,7 @@ final class StudioBridge: @unchecked Sendable {
         hello.add("room", room.room.text)
         hello.add("title", room.state?.info.title)
         hello.add("likes", Int(room.state?.likeTotal ?? 0))
-        hello.add("channels", 2)
+        hello.add("channels", AudioReceiverConfig().channels)
         var out = [hello.text]
         if let (viewers, _) = reporters.room.viewersLine() { out.append(viewers.text) }
         let now = currentStatus(node)
