@@ -53,7 +53,10 @@ public final class StudioServer: @unchecked Sendable {
             .childChannelInitializer { [unowned self] channel in
                 channel.eventLoop.makeCompletedFuture { try self.configure(channel) }
             }
-        return bootstrap.bind(host: bindHost, port: port).map { [unowned self] channel in
+        // A numeric address, parsed as such: bind(host:) would ask getaddrinfo, which a static binary must not (NSS).
+        let address: SocketAddress
+        do { address = try SocketAddress(ipAddress: bindHost, port: port) } catch { return loop.makeFailedFuture(error) }
+        return bootstrap.bind(to: address).map { [unowned self] channel in
             listener = channel
             if port == 0, let bound = channel.localAddress?.port {
                 port = bound
