@@ -1,6 +1,7 @@
 """Headless Chromium driven by Selenium: one browser, one window per studio
 page (windows, not tabs, so every page stays visible and keeps painting)."""
 
+import base64
 import os
 import shutil
 import time
@@ -116,14 +117,24 @@ class Page:
         """The #video canvas as shown, decoded: the layers above it (bullet
         comments, widgets, controls, overlays) are hidden for the moment of
         the shot, since the page lays its room head and buttons over the
-        picture's top rows and its corners."""
-        self.script("""
+        picture's top rows and its corners.
+
+        The shot is what Selenium's element screenshot takes (DevTools'
+        Page.captureScreenshot clipped to the element), asked for with
+        optimizeForSpeed: Chromium then filters every row with Up, which
+        decodes in milliseconds, where its default Paeth rows cost pure
+        Python about a second per shot on this machine."""
+        box = self.script("""
             for (const el of document.querySelectorAll('#stage > :not(#video)')) {
                 el.dataset.testVisibility = el.style.visibility;
                 el.style.visibility = 'hidden';
-            }""")
+            }
+            const r = document.getElementById('video').getBoundingClientRect();
+            return {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height, scale: 1};""")
         try:
-            return pngimage.decode(self.find("#video").screenshot_as_png)
+            shot = self.driver.execute_cdp_cmd("Page.captureScreenshot",
+                                               {"format": "png", "optimizeForSpeed": True, "clip": box})
+            return pngimage.decode(base64.b64decode(shot["data"]))
         finally:
             self.script("""
                 for (const el of document.querySelectorAll('#stage > :not(#video)')) {
