@@ -1,0 +1,116 @@
+"""The release binary run as a separate process (like
+Tests/EndToEndTests/NodeProcess.swift): its --json lines collected as they
+arrive, its stdin open for console commands, and every process started here
+ended by `stop_all` whatever happens to the test."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+_started = []
+
+
+def binary():
+    """$LVBNODE_BIN (Scripts/test sets it), else the release build."""
+    return os.environ.get("LVBNODE_BIN") or os.path.join(ROOT, ".build", "release", "lvbnode")
+
+
+def free_tcp_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago (--web takes no 0)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Node:
+    def __init__(self, name, arguments):
+        self.name = name
+        self.events = []
+        self.stderr_lines = []
+        self._changed = threading.Condition()
+        self.process = subprocess.Popen([binary()] + arguments, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, bufsize=1)
+        _started.append(self)
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    @classmethod
+    def host(cls, *extra):
+        return cls("host", ["host", "--ephemeral", "--listen", "127.0.0.1:0", "--web", f"127.0.0.1:{free_tcp_port()}", "--json", *extra])
+
+    @classmethod
+    def join(cls, name, ticket, *extra):
+        return cls(name, ["join", ticket, "--ephemeral", "--listen", "127.0.0.1:0", "--web", f"127.0.0.1:{free_tcp_port()}", "--json", *extra])
+
+    def _read_stdout(self):
+        for line in self.process.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                with self._changed:
+                    self.events.append(event)
+                    self._changed.notify_all()
+
+    def _read_stderr(self):
+        for line in self.process.stderr:
+            self.stderr_lines.append(line.rstrip("\n"))
+
+    def wait_for(self, name, timeout=15, match=lambda e: True):
+        """The first event `name` for which `match` holds; fails the test
+        with the process's recent output when none comes in time."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for event in self.events:
+                    if event.get("event") == name and match(event):
+                        return event
+                left = deadline - time.monotonic()
+                if left <= 0 or self.process.poll() is not None:
+                    break
+                self._changed.wait(min(left, 0.2))
+        raise AssertionError(f"{self.name}: no '{name}' event within {timeout} s; {self.describe()}")
+
+    def describe(self):
+        names = [e.get("event") for e in self.events[-15:]]
+        state = "running" if self.process.poll() is None else f"exited {self.process.returncode}"
+        return f"{state}; last events {names}; stderr: {' | '.join(self.stderr_lines[-8:])}"
+
+    def send(self, line):
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def stop(self, timeout=5):
+        """/quit, then SIGTERM, then SIGKILL: the process is gone on return."""
+        if self.process.poll() is None:
+            try:
+                self.send("/quit")
+            except (BrokenPipeError, ValueError):
+                pass
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.send_signal(signal.SIGTERM)
+                try:
+                    self.process.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+        try:
+            self.process.stdin.close()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+        return self.process.returncode
+
+
+def stop_all():
+    """Ends every node this run started, newest first (viewers before the host)."""
+    while _started:
+        _started.pop().stop()

@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+
+/// The studio page in headless Chromium (Tests/Browser/studio_test.py): a
+/// host and two viewers as real processes, their pages driven through
+/// Selenium. Needs python3 with selenium, chromium and chromium-driver
+/// (Scripts/setup installs them): without them it fails under CI and is
+/// skipped elsewhere.
+@Suite(.serialized, .enabled(if: BrowserLab.runnable, "\(BrowserLab.missing ?? ""); Scripts/setup installs it"))
+struct StudioBrowserTests {
+    @Test func theStudioPageWorksInARealBrowser() throws {
+        if let missing = BrowserLab.missing {
+            Issue.record("CI: \(missing); Scripts/setup installs it")
+            return
+        }
+        let (status, output) = try BrowserLab.run(["Tests/Browser/studio_test.py"], timeout: 240)
+        #expect(status == 0, "studio_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
+    }
+}
+
+enum BrowserLab {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// What is missing to run the browser tests, as studio_test.py --check says it; nil when nothing.
+    static let missing: String? = {
+        guard let (status, output) = try? run(["Tests/Browser/studio_test.py", "--check"], timeout: 30, echo: false) else {
+            return "python3 is not on PATH"
+        }
+        if status == 0 { return nil }
+        let said = output.split(separator: "\n").last.map(String.init) ?? ""
+        return said.isEmpty ? "python3 could not run studio_test.py --check" : said
+    }()
+
+    /// Runs when everything is there, and always under CI (where a missing piece is a failure).
+    static var runnable: Bool { missing == nil || ProcessInfo.processInfo.environment["CI"] != nil }
+
+    /// Runs `python3 ARGS` in the repository with $LVBNODE_BIN set, printing
+    /// its output as it comes (echo); returns its status (nil on timeout,
+    /// after stopping it) and everything it printed. The output goes through
+    /// a file, not a pipe: a browser process that outlived the script would
+    /// hold a pipe open.
+    static func run(_ arguments: [String], timeout: Double, echo: Bool = true) throws -> (Int32?, String) {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/output.txt"
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let file = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? file.close() }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        // -B: no __pycache__ in the work tree.
+        p.arguments = ["python3", "-u", "-B"] + arguments
+        p.currentDirectoryURL = root
+        var environment = ProcessInfo.processInfo.environment
+        environment["LVBNODE_BIN"] = NodeProcess.binary.path
+        p.environment = environment
+        p.standardOutput = file
+        p.standardError = file
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let reader = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? reader.close() }
+        var output = Data()
+        func drain() {
+            let new = reader.readDataToEndOfFile()
+            if echo && !new.isEmpty { FileHandle.standardError.write(new) }
+            output += new
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+            drain()
+        }
+        let timedOut = p.isRunning
+        if timedOut {
+            // SIGTERM first: the script's own cleanup ends the browser and the nodes it started.
+            p.terminate()
+            let grace = Date().addingTimeInterval(15)
+            while p.isRunning && Date() < grace { Thread.sleep(forTimeInterval: 0.05) }
+            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        }
+        p.waitUntilExit()
+        drain()
+        return (timedOut ? nil : p.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+}
