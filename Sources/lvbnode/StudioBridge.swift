@@ -36,12 +36,13 @@ final class StudioBridge: @unchecked Sendable {
         try? await live.submit { node in bridge.wire(node) }
         var line = JSONLine(event: "web")
         line.add("url", server.url)
-        line.add("listen", address.description)
+        let bound = WebAddress(host: address.host, port: server.port)
+        line.add("listen", bound.description)
         out.emit(line, human: "studio page: \(server.url) (open it in a browser on this machine)", kind: "web")
         if !address.isLoopback {
             var warn = JSONLine(event: "warning")
-            warn.add("message", "the studio page listens on \(address), beyond this machine: anyone who learns its URL can act as you in the room")
-            out.emit(warn, human: "the studio page listens on \(address), beyond this machine: anyone who learns its URL can act as you in the room", kind: "warning")
+            warn.add("message", "the studio page listens on \(bound), beyond this machine: anyone who learns its URL can act as you in the room")
+            out.emit(warn, human: "the studio page listens on \(bound), beyond this machine: anyone who learns its URL can act as you in the room", kind: "warning")
         }
         return bridge
     }
@@ -116,20 +117,24 @@ final class StudioBridge: @unchecked Sendable {
     }
 }
 
-/// Where `--web` serves: `PORT` (127.0.0.1) or `IP:PORT`.
+/// Where `--web` serves: `PORT` (127.0.0.1) or `IP:PORT`; port 0 takes any free one (the `web` event names it).
 struct WebAddress: CustomStringConvertible {
     let host: String
     let port: Int
 
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
     init(parsing text: String) throws(ValidationFailure) {
         if let port = UInt16(text) {
-            guard port > 0 else { throw ValidationFailure("--web \(text): give a port from 1 to 65535") }
             self.host = "127.0.0.1"
             self.port = Int(port)
             return
         }
-        guard let address = try? PeerAddress(parsing: text), address.port > 0 else {
-            throw ValidationFailure("--web \(text): give PORT or IP:PORT (e.g. 8080 or 127.0.0.1:8080)")
+        guard let address = try? PeerAddress(parsing: text) else {
+            throw ValidationFailure("--web \(text): give PORT or IP:PORT, PORT from 0 (any free one) to 65535 (e.g. 8080 or 127.0.0.1:8080)")
         }
         host = address.hostString
         port = Int(address.port)
