@@ -6,7 +6,6 @@ ended by `stop_all` whatever happens to the test."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -19,13 +18,6 @@ _started = []
 def binary():
     """$LVBNODE_BIN (Scripts/test sets it), else the release build."""
     return os.environ.get("LVBNODE_BIN") or os.path.join(ROOT, ".build", "release", "lvbnode")
-
-
-def free_tcp_port():
-    """A TCP port on 127.0.0.1 that was free a moment ago (--web takes no 0)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Node:
@@ -42,11 +34,11 @@ class Node:
 
     @classmethod
     def host(cls, *extra):
-        return cls("host", ["host", "--ephemeral", "--listen", "127.0.0.1:0", "--web", f"127.0.0.1:{free_tcp_port()}", "--json", *extra])
+        return cls("host", ["host", "--ephemeral", "--listen", "127.0.0.1:0", "--web", "0", "--json", *extra])
 
     @classmethod
     def join(cls, name, ticket, *extra):
-        return cls(name, ["join", ticket, "--ephemeral", "--listen", "127.0.0.1:0", "--web", f"127.0.0.1:{free_tcp_port()}", "--json", *extra])
+        return cls(name, ["join", ticket, "--ephemeral", "--listen", "127.0.0.1:0", "--web", "0", "--json", *extra])
 
     def _read_stdout(self):
         for line in self.process.stdout:
