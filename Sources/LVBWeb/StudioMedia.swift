@@ -39,21 +39,16 @@ public struct StudioMediaFrame: Equatable, Sendable {
         return seconds * 1_000_000 + fraction
     }
 
-    /// Writes the header into `out` (the payload follows it).
-    public func writeHeader(into out: inout [UInt8]) {
-        out.append(kind.rawValue)
-        out.append(isKeyframe ? 1 : 0)
+    /// The 14 bytes before the payload.
+    public var header: [UInt8] {
+        var out: [UInt8] = [kind.rawValue, isKeyframe ? 1 : 0]
+        out.reserveCapacity(Self.headerSize)
         for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: captureMicros >> UInt64(shift))) }
         for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: rtpTimestamp >> UInt32(shift))) }
-    }
-
-    public var serialized: [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(Self.headerSize + payload.count)
-        writeHeader(into: &out)
-        out += payload
         return out
     }
+
+    public var serialized: [UInt8] { header + payload }
 }
 
 extension StudioMediaFrame {

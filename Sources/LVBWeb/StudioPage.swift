@@ -7,11 +7,15 @@ public enum StudioPage {
         public let bytes: [UInt8]
     }
 
+    /// Every file as served, made once (not per request).
+    private static let served: [String: File] = Dictionary(uniqueKeysWithValues: StudioPageFiles.files.map { name, text in
+        (name, File(contentType: contentType(of: name), bytes: Array(text.utf8)))
+    })
+
     /// The file served at `path` (`/` is `index.html`); nil for any other.
     public static func file(at path: String) -> File? {
-        let name = path == "/" ? "index.html" : String(path.dropFirst())
-        guard path.hasPrefix("/"), let text = StudioPageFiles.files[name] else { return nil }
-        return File(contentType: contentType(of: name), bytes: Array(text.utf8))
+        guard path.hasPrefix("/") else { return nil }
+        return served[path == "/" ? "index.html" : String(path.dropFirst())]
     }
 
     static func contentType(of name: String) -> String {

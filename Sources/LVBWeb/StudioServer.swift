@@ -83,20 +83,22 @@ public final class StudioServer: @unchecked Sendable {
     /// A JSON event to every page (any thread).
     public func broadcast(_ text: String) {
         onLoop { [self] in
-            for client in clients.values { client.send(text: text) }
+            guard let first = clients.values.first else { return }
+            // One buffer for every page: each write shares it rather than copying.
+            let buffer = first.channel.allocator.buffer(string: text)
+            for client in clients.values { client.send(text: buffer) }
         }
     }
 
     /// A media frame to every page that keeps up (any thread).
     public func broadcast(_ frame: StudioMediaFrame) {
         onLoop { [self] in
-            guard !clients.isEmpty else { return }
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(StudioMediaFrame.headerSize + frame.payload.count)
-            frame.writeHeader(into: &bytes)
-            bytes += frame.payload
+            guard let first = clients.values.first else { return }
+            var buffer = first.channel.allocator.buffer(capacity: StudioMediaFrame.headerSize + frame.payload.count)
+            buffer.writeBytes(frame.header)
+            buffer.writeBytes(frame.payload)
             for client in clients.values {
-                if client.send(media: bytes, kind: frame.kind, keyframe: frame.isKeyframe) {
+                if client.send(media: buffer, kind: frame.kind, keyframe: frame.isKeyframe) {
                     stats.mediaSent += 1
                 } else {
                     stats.mediaSkipped += 1
@@ -195,12 +197,15 @@ final class StudioClient {
     }
 
     func send(text: String) {
-        let buffer = channel.allocator.buffer(string: text)
+        send(text: channel.allocator.buffer(string: text))
+    }
+
+    func send(text buffer: ByteBuffer) {
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
     }
 
     /// Sends unless the page is behind; returns whether it went.
-    func send(media bytes: [UInt8], kind: StudioMediaFrame.Kind, keyframe: Bool) -> Bool {
+    func send(media buffer: ByteBuffer, kind: StudioMediaFrame.Kind, keyframe: Bool) -> Bool {
         guard channel.isWritable else {
             if kind == .video { waitingForKeyframe = true }
             return false
@@ -209,7 +214,6 @@ final class StudioClient {
             if waitingForKeyframe && !keyframe { return false }
             waitingForKeyframe = false
         }
-        let buffer = channel.allocator.buffer(bytes: bytes)
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .binary, data: buffer), promise: nil)
         return true
     }

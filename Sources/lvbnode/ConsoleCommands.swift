@@ -74,7 +74,7 @@ struct ConsoleCommands: Sendable {
         case "/profile": profile(rest)
         case "/title":
             guard !rest.isEmpty else { return fail("usage: /title TEXT") }
-            room { r in var info = r.state?.info ?? RoomInfo(); info.title = rest; try r.setRoomInfo(info) }
+            setTitle(rest)
         case "/kick": member(rest, usage: "/kick NAME|ID") { r, id in try r.kick(id) }
         case "/mute": member(rest, usage: "/mute NAME|ID") { r, id in try r.mute(id, true) }
         case "/unmute": member(rest, usage: "/unmute NAME|ID") { r, id in try r.mute(id, false) }
@@ -112,10 +112,14 @@ struct ConsoleCommands: Sendable {
         case .kick(let who): member(who, usage: "kick NAME|ID") { r, id in try r.kick(id) }
         case let .mute(who, muted): member(who, usage: "mute NAME|ID") { r, id in try r.mute(id, muted) }
         case .layout(let name): layout(name)
-        case .title(let text): room { r in var info = r.state?.info ?? RoomInfo(); info.title = text; try r.setRoomInfo(info) }
+        case .title(let text): setTitle(text)
         case .close: room { try $0.closeRoom() }
         case .viewers: room { _ in reporters.room.viewers() }
         }
+    }
+
+    private func setTitle(_ title: String) {
+        room { r in var info = r.state?.info ?? RoomInfo(); info.title = title; try r.setRoomInfo(info) }
     }
 
     private func fail(_ message: String) {

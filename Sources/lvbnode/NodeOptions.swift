@@ -39,9 +39,7 @@ struct NodeOptions: ParsableArguments {
         guard (0...Int(RelayPosition.maxSlots)).contains(relaySlots) else {
             throw ValidationError("--relay-slots must be between 0 and \(RelayPosition.maxSlots)")
         }
-        if let web {
-            do { _ = try WebAddress(parsing: web) } catch { throw ValidationError(error.description) }
-        }
+        if let web { _ = try WebAddress(parsing: web) }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
         guard LogLevelName.parse(logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")

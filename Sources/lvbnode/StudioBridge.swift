@@ -1,3 +1,4 @@
+import ArgumentParser
 import LVBCore
 import LVBCrypto
 import LVBMedia
@@ -40,9 +41,8 @@ final class StudioBridge: @unchecked Sendable {
         line.add("listen", bound.description)
         out.emit(line, human: "studio page: \(server.url) (open it in a browser on this machine)", kind: "web")
         if !address.isLoopback {
-            var warn = JSONLine(event: "warning")
-            warn.add("message", "the studio page listens on \(bound), beyond this machine: anyone who learns its URL can act as you in the room")
-            out.emit(warn, human: "the studio page listens on \(bound), beyond this machine: anyone who learns its URL can act as you in the room", kind: "warning")
+            let message = "the studio page listens on \(bound), beyond this machine: anyone who learns its URL can act as you in the room"
+            out.emit(JSONLine(event: "warning", ("message", message)), human: message, kind: "warning")
         }
         return bridge
     }
@@ -55,18 +55,22 @@ final class StudioBridge: @unchecked Sendable {
 
     /// On the loop: media taps, the viewer list and the room's status.
     private func wire(_ node: LiveNode) {
-        node.onHostVideo = { [server] frame in server.broadcast(StudioMediaFrame(frame)) }
+        // Frames are put together for the page only while a page is open (on the loop, as the server's clients are).
+        node.onHostVideo = { [server] frame in
+            if server.clientCount > 0 { server.broadcast(StudioMediaFrame(frame)) }
+        }
         node.onHostAudio = { [server] frame in
-            if let f = StudioMediaFrame(frame) { server.broadcast(f) }
+            if server.clientCount > 0, let f = StudioMediaFrame(frame) { server.broadcast(f) }
         }
         node.onPublishedVideo = { [server] frame in
-            if let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
+            if server.clientCount > 0, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
         }
         reporters.room.onMembersChanged = { [unowned self] in
             if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
         }
-        statusTask = live.udp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .milliseconds(500)) { [unowned self] _ in
-            live.execute { node in self.updateStatus(node) }
+        // Runs on the node's loop already.
+        statusTask = live.udp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .milliseconds(500)) { [unowned self, weak node] _ in
+            if let node { updateStatus(node) }
         }
     }
 
@@ -127,14 +131,14 @@ struct WebAddress: CustomStringConvertible {
         self.port = port
     }
 
-    init(parsing text: String) throws(ValidationFailure) {
+    init(parsing text: String) throws(ValidationError) {
         if let port = UInt16(text) {
             self.host = "127.0.0.1"
             self.port = Int(port)
             return
         }
         guard let address = try? PeerAddress(parsing: text) else {
-            throw ValidationFailure("--web \(text): give PORT or IP:PORT, PORT from 0 (any free one) to 65535 (e.g. 8080 or 127.0.0.1:8080)")
+            throw ValidationError("--web \(text): give PORT or IP:PORT, PORT from 0 (any free one) to 65535 (e.g. 8080 or 127.0.0.1:8080)")
         }
         host = address.hostString
         port = Int(address.port)
@@ -143,9 +147,4 @@ struct WebAddress: CustomStringConvertible {
     var isLoopback: Bool { host == "127.0.0.1" || host == "::1" || host.hasPrefix("127.") }
 
     var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-}
-
-struct ValidationFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ d: String) { description = d }
 }
