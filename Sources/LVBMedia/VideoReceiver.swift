@@ -31,6 +31,8 @@ public final class VideoReceiver {
     private var lastDecoded: DecodedVideoFrame?
     /// Only a keyframe can be decoded next (at the start, after a skip, after a decode error).
     private var needKeyframe = true
+    /// `skippedFrames` when the last frame was released (the next one says whether any were lost since).
+    private var skippedAtRelease = 0
     /// When a keyframe became wanted (a PLI is due from then on, rate-limited).
     private var keyframeWantedAt: Instant?
     private var lastPLI: Instant?
@@ -214,9 +216,11 @@ public final class VideoReceiver {
         }
         guard let image else { counters.skippedFrames += 1; return }
         counters.framesDecoded += 1
+        let afterLoss = counters.skippedFrames != skippedAtRelease
+        skippedAtRelease = counters.skippedFrames
         out.append(.frame(ReceivedVideoFrame(
             image: image, encoded: frame.data, isKeyframe: frame.isKeyframe, rtpTimestamp: frame.timestamp,
-            captureTime: frame.captureTime, arrival: frame.arrival)))
+            captureTime: frame.captureTime, arrival: frame.arrival, afterLoss: afterLoss)))
     }
 
     private func drop() {

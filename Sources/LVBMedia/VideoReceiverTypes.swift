@@ -28,6 +28,10 @@ public struct ReceivedVideoFrame: Sendable {
     public var captureTime: UInt64?
     /// When the frame's last packet arrived.
     public var arrival: Instant
+    /// Frames were lost (skipped, never decoded) since the previous frame
+    /// released: this one is a keyframe resuming the stream, or a picture
+    /// whose references a second decoder of the same frames lacks.
+    public var afterLoss = false
 }
 
 /// What `VideoReceiver.poll()` hands its owner.

@@ -15,6 +15,14 @@ extension RoomNode {
     /// The guests on stage in the order they came on (host only).
     public var guestsOnStage: [NodeID] { linkMicHost?.guests.map(\.id) ?? [] }
 
+    /// Host: the link-mic requests waiting for an answer, oldest first.
+    public var linkMicQueue: [(id: NodeID, message: String)] {
+        (linkMicHost?.pending ?? [:]).sorted { $0.value.since < $1.value.since }.map { ($0.key, $0.value.message) }
+    }
+
+    /// Viewer: where its own link-mic stands (idle, asking, on stage).
+    public var linkMicPhase: LinkMicGuest.Phase { linkMicGuest.phase }
+
     /// Viewer: asks the host to go on stage.
     public func requestLinkMic(_ message: String) throws(RoomActionError) {
         guard isAdmitted else { throw .notInRoom }

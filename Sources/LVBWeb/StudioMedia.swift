@@ -5,7 +5,7 @@ import LVBMedia
 /// page's WebCodecs decoders. Layout (lvbnode(1), WEB STUDIO):
 ///
 ///     0      kind: 1 VP8 video frame, 2 Opus packet
-///     1      flags: bit 0 keyframe
+///     1      flags: bit 0 keyframe, bit 1 frames were lost just before this one
 ///     2..9   capture time, µs since the Unix epoch, big-endian (0: unknown)
 ///     10..13 RTP timestamp, big-endian (video 90 kHz, audio 48 kHz)
 ///     14..   the frame
@@ -20,6 +20,8 @@ public struct StudioMediaFrame: Equatable, Sendable {
     public var captureMicros: UInt64
     public var rtpTimestamp: UInt32
     public var payload: [UInt8]
+    /// Frames were lost just before this one (video: skipped by the jitter buffer, never decoded).
+    public var afterLoss = false
 
     public static let headerSize = 14
 
@@ -41,7 +43,7 @@ public struct StudioMediaFrame: Equatable, Sendable {
 
     /// The 14 bytes before the payload.
     public var header: [UInt8] {
-        var out: [UInt8] = [kind.rawValue, isKeyframe ? 1 : 0]
+        var out: [UInt8] = [kind.rawValue, (isKeyframe ? 1 : 0) | (afterLoss ? 2 : 0)]
         out.reserveCapacity(Self.headerSize)
         for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: captureMicros >> UInt64(shift))) }
         for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: rtpTimestamp >> UInt32(shift))) }
@@ -56,6 +58,7 @@ extension StudioMediaFrame {
     public init(_ frame: ReceivedVideoFrame) {
         self.init(kind: .video, isKeyframe: frame.isKeyframe, captureMicros: Self.micros(ntp: frame.captureTime),
                   rtpTimestamp: frame.rtpTimestamp, payload: frame.encoded)
+        afterLoss = frame.afterLoss
     }
 
     /// An Opus packet of the stream; nil for concealed audio (nothing was received to hand on).

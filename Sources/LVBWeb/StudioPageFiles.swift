@@ -452,6 +452,7 @@ export function start(bus) {
   bus.onMedia((buffer) => {
     const f = parseFrame(buffer);
     if (!f || f.kind !== audioKind) return;
+    if (f.afterLoss) probe.audioLossGaps += 1;
     const timestamp = clock.micros(f.rtpTimestamp);
     decoder ??= makeDecoder();
     try {
@@ -469,7 +470,7 @@ export function start(bus) {
 // STUDIO).
 //
 //     0      kind: 1 VP8 video frame, 2 Opus packet
-//     1      flags: bit 0 keyframe
+//     1      flags: bit 0 keyframe, bit 1 frames were lost just before this one
 //     2..9   capture time, µs since the Unix epoch, big-endian (0: unknown)
 //     10..13 RTP timestamp, big-endian (video 90 kHz, audio 48 kHz)
 //     14..   the frame
@@ -485,6 +486,7 @@ export function parseFrame(buffer) {
   return {
     kind: view.getUint8(0),
     keyframe: (view.getUint8(1) & 1) === 1,
+    afterLoss: (view.getUint8(1) & 2) === 2,
     // Microseconds since 1970 stay below 2^53 for millennia: a Number holds them exactly.
     captureMicros: Number(view.getBigUint64(2)),
     rtpTimestamp: view.getUint32(10),
@@ -600,6 +602,11 @@ export function start(canvas, bus) {
     const f = parseFrame(buffer);
     if (!f || f.kind !== videoKind || unsupported) return;
     probe.videoBytes += f.data.byteLength;
+    if (f.afterLoss) {
+      probe.videoLossGaps += 1;
+      // A picture whose references never reached the page: decode again from a keyframe.
+      if (!f.keyframe) waitingForKeyframe = true;
+    }
     const timestamp = clock.micros(f.rtpTimestamp);
     if (decoder && decoder.decodeQueueSize > maxQueued) restart();
     if (waitingForKeyframe && !f.keyframe) return;
@@ -633,6 +640,10 @@ export const probe = {
   videoFramesDecoded: 0,
   videoFramesPainted: 0,
   videoBytes: 0,
+  /** Video frames that came after lost ones (the node skipped what it could not repair). */
+  videoLossGaps: 0,
+  /** Audio packets that came after a gap the node filled with concealment. */
+  audioLossGaps: 0,
   audioFramesDecoded: 0,
   /** The speakers: 'waiting' for a click or key press, then the AudioContext's state. */
   audioOutput: 'waiting',
@@ -690,6 +701,11 @@ export function mount(root, bus) {
   onSubmit(input, sendButton, (text) => limits.fits(bus, text, limits.chat) && bus.send({ cmd: 'chat', text }));
 
   bus.on('hello', (m) => { me = m.id; });
+  // After a reload, the viewers event says whether this node is muted.
+  bus.on('viewers', (m) => {
+    const mine = Array.isArray(m.viewers) ? m.viewers.find((v) => v.id === me) : null;
+    if (mine) muteInput(mine.muted === true);
+  });
   bus.on('chat', (m) => {
     const line = el('li', 'chat-msg');
     const nick = el('span', 'nick', m.nick);
@@ -840,7 +856,15 @@ export function mount(root, bus) {
   });
 
   // The input starts with the title the room has, for editing.
-  bus.on('hello', (m) => { titleInput.value = m.title ?? ''; });
+  bus.on('hello', (m) => {
+    titleInput.value = m.title ?? '';
+    showLayout(m);
+  });
+  // The layout in use: as chosen here or on the console, or as it follows the guest count.
+  function showLayout(m) {
+    if ([...layout.options].some((o) => o.value === m.layout)) layout.value = m.layout;
+  }
+  bus.on('layout', showLayout);
   bus.on('room_info', (m) => {
     if (typeof m.title === 'string' && document.activeElement !== titleInput) titleInput.value = m.title;
   });
@@ -999,7 +1023,8 @@ export function mount(root, bus) {
 
   bus.on('hello', (m) => {
     me = m.id;
-    setPlace('idle');
+    // A reloaded page picks up where this node's link-mic stands.
+    setPlace(['asking', 'onstage'].includes(m.linkmic) ? m.linkmic : 'idle');
   });
 
   // A viewer's side.
@@ -1141,7 +1166,8 @@ export function mount(root, bus) {
     const pct = (p) => (g2g.length ? `${g2g[Math.min(g2g.length - 1, Math.floor(p * g2g.length))].toFixed(0)} ms` : '–');
     const lines = [
       `page  ${fps.toFixed(1)} fps  ${kbps.toFixed(0)} kbps video  g2g p50 ${pct(0.5)} p95 ${pct(0.95)}`,
-      `      decoded ${probe.videoFramesDecoded}  painted ${probe.videoFramesPainted}  audio ${probe.audioFramesDecoded}`,
+      `      decoded ${probe.videoFramesDecoded}  painted ${probe.videoFramesPainted}  audio ${probe.audioFramesDecoded}`
+        + `  after loss: video ${probe.videoLossGaps} audio ${probe.audioLossGaps}`,
     ];
     const parts = [];
     if (typeof node.fps === 'number') parts.push(`${node.fps.toFixed(1)} fps`);
@@ -1259,7 +1285,7 @@ export function mount(root, bus) {
   let hosting = false;
   let members = [];
   let total = 0;
-  // The node's viewers event does not say who is muted; mute events do.
+  // Who is muted: each viewers event says so, and muted events in between.
   const muted = new Set();
 
   function render() {
@@ -1298,6 +1324,8 @@ export function mount(root, bus) {
   });
   bus.on('viewers', (m) => {
     members = Array.isArray(m.viewers) ? m.viewers : [];
+    muted.clear();
+    for (const v of members) if (v.muted === true) muted.add(v.id);
     total = typeof m.count === 'number' ? m.count : members.length;
     render();
   });

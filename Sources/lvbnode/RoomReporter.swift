@@ -67,8 +67,7 @@ final class RoomReporter: @unchecked Sendable {
     private func report(_ output: LinkMicOutput) {
         switch output {
         case let .request(id, message):
-            var l = line("linkmic_request", id)
-            l.add("message", message)
+            let l = requestLine(id, message)
             let said = message.isEmpty ? "" : ": \(message)"
             out.emit(l, human: "\(nick(id)) asks to go on stage\(said) (/accept \(nick(id)) or /reject \(nick(id)))", kind: "linkmic")
         case .expired(let id):
@@ -165,6 +164,13 @@ final class RoomReporter: @unchecked Sendable {
         out.emit(line, human: human, kind: "viewers")
     }
 
+    /// A `linkmic_request` event: `id` asks to go on stage.
+    func requestLine(_ id: NodeID, _ message: String) -> JSONLine {
+        var l = line("linkmic_request", id)
+        l.add("message", message)
+        return l
+    }
+
     /// The `viewers` event and its readable form (nil before the room has a state).
     func viewersLine() -> (JSONLine, String)? {
         guard let state = room?.state else { return nil }
@@ -175,6 +181,7 @@ final class RoomReporter: @unchecked Sendable {
             o.add("nick", nick(m.id))
             o.add("role", m.role.name)
             o.add("cohost", m.onStage)
+            o.add("muted", state.isMuted(m.id))
             return o.text
         }.joined(separator: ",") + "]"
         var l = JSONLine(event: "viewers")

@@ -16,6 +16,9 @@ final class StudioBridge: @unchecked Sendable {
     private let live: UDPLiveNode
     private let reporters: Reporters
     private var status: String?
+    private var layout: StageLayout?
+    /// Audio was concealed since the last packet handed to the page.
+    private var audioGap = false
     private var statusTask: RepeatedTask?
 
     /// Without video for this long a viewer's page says the host is away.
@@ -59,18 +62,30 @@ final class StudioBridge: @unchecked Sendable {
         node.onHostVideo = { [server] frame in
             if server.clientCount > 0 { server.broadcast(StudioMediaFrame(frame)) }
         }
-        node.onHostAudio = { [server] frame in
-            if server.clientCount > 0, let f = StudioMediaFrame(frame) { server.broadcast(f) }
+        node.onHostAudio = { [unowned self] frame in
+            // Concealed audio has no packet to hand on; the next real one says a gap came before it.
+            guard var f = StudioMediaFrame(frame) else {
+                audioGap = true
+                return
+            }
+            f.afterLoss = audioGap
+            audioGap = false
+            if server.clientCount > 0 { server.broadcast(f) }
         }
         node.onPublishedVideo = { [server] frame in
             if server.clientCount > 0, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
         }
-        reporters.room.onMembersChanged = { [unowned self] in
+        layout = node.mixer?.layout
+        reporters.room.onMembersChanged = { [unowned self, weak node] in
             if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
+            if let node { updateLayout(node) }
         }
         // Runs on the node's loop already.
         statusTask = live.udp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .milliseconds(500)) { [unowned self, weak node] _ in
-            if let node { updateStatus(node) }
+            if let node {
+                updateStatus(node)
+                updateLayout(node)
+            }
         }
     }
 
@@ -86,12 +101,32 @@ final class StudioBridge: @unchecked Sendable {
         hello.add("title", room.state?.info.title)
         hello.add("likes", Int(room.state?.likeTotal ?? 0))
         hello.add("channels", AudioReceiverConfig().channels)
+        // What a reloaded page would otherwise forget: the host's layout, a viewer's own link-mic.
+        hello.add("layout", node.mixer?.layout.rawValue)
+        if !room.isHost {
+            switch room.linkMicPhase {
+            case .idle: hello.add("linkmic", "idle")
+            case .asking: hello.add("linkmic", "asking")
+            case .onStage: hello.add("linkmic", "onstage")
+            }
+        }
         var out = [hello.text]
         if let (viewers, _) = reporters.room.viewersLine() { out.append(viewers.text) }
+        // The host's queue of link-mic requests, as they came.
+        out += room.linkMicQueue.map { reporters.room.requestLine($0.id, $0.message).text }
         let now = currentStatus(node)
         status = now
         out.append(Self.statusLine(now))
         return out
+    }
+
+    /// A host's layout follows the guest count until one is chosen: the
+    /// page hears of each change (stage changes and the mixer's own order
+    /// of events may differ, so the status timer looks too).
+    private func updateLayout(_ node: LiveNode) {
+        guard let now = node.mixer?.layout, now != layout else { return }
+        layout = now
+        server.broadcast(JSONLine(event: "layout", ("layout", now.rawValue)).text)
     }
 
     private func updateStatus(_ node: LiveNode) {

@@ -97,6 +97,11 @@ class Page:
         except TimeoutException:
             raise AssertionError(f"{message or 'page condition'} not met within {timeout} s; {self.describe()}") from None
 
+    def reload(self):
+        """Loads the page again (its URL keeps the token) and waits for its WebSocket."""
+        self._focus().refresh()
+        self.wait(lambda p: p.studio("wsState") == "open", 10, "the reloaded page's WebSocket open")
+
     def texts(self, css):
         return [e.text for e in self.find_all(css)]
 

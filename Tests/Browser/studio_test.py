@@ -242,6 +242,47 @@ class StudioPageTests(unittest.TestCase):
     def test_7_room_switching_between_two_hosts(self):
         pass
 
+    def test_9_a_reloaded_page_keeps_the_queue_the_layout_and_who_is_muted(self):
+        host, bob = room.pages["host"], room.pages["bob"]
+        bob.find("#linkmic-request").click()
+        asking = room.host.wait_for("linkmic_request", 10, lambda e: e.get("nick") == "bob")["id"]
+        bob.reload()
+        bob.wait(lambda p: p.find("#linkmic-request").get_attribute("disabled") is not None
+                 and p.find("#linkmic-hangup").is_displayed(), 5, "bob's reloaded page still waiting for the host")
+
+        def bobs_request(p):
+            return next((li for li in p.find_all("#linkmic-queue .linkmic-req")
+                         if (li.get_attribute("data-id") or "") == asking), None)
+        host.reload()
+        host.wait(bobs_request, 5, "bob's request in the reloaded host page's #linkmic-queue")
+        bobs_request(host).find_element("css selector", ".reject").click()
+        room.bob.wait_for("linkmic_rejected", 10)
+
+        host.script("const s = document.querySelector('#layout-select'); s.value = 'split';"
+                    "s.dispatchEvent(new Event('change'));")
+        room.host.wait_for("layout", 10, lambda e: e.get("layout") == "split")
+        host.reload()
+        host.wait(lambda p: p.script("return document.querySelector('#layout-select').value") == "split", 5,
+                  "the reloaded host page's #layout-select on split")
+        host.script("const s = document.querySelector('#layout-select'); s.value = 'pip';"
+                    "s.dispatchEvent(new Event('change'));")
+        room.host.wait_for("layout", 10, lambda e: e.get("layout") == "pip")
+
+        def mute_button(p):
+            return next((li.find_element("css selector", ".mute") for li in p.find_all("#viewer-list .viewer")
+                         if li.get_attribute("data-id") == asking), None)
+        host.wait(mute_button, 5, "a mute button beside bob in the host page's #viewer-list").click()
+        room.host.wait_for("muted", 10, lambda e: e.get("id") == asking and e.get("muted") is True)
+        bob.reload()
+        bob.wait(lambda p: p.find("#chat-input").get_attribute("disabled") is not None, 5,
+                 "bob's reloaded page knows he is muted (chat input disabled)")
+        host.reload()
+        host.wait(lambda p: (b := mute_button(p)) is not None and b.text == "Unmute", 5,
+                  "the reloaded host page offers to unmute bob")
+        mute_button(host).click()
+        room.host.wait_for("muted", 10, lambda e: e.get("id") == asking and e.get("muted") is False)
+        bob.wait(lambda p: p.find("#chat-input").get_attribute("disabled") is None, 5, "bob's chat input enabled again")
+
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--check"]:

@@ -140,6 +140,8 @@ private func rounded(_ x: Double) -> Double { (x * 10).rounded() / 10 }
 /// What a simulated video run observed.
 private struct VideoRun {
     var decoded: [Int] = []
+    /// Each released frame's `afterLoss`, beside `decoded`.
+    var afterLoss: [Bool] = []
     var unreadable = 0
     var released: [Instant] = []
     /// Release time minus the frame's arrival (the jitter buffer's share), ms.
@@ -196,6 +198,7 @@ private func runVideo(seconds: Int, loss: Double, delay: Duration, jitter: Durat
             case let .frame(frame):
                 guard let number = SyntheticVideo.readFrameNumber(frame.image) else { run.unreadable += 1; continue }
                 run.decoded.append(number)
+                run.afterLoss.append(frame.afterLoss)
                 run.released.append(now)
                 run.bufferDelays.append((now - frame.arrival).milliseconds)
                 if let at = captured[number] { run.addedDelays.append((now - at - delay).milliseconds) }
@@ -244,6 +247,10 @@ struct ReceiverScenarioTests {
             #expect(s.skippedFrames >= last - first + 1 - run.decoded.count)
             #expect(s.framesDecoded + s.skippedFrames <= last + 1)
         }
+        // A frame says frames were lost just before it exactly when its number skips some.
+        let skips = zip(run.decoded.dropFirst(), run.decoded).map { $0 - $1 > 1 }
+        #expect(Array(run.afterLoss.dropFirst()) == skips)
+        #expect(skips.contains(true))
         #expect(ratio >= 0.9)
         #expect(longestGap < 2000)
         #expect(s.recovered > 0)
@@ -264,6 +271,7 @@ struct ReceiverScenarioTests {
         #expect(p95 <= 5)
         #expect(added <= 5)
         #expect(s.nacksSent == 0 && s.keyframeRequests == 0 && s.skippedFrames == 0)
+        #expect(!run.afterLoss.contains(true))
     }
 
     @Test("A GOP burst is decoded on the poll it arrives, and live frames after it are not delayed")

@@ -90,6 +90,11 @@ import Testing
         #expect(f.serialized == [1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0xA0, 0xB0, 0xC0, 0xD0, 9, 8])
         let a = StudioMediaFrame(kind: .audio, isKeyframe: false, captureMicros: 0, rtpTimestamp: 1, payload: [])
         #expect(a.serialized == [2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])
+        var lost = f
+        lost.afterLoss = true
+        #expect(lost.header[1] == 3)
+        lost.isKeyframe = false
+        #expect(lost.header[1] == 2)
     }
 
     @Test func captureTimeFromNTP() {

@@ -8,6 +8,10 @@ export const probe = {
   videoFramesDecoded: 0,
   videoFramesPainted: 0,
   videoBytes: 0,
+  /** Video frames that came after lost ones (the node skipped what it could not repair). */
+  videoLossGaps: 0,
+  /** Audio packets that came after a gap the node filled with concealment. */
+  audioLossGaps: 0,
   audioFramesDecoded: 0,
   /** The speakers: 'waiting' for a click or key press, then the AudioContext's state. */
   audioOutput: 'waiting',

@@ -77,6 +77,7 @@ export function start(bus) {
   bus.onMedia((buffer) => {
     const f = parseFrame(buffer);
     if (!f || f.kind !== audioKind) return;
+    if (f.afterLoss) probe.audioLossGaps += 1;
     const timestamp = clock.micros(f.rtpTimestamp);
     decoder ??= makeDecoder();
     try {

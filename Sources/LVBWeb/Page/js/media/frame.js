@@ -2,7 +2,7 @@
 // STUDIO).
 //
 //     0      kind: 1 VP8 video frame, 2 Opus packet
-//     1      flags: bit 0 keyframe
+//     1      flags: bit 0 keyframe, bit 1 frames were lost just before this one
 //     2..9   capture time, µs since the Unix epoch, big-endian (0: unknown)
 //     10..13 RTP timestamp, big-endian (video 90 kHz, audio 48 kHz)
 //     14..   the frame
@@ -18,6 +18,7 @@ export function parseFrame(buffer) {
   return {
     kind: view.getUint8(0),
     keyframe: (view.getUint8(1) & 1) === 1,
+    afterLoss: (view.getUint8(1) & 2) === 2,
     // Microseconds since 1970 stay below 2^53 for millennia: a Number holds them exactly.
     captureMicros: Number(view.getBigUint64(2)),
     rtpTimestamp: view.getUint32(10),

@@ -85,6 +85,11 @@ export function start(canvas, bus) {
     const f = parseFrame(buffer);
     if (!f || f.kind !== videoKind || unsupported) return;
     probe.videoBytes += f.data.byteLength;
+    if (f.afterLoss) {
+      probe.videoLossGaps += 1;
+      // A picture whose references never reached the page: decode again from a keyframe.
+      if (!f.keyframe) waitingForKeyframe = true;
+    }
     const timestamp = clock.micros(f.rtpTimestamp);
     if (decoder && decoder.decodeQueueSize > maxQueued) restart();
     if (waitingForKeyframe && !f.keyframe) return;

@@ -35,6 +35,11 @@ export function mount(root, bus) {
   onSubmit(input, sendButton, (text) => limits.fits(bus, text, limits.chat) && bus.send({ cmd: 'chat', text }));
 
   bus.on('hello', (m) => { me = m.id; });
+  // After a reload, the viewers event says whether this node is muted.
+  bus.on('viewers', (m) => {
+    const mine = Array.isArray(m.viewers) ? m.viewers.find((v) => v.id === me) : null;
+    if (mine) muteInput(mine.muted === true);
+  });
   bus.on('chat', (m) => {
     const line = el('li', 'chat-msg');
     const nick = el('span', 'nick', m.nick);

@@ -40,7 +40,15 @@ export function mount(root, bus) {
   });
 
   // The input starts with the title the room has, for editing.
-  bus.on('hello', (m) => { titleInput.value = m.title ?? ''; });
+  bus.on('hello', (m) => {
+    titleInput.value = m.title ?? '';
+    showLayout(m);
+  });
+  // The layout in use: as chosen here or on the console, or as it follows the guest count.
+  function showLayout(m) {
+    if ([...layout.options].some((o) => o.value === m.layout)) layout.value = m.layout;
+  }
+  bus.on('layout', showLayout);
   bus.on('room_info', (m) => {
     if (typeof m.title === 'string' && document.activeElement !== titleInput) titleInput.value = m.title;
   });

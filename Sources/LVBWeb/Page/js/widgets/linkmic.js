@@ -70,7 +70,8 @@ export function mount(root, bus) {
 
   bus.on('hello', (m) => {
     me = m.id;
-    setPlace('idle');
+    // A reloaded page picks up where this node's link-mic stands.
+    setPlace(['asking', 'onstage'].includes(m.linkmic) ? m.linkmic : 'idle');
   });
 
   // A viewer's side.

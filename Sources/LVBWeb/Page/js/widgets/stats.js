@@ -30,7 +30,8 @@ export function mount(root, bus) {
     const pct = (p) => (g2g.length ? `${g2g[Math.min(g2g.length - 1, Math.floor(p * g2g.length))].toFixed(0)} ms` : '–');
     const lines = [
       `page  ${fps.toFixed(1)} fps  ${kbps.toFixed(0)} kbps video  g2g p50 ${pct(0.5)} p95 ${pct(0.95)}`,
-      `      decoded ${probe.videoFramesDecoded}  painted ${probe.videoFramesPainted}  audio ${probe.audioFramesDecoded}`,
+      `      decoded ${probe.videoFramesDecoded}  painted ${probe.videoFramesPainted}  audio ${probe.audioFramesDecoded}`
+        + `  after loss: video ${probe.videoLossGaps} audio ${probe.audioLossGaps}`,
     ];
     const parts = [];
     if (typeof node.fps === 'number') parts.push(`${node.fps.toFixed(1)} fps`);

@@ -10,7 +10,7 @@ export function mount(root, bus) {
   let hosting = false;
   let members = [];
   let total = 0;
-  // The node's viewers event does not say who is muted; mute events do.
+  // Who is muted: each viewers event says so, and muted events in between.
   const muted = new Set();
 
   function render() {
@@ -49,6 +49,8 @@ export function mount(root, bus) {
   });
   bus.on('viewers', (m) => {
     members = Array.isArray(m.viewers) ? m.viewers : [];
+    muted.clear();
+    for (const v of members) if (v.muted === true) muted.add(v.id);
     total = typeof m.count === 'number' ? m.count : members.length;
     render();
   });
