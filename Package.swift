@@ -107,6 +107,12 @@ let package = Package(
             exclude: ["Page"],
             swiftSettings: swift5),
         .target(
+            name: "LVBMesh",
+            dependencies: ["LVBCore", "LVBTransport", "LVBWeb",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: swift5),
+        .target(
             name: "LVBTestSupport",
             dependencies: [
                 "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom",
@@ -118,7 +124,7 @@ let package = Package(
         .executableTarget(
             name: "lvbnode",
             dependencies: [
-                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBRendezvous", "LVBWeb",
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBRendezvous", "LVBWeb", "LVBMesh",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
