@@ -174,6 +174,12 @@ let package = Package(
             dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBRendezvous", "LVBTestSupport", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
+            name: "LVBMeshTests",
+            dependencies: ["LVBMesh", "LVBWeb",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: swift5),
+        .testTarget(
             name: "LVBWebTests",
             dependencies: ["LVBCore", "LVBMedia", "LVBWeb", "TestAssertions",
                            .product(name: "NIOCore", package: "swift-nio"),

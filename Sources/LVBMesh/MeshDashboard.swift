@@ -73,6 +73,11 @@ public enum MeshDashboard {
                 "killed": n.killedAt != nil ? "true" : "false"])
     }
 
+    /// Where a viewer's studio page is (`--web`).
+    public static func linksJSON(viewer: String, studio: String) -> String {
+        object(["event": "\"mesh_links\"", "viewer": quote(viewer), "studio": quote(studio)])
+    }
+
     public static func happeningJSON(_ h: MeshModel.Happening) -> String {
         object(["event": "\"mesh_event\"", "at": num(h.at), "text": quote(h.text)])
     }
@@ -117,6 +122,7 @@ public enum MeshDashboard {
             "depths": "[" + depths.joined(separator: ",") + "]",
             "killed": s.killed.map(quote) ?? "null", "repairs": "[" + repairs.joined(separator: ",") + "]",
             "children_recovered": s.childrenRecovered ? "true" : "false",
+            "text": "[" + s.text.map(quote).joined(separator: ",") + "]",
         ])
     }
 

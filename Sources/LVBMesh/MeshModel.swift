@@ -42,11 +42,14 @@ public final class MeshModel {
         public var finalP50: Double?
         public var finalP95: Double?
         public var finalDepth: Int?
+        public var depthAtStop: Int?
         /// How it ended: its exit status, or killed by the mesh on purpose.
         public var exitStatus: Int32?
         public var killedAt: Double?
         /// Texts of the chat lines and bullet comments it showed.
         public var seen: Set<String> = []
+        /// Its studio page (`--web`), as its `web` event gave it.
+        public var webURL: String?
 
         public var isViewer: Bool { role == .viewer || role == .guest }
         public var isRunning: Bool { exitStatus == nil }
@@ -142,6 +145,16 @@ public final class MeshModel {
         note("killed relay \(name) (\(children.count) \(children.count == 1 ? "child" : "children"): \(children.joined(separator: ", ")))", at: at)
     }
 
+    /// The mesh is stopping: each node's depth now is its depth for the
+    /// summary (as everyone leaves at once, the exit lines' own depths are
+    /// those of a tree coming apart).
+    public func stopping() {
+        for name in order {
+            let depth = nodes[name]?.depth
+            nodes[name]?.depthAtStop = depth
+        }
+    }
+
     public func exited(_ name: String, status: Int32, at: Double) {
         guard nodes[name]?.exitStatus == nil else { return }
         nodes[name]?.exitStatus = status
@@ -166,6 +179,8 @@ public final class MeshModel {
             node.admitted = now
             if let room = value["room"]?.string { node.roomID = room }
             note("\(name) joined", at: now)
+        case "web":
+            node.webURL = value["url"]?.string
         case "first_frame":
             if node.firstFrameMs == nil { node.firstFrameMs = value["ms"]?.number }
         case "tree":

@@ -33,7 +33,8 @@ public struct MeshConfig: Sendable {
 /// and likes, and midway the kill of a relay with children. Everything
 /// happens on one event loop; `report` hears of each update.
 public final class MeshRun: @unchecked Sendable {
-    public let config: MeshConfig
+    /// Set before `start` (the mesh's own --web picks the viewer's page address).
+    public var config: MeshConfig
     public let model = MeshModel()
     private let loop: EventLoop
     private let started: NIODeadline
@@ -245,6 +246,7 @@ public final class MeshRun: @unchecked Sendable {
     public func stop() async {
         await onLoop {
             self.ending = true
+            self.model.stopping()
             for child in self.children.values { child.terminate() }
         }
         let deadline = now + Self.leaveGrace

@@ -51,7 +51,7 @@ public struct MeshSummary: Equatable, Sendable {
         for name in model.order {
             guard let n = model.nodes[name], n.isViewer, n.killedAt == nil else { continue }
             let expected = model.scripted.filter { $0.audience.contains(name) }
-            viewers.append(Viewer(name: name, depth: n.finalDepth ?? n.depth, frames: n.finalFrames ?? 0, skipped: n.finalSkipped ?? 0,
+            viewers.append(Viewer(name: name, depth: n.depthAtStop ?? n.finalDepth ?? n.depth, frames: n.finalFrames ?? 0, skipped: n.finalSkipped ?? 0,
                                   firstFrameMs: n.firstFrameMs, p50: n.finalP50, p95: n.finalP95,
                                   eventsExpected: expected.count, eventsSeen: expected.filter { n.seen.contains($0.text) }.count))
         }

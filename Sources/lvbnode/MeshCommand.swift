@@ -1,5 +1,6 @@
 import ArgumentParser
 import LVBCore
+import LVBCrypto
 import LVBMesh
 import NIOCore
 import NIOPosix
@@ -64,10 +65,26 @@ struct MeshCommand: AsyncParsableCommand {
         config.rooms = rooms
         config.loss = loss
         config.duration = duration
-        config.web = web.map { (try? WebAddress(parsing: $0)).map { "\($0.host):\($0.port)" } ?? $0 }
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let mesh = MeshRun(config: config, loop: loop)
         let screen = MeshScreen(mesh: mesh, json: json)
+        if let web {
+            // The mesh page where --web says; the first viewer's studio page beside it on any free port.
+            let address = try WebAddress(parsing: web)
+            let page = MeshWeb(loop: loop, token: Hex.encode(SodiumRandom.shared.bytes(16)), host: address.host, port: address.port)
+            do { try await page.start().get() } catch {
+                Output.fail("cannot serve the mesh page on \(address): \(describeSocketError(error)); choose another with --web [IP:]PORT")
+                throw ExitCode(1)
+            }
+            screen.web = page
+            mesh.config.web = WebAddress(host: address.host, port: 0).description
+            let line = "{\"event\":\"mesh_web\",\"url\":\(JSONLine.quote(page.url))}"
+            if json { screen.write(line) } else { screen.write("mesh page: \(page.url) (open it in a browser on this machine)") }
+            if !address.isLoopback {
+                screen.write(json ? "{\"event\":\"warning\",\"message\":\"the mesh pages listen beyond this machine\"}"
+                                  : "warning: the mesh pages listen on \(address.host), beyond this machine")
+            }
+        }
         mesh.onUpdate = { screen.update($0) }
         let termination = Termination(duration: duration)
         let startup = Task { try await mesh.start() }
@@ -84,8 +101,14 @@ struct MeshCommand: AsyncParsableCommand {
             Output.fail("\(error); stopping the mesh")
             status = 1
         }
+        screen.lastPicture()
         await mesh.stop()
         screen.finish()
+        if let page = screen.web {
+            // A moment for the summary to reach an open page.
+            try? await Task.sleep(for: .milliseconds(200))
+            try? await page.close().get()
+        }
         let left = await mesh.running
         if !left.isEmpty {
             Output.fail("still running after the stop: \(left.joined(separator: ", "))")
@@ -104,14 +127,17 @@ struct MeshCommand: AsyncParsableCommand {
 }
 
 /// Where the mesh is shown: redrawn in place on a terminal, as log lines
-/// when stdout is not one, as JSON lines with `--json`.
+/// when stdout is not one, as JSON lines with `--json`; and with `--web`,
+/// the same JSON lines to the mesh page.
 final class MeshScreen: @unchecked Sendable {
     private let mesh: MeshRun
     private let json: Bool
     private let terminal: Bool
+    var web: MeshWeb?
     private var task: RepeatedTask?
     private var shownHappenings = 0
     private var shownSaid = 0
+    private var linked = false
     private var ticks = 0
     private let lock = NSLockish()
 
@@ -126,73 +152,82 @@ final class MeshScreen: @unchecked Sendable {
         let model = mesh.model
         switch update {
         case .started(let name):
-            if json, let n = model.nodes[name] { write(MeshDashboard.startedJSON(n, at: mesh.now)) }
+            if let n = model.nodes[name] { emit(MeshDashboard.startedJSON(n, at: mesh.now), human: nil, kind: .recent) }
         case .exited(let name):
-            if json, let n = model.nodes[name] { write(MeshDashboard.exitedJSON(n, at: mesh.now)) }
+            if let n = model.nodes[name] { emit(MeshDashboard.exitedJSON(n, at: mesh.now), human: nil, kind: .recent) }
         case .happening, .said:
             break
+        }
+        if !linked, let viewer = model.order.first(where: { model.nodes[$0]?.webURL != nil }), let url = model.nodes[viewer]?.webURL {
+            linked = true
+            emit(MeshDashboard.linksJSON(viewer: viewer, studio: url), human: "\(viewer)'s studio page: \(url)", kind: .links)
         }
         flushLines()
     }
 
-    /// Happenings and chat not shown yet: JSON lines, or log lines off a terminal.
+    /// Happenings and chat not shown yet.
     private func flushLines() {
-        guard !terminal else { return }
         let model = mesh.model
-        // The model keeps the latest `kept`; count from what it still has.
-        let happenings = model.happenings, feed = model.feed
-        let newHappenings = happenings.suffix(max(0, min(happenings.count, happeningsTotal(model) - shownHappenings)))
-        let newSaid = feed.suffix(max(0, min(feed.count, saidTotal(model) - shownSaid)))
-        shownHappenings = happeningsTotal(model)
-        shownSaid = saidTotal(model)
-        for h in newHappenings { write(json ? MeshDashboard.happeningJSON(h) : "\(MeshDashboard.clock(h.at)) \(h.text)") }
-        for s in newSaid { write(json ? MeshDashboard.saidJSON(s) : "\(MeshDashboard.clock(s.at)) \(s.nick): \(s.kind == "danmaku" ? "» " : "")\(s.text)") }
+        // The model keeps the latest `kept` of each: take the new ones from what it still has.
+        let newHappenings = model.happenings.suffix(max(0, min(model.happenings.count, model.happeningsCount - shownHappenings)))
+        let newSaid = model.feed.suffix(max(0, min(model.feed.count, model.feedCount - shownSaid)))
+        shownHappenings = model.happeningsCount
+        shownSaid = model.feedCount
+        for h in newHappenings { emit(MeshDashboard.happeningJSON(h), human: "\(MeshDashboard.clock(h.at)) \(h.text)", kind: .recent) }
+        for s in newSaid {
+            emit(MeshDashboard.saidJSON(s), human: "\(MeshDashboard.clock(s.at)) \(s.nick): \(s.kind == "danmaku" ? "» " : "")\(s.text)", kind: .recent)
+        }
     }
-
-    private func happeningsTotal(_ model: MeshModel) -> Int { model.happeningsCount }
-    private func saidTotal(_ model: MeshModel) -> Int { model.feedCount }
 
     /// The dashboard every second on a terminal; the nodes' figures every 2 s as JSON.
     func startTicking(on loop: EventLoop) {
         task = loop.scheduleRepeatedTask(initialDelay: .zero, delay: .seconds(1)) { [self] _ in
             ticks += 1
-            if terminal {
-                draw()
-            } else if json, ticks % 2 == 0 {
-                write(MeshDashboard.nodesJSON(mesh.model, at: mesh.now))
-            }
+            if terminal { draw() }
+            if ticks % 2 == 0 { emit(MeshDashboard.nodesJSON(mesh.model, at: mesh.now), human: nil, kind: .nodes) }
         }
     }
 
+    /// A line for a person (not on the dashboard, which says it all).
     func note(_ text: String) {
-        if json { return }
-        if !terminal { write(text) }
+        if !json && !terminal { write(text) }
+    }
+
+    /// One JSON line: printed with --json, to the mesh page with --web; its human form off a terminal.
+    private func emit(_ line: String, human: String?, kind: MeshWeb.Kind) {
+        if json { write(line) } else if !terminal, let human { write(human) }
+        web?.send(line, kind: kind)
     }
 
     private func draw() {
         var size = winsize()
         let rows = ioctl(1, UInt(TIOCGWINSZ), &size) == 0 && size.ws_row > 0 ? Int(size.ws_row) : 40
         let cols = size.ws_col > 0 ? Int(size.ws_col) : 100
-        let lines = MeshDashboard.render(mesh.model, config: mesh.config, now: mesh.now, width: cols, height: rows)
+        var lines = MeshDashboard.render(mesh.model, config: mesh.config, now: mesh.now, width: cols, height: rows)
+        if let web { lines.insert("mesh page: \(web.url)", at: 1) }
         // Home (the whole screen cleared the first time), draw, clear what is left of it.
         write((ticks <= 1 ? "\u{1b}[2J" : "") + "\u{1b}[H" + lines.map { $0 + "\u{1b}[K" }.joined(separator: "\n") + "\u{1b}[J", newline: false)
     }
 
-    /// After the stop: the last picture and the summary.
+    /// Before the stop: the dashboard as the mesh ran, kept on screen (no more redraws).
+    func lastPicture() {
+        task?.cancel()
+        if terminal { draw() }
+    }
+
+    /// After the stop: the last lines and the summary.
     func finish() {
         task?.cancel()
         let summary = MeshSummary(mesh.model)
-        if json {
-            flushLines()
-            write(MeshDashboard.nodesJSON(mesh.model, at: mesh.now))
-            write(MeshDashboard.summaryJSON(summary))
-            return
-        }
-        if terminal { draw(); write("") } else { flushLines() }
+        flushLines()
+        emit(MeshDashboard.nodesJSON(mesh.model, at: mesh.now), human: nil, kind: .nodes)
+        emit(MeshDashboard.summaryJSON(summary), human: nil, kind: .summary)
+        if json { return }
+        if terminal { write("") }
         for line in summary.text { write(line) }
     }
 
-    private func write(_ text: String, newline: Bool = true) {
+    func write(_ text: String, newline: Bool = true) {
         lock.withLock {
             fputs(newline ? text + "\n" : text, stdout)
             fflush(stdout)

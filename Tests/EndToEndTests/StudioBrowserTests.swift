@@ -16,6 +16,15 @@ struct StudioBrowserTests {
         let (status, output) = try BrowserLab.run(["Tests/Browser/studio_test.py"], timeout: 240)
         #expect(status == 0, "studio_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
     }
+
+    @Test func theMeshPageDrawsTheTreeInARealBrowser() throws {
+        if let missing = BrowserLab.missing {
+            Issue.record("CI: \(missing); Scripts/setup installs it")
+            return
+        }
+        let (status, output) = try BrowserLab.run(["Tests/Browser/mesh_test.py"], timeout: 120)
+        #expect(status == 0, "mesh_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
+    }
 }
 
 enum BrowserLab {
