@@ -14,6 +14,7 @@ import NIOCore
 final class StudioBridge: @unchecked Sendable {
     let server: StudioServer
     private let live: UDPLiveNode
+    private let stage: StudioStage
     private let reporters: Reporters
     private var status: String?
     private var statusTask: RepeatedTask?
@@ -30,7 +31,7 @@ final class StudioBridge: @unchecked Sendable {
             Output.fail("cannot serve the studio page on \(address): \(describeSocketError(error)); choose another with --web [IP:]PORT")
             return nil
         }
-        let bridge = StudioBridge(server: server, live: live, reporters: reporters)
+        let bridge = StudioBridge(server: server, live: live, reporters: reporters, out: out)
         out.tee = { [weak server] text in server?.broadcast(text) }
         server.onCommand = { commands.handle($0) }
         server.onConnect = { [unowned bridge] in bridge.greeting() }
@@ -47,10 +48,11 @@ final class StudioBridge: @unchecked Sendable {
         return bridge
     }
 
-    private init(server: StudioServer, live: UDPLiveNode, reporters: Reporters) {
+    private init(server: StudioServer, live: UDPLiveNode, reporters: Reporters, out: Output) {
         self.server = server
         self.live = live
         self.reporters = reporters
+        stage = StudioStage(server: server, live: live, out: out)
     }
 
     /// On the loop: media taps, the viewer list and the room's status.
@@ -62,9 +64,11 @@ final class StudioBridge: @unchecked Sendable {
         node.onHostAudio = { [server] frame in
             if server.clientCount > 0, let f = StudioMediaFrame(frame) { server.broadcast(f) }
         }
-        node.onPublishedVideo = { [server] frame in
-            if server.clientCount > 0, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
+        // A host's page shows its own picture; a co-host's shows the host's stream only.
+        node.onPublishedVideo = { [server, weak node] frame in
+            if server.clientCount > 0, node?.room.isHost == true, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
         }
+        stage.wire(node)
         reporters.room.onMembersChanged = { [unowned self] in
             if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
         }
@@ -86,6 +90,8 @@ final class StudioBridge: @unchecked Sendable {
         hello.add("title", room.state?.info.title)
         hello.add("likes", Int(room.state?.likeTotal ?? 0))
         hello.add("channels", AudioReceiverConfig().channels)
+        // Whether this node has stage sources of its own (--video/--audio): without, a co-host's page offers its camera at once.
+        hello.add("stage_sources", node.plan.publish.map { !$0.isEmpty } ?? false)
         var out = [hello.text]
         if let (viewers, _) = reporters.room.viewersLine() { out.append(viewers.text) }
         let now = currentStatus(node)
