@@ -17,6 +17,8 @@ public enum StudioCommand: Equatable, Sendable {
     case title(String)
     case close
     case viewers
+    /// A co-host's page puts its own camera and microphone on stage (true) or takes them off.
+    case camera(Bool)
 
     /// Most likes one command sends (the console's `/like N` limit).
     public static let maxLikes = 100
@@ -78,6 +80,9 @@ public enum StudioCommand: Equatable, Sendable {
         case "title": return .title(try text(value, "text"))
         case "close": return .close
         case "viewers": return .viewers
+        case "camera":
+            guard let on = value["on"]?.bool else { throw .missing("on") }
+            return .camera(on)
         default: throw .unknown(String(cmd.prefix(32)))
         }
     }

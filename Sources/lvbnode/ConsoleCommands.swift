@@ -115,6 +115,7 @@ struct ConsoleCommands: Sendable {
         case .title(let text): setTitle(text)
         case .close: room { try $0.closeRoom() }
         case .viewers: room { _ in reporters.room.viewers() }
+        case .camera: break  // the page's camera: StudioStage takes it, knowing which page asked
         }
     }
 

@@ -143,7 +143,8 @@ struct JoinCommand: AsyncParsableCommand {
         runner.stun = try stun.map { try parseAddress($0, what: "--stun") }
         do {
             let setup = try stage.publisherSetup(look: .guest)
-            runner.publish = setup.isEmpty ? nil : setup
+            // Without sources the bitrate and GOP still apply to a studio page's camera on stage (--web).
+            runner.publish = setup.isEmpty && node.web == nil ? nil : setup
         } catch {
             Output.fail("\(error)")
             throw ExitCode(1)

@@ -164,6 +164,8 @@ struct NodeRunner {
         }
         plan.profile = profile
         plan.publish = publish
+        // A co-host's studio page may put its own camera on stage.
+        plan.stageFromOutside = options.web != nil
         plan.maxGuests = maxGuests
         plan.receive = receive
         plan.relaySlots = options.relaySlots

@@ -14,6 +14,7 @@ import NIOCore
 final class StudioBridge: @unchecked Sendable {
     let server: StudioServer
     private let live: UDPLiveNode
+    private let stage: StudioStage
     private let reporters: Reporters
     private var status: String?
     private var layout: StageLayout?
@@ -33,7 +34,7 @@ final class StudioBridge: @unchecked Sendable {
             Output.fail("cannot serve the studio page on \(address): \(describeSocketError(error)); choose another with --web [IP:]PORT")
             return nil
         }
-        let bridge = StudioBridge(server: server, live: live, reporters: reporters)
+        let bridge = StudioBridge(server: server, live: live, reporters: reporters, out: out)
         out.tee = { [weak server] text in server?.broadcast(text) }
         server.onCommand = { commands.handle($0) }
         server.onConnect = { [unowned bridge] in bridge.greeting() }
@@ -50,10 +51,11 @@ final class StudioBridge: @unchecked Sendable {
         return bridge
     }
 
-    private init(server: StudioServer, live: UDPLiveNode, reporters: Reporters) {
+    private init(server: StudioServer, live: UDPLiveNode, reporters: Reporters, out: Output) {
         self.server = server
         self.live = live
         self.reporters = reporters
+        stage = StudioStage(server: server, live: live, out: out)
     }
 
     /// On the loop: media taps, the viewer list and the room's status.
@@ -72,9 +74,11 @@ final class StudioBridge: @unchecked Sendable {
             audioGap = false
             if server.clientCount > 0 { server.broadcast(f) }
         }
-        node.onPublishedVideo = { [server] frame in
-            if server.clientCount > 0, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
+        // A host's page shows its own picture; a co-host's shows the host's stream only.
+        node.onPublishedVideo = { [server, weak node] frame in
+            if server.clientCount > 0, node?.room.isHost == true, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
         }
+        stage.wire(node)
         layout = node.mixer?.layout
         reporters.room.onMembersChanged = { [unowned self, weak node] in
             if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
@@ -110,6 +114,8 @@ final class StudioBridge: @unchecked Sendable {
             case .onStage: hello.add("linkmic", "onstage")
             }
         }
+        // Whether this node has stage sources of its own (--video/--audio): without, a co-host's page offers its camera at once.
+        hello.add("stage_sources", node.plan.publish.map { !$0.isEmpty } ?? false)
         var out = [hello.text]
         if let (viewers, _) = reporters.room.viewersLine() { out.append(viewers.text) }
         // The host's queue of link-mic requests, as they came.

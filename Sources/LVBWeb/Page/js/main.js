@@ -8,6 +8,7 @@
 import * as bus from './bus.js';
 import './probe.js';
 import * as audio from './media/audio.js';
+import * as capture from './media/capture.js';
 import * as video from './media/video.js';
 import * as chat from './widgets/chat.js';
 import * as danmaku from './widgets/danmaku.js';
@@ -30,6 +31,7 @@ for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers,
 }
 video.start(canvas, bus);
 audio.start(bus);
+capture.start(bus);
 
 // The CSS shows host-only or viewer-only parts by the role the node gives this page.
 bus.on('hello', (m) => { document.body.dataset.role = m.role; });
