@@ -24,6 +24,8 @@ public final class StudioServer: @unchecked Sendable {
     public var onConnect: (() -> [String])?
     /// A command from a page, on the loop.
     public var onCommand: ((StudioCommand) -> Void)?
+    /// The JPEG thumbnail of a listed room, by room id text (`GET /thumbs/ID.jpg`), on the loop; nil: none.
+    public var thumbnail: ((String) -> [UInt8]?)?
     public private(set) var stats = StudioStats()
 
     private let bindHost: String

@@ -17,6 +17,8 @@ final class StudioBridge: @unchecked Sendable {
     private let reporters: Reporters
     private var status: String?
     private var statusTask: RepeatedTask?
+    /// Room browsing, when this node is a viewer that knows a rendezvous.
+    private var rooms: StudioRooms?
 
     /// Without video for this long a viewer's page says the host is away.
     static let hostAway: Duration = .seconds(3)
@@ -65,6 +67,7 @@ final class StudioBridge: @unchecked Sendable {
         node.onPublishedVideo = { [server] frame in
             if server.clientCount > 0, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
         }
+        rooms = StudioRooms.wire(node, server: server) { [unowned self] in greeting() }
         reporters.room.onMembersChanged = { [unowned self] in
             if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
         }
@@ -83,10 +86,14 @@ final class StudioBridge: @unchecked Sendable {
         hello.add("id", room.core.nodeID.text)
         hello.add("nick", room.profile.nickname ?? room.core.nodeID.short)
         hello.add("room", room.room.text)
-        hello.add("title", room.state?.info.title)
+        // Just after a switch the new room's own state may not be here yet: its announcement's title meanwhile.
+        hello.add("title", room.state?.info.title ?? rooms?.announcedTitle(room.room))
         hello.add("likes", Int(room.state?.likeTotal ?? 0))
         hello.add("channels", AudioReceiverConfig().channels)
+        // The page shows its room list and binds the switching gestures only then.
+        hello.add("rendezvous", rooms != nil)
         var out = [hello.text]
+        if let list = rooms?.listLine { out.append(list) }
         if let (viewers, _) = reporters.room.viewersLine() { out.append(viewers.text) }
         let now = currentStatus(node)
         status = now

@@ -64,6 +64,10 @@ import Testing
         #expect(try parse(#"{"cmd":"title","text":"Night songs"}"#) == .title("Night songs"))
         #expect(try parse(#"{"cmd":"close"}"#) == .close)
         #expect(try parse(#"{"cmd":"viewers"}"#) == .viewers)
+        #expect(try parse(#"{"cmd":"rooms"}"#) == .rooms)
+        #expect(try parse(#"{"cmd":"switch","to":"next"}"#) == .switchRoom("next"))
+        #expect(try parse(#"{"cmd":"switch","to":"prev"}"#) == .switchRoom("prev"))
+        #expect(try parse(#"{"cmd":"switch","to":"d73narko5yoa6krgk5myvpf5ye"}"#) == .switchRoom("d73narko5yoa6krgk5myvpf5ye"))
     }
 
     @Test func mistakesAreNamed() {
@@ -79,6 +83,11 @@ import Testing
         #expect(throws: StudioCommand.ParseError.invalid("count")) { try parse(#"{"cmd":"like","count":1.5}"#) }
         #expect(throws: StudioCommand.ParseError.invalid("id")) { try parse(#"{"cmd":"kick","id":"two words"}"#) }
         #expect(throws: StudioCommand.ParseError.invalid("layout")) { try parse(#"{"cmd":"layout","layout":"cube"}"#) }
+        #expect(throws: StudioCommand.ParseError.missing("to")) { try parse(#"{"cmd":"switch"}"#) }
+        // Neither a direction nor a room id (26 characters of lower-case base32).
+        for to in ["up", "D73NARKO5YOA6KRGK5MYVPF5YE", "d73narko5yoa6krgk5myvpf5y", "d73narko5yoa6krgk5myvpf5y1"] {
+            #expect(throws: StudioCommand.ParseError.invalid("to")) { try parse(#"{"cmd":"switch","to":"\#(to)"}"#) }
+        }
         let long = String(repeating: "a", count: StudioCommand.maxText + 1)
         #expect(throws: StudioCommand.ParseError.invalid("text")) { try parse(#"{"cmd":"chat","text":"\#(long)"}"#) }
     }
