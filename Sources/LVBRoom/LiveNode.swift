@@ -231,6 +231,16 @@ public final class LiveNode {
         pump?.start()
     }
 
+    /// Host: a JPEG thumbnail of the published picture from a keyframe at
+    /// most every `interval`, made on the encoder's thread and handed to
+    /// `deliver` on the node's loop (a room list shows it). Call before `start`.
+    public func makeThumbnails(every interval: Duration, _ deliver: @escaping ([UInt8]) -> Void) {
+        guard room.isHost, let pump else { return }
+        let hop = self.hop
+        pump.thumbnailInterval = interval
+        pump.onThumbnail = { jpeg in hop { deliver(jpeg) } }
+    }
+
     /// Adds a role from a layer above; it sees every transport event and tick from now on.
     public func attach(_ role: AttachedRole) { roles.append(role) }
 

@@ -41,6 +41,11 @@ enum StudioPageFiles {
       <ul id="viewer-list"></ul>
     </section>
 
+    <section id="rooms" class="panel rooms" aria-label="Live rooms" hidden>
+      <h2>Live rooms</h2>
+      <ul id="room-list"></ul>
+    </section>
+
     <section class="panel linkmic-host host-only" aria-label="Link-mic">
       <h2>Stage requests</h2>
       <ul id="linkmic-queue"></ul>
@@ -279,9 +284,6 @@ export function fits(bus, text, limit) {
 // The studio page: it mounts every widget on the stage, starts the decoders,
 // then connects to the node. Each widget only hears the bus and sends
 // commands through it; none touches another's elements.
-//
-// Room browsing (switching rooms with ArrowUp/ArrowDown and the wheel) will be
-// one more widget mounted here; until then nothing binds those keys.
 
 import * as bus from './bus.js';
 import './probe.js';
@@ -295,6 +297,7 @@ import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
 import * as lite from './widgets/lite.js';
 import * as rank from './widgets/rank.js';
+import * as rooms from './widgets/rooms.js';
 import * as stats from './widgets/stats.js';
 import * as status from './widgets/status.js';
 import * as title from './widgets/title.js';
@@ -304,7 +307,7 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, linkmic, host, lite, stats]) {
+for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, rooms, linkmic, host, lite, stats]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);
@@ -406,7 +409,7 @@ const defaultChannels = 2;
 export function start(bus) {
   // The video module already tells the user when WebCodecs is missing.
   if (!('AudioDecoder' in window)) return;
-  const clock = new RtpClock(sampleRate);
+  let clock = new RtpClock(sampleRate);
   let channels = defaultChannels;
   let decoder = null;
   let player = null;
@@ -465,6 +468,12 @@ export function start(bus) {
       channels = announced;
       restart();
     }
+  });
+
+  // Another room is another stream, with timestamps of its own.
+  bus.on('switched', () => {
+    clock = new RtpClock(sampleRate);
+    restart();
   });
 
   bus.onMedia((buffer) => {
@@ -830,7 +839,7 @@ export function start(canvas, bus) {
     return;
   }
   const context = canvas.getContext('2d', { alpha: false, desynchronized: true });
-  const clock = new RtpClock(90000);
+  let clock = new RtpClock(90000);
   // Chunk timestamp → capture time (µs), to measure glass-to-glass when the frame is painted.
   const captureTimes = new Map();
   let decoder = null;
@@ -922,6 +931,11 @@ export function start(canvas, bus) {
 
   // A new connection may start in the middle of a group of pictures.
   bus.on('page:socket', ({ state }) => { if (state === 'open') restart(); });
+  // Another room is another stream: its own timestamps, from its next keyframe (a preloaded room sends one at once).
+  bus.on('switched', () => {
+    clock = new RtpClock(90000);
+    restart();
+  });
 }
 
 """####,
@@ -1003,7 +1017,16 @@ export function mount(root, bus) {
 
   onSubmit(input, sendButton, (text) => limits.fits(bus, text, limits.chat) && bus.send({ cmd: 'chat', text }));
 
-  bus.on('hello', (m) => { me = m.id; });
+  let room = null;
+  bus.on('hello', (m) => {
+    me = m.id;
+    // Another room (a switch): its chat starts over.
+    if (room !== null && m.room !== room) {
+      list.replaceChildren();
+      muteInput(false);
+    }
+    room = m.room;
+  });
   // After a reload, the viewers event says whether this node is muted.
   bus.on('viewers', (m) => {
     const mine = Array.isArray(m.viewers) ? m.viewers.find((v) => v.id === me) : null;
@@ -1452,6 +1475,122 @@ export function mount(root, bus) {
 }
 
 """####,
+        "js/widgets/rooms.js": ####"""
+// Room browsing (#rooms, #room-list), for a viewer whose node knows a
+// rendezvous (its hello says so): each listed room's thumbnail, title, host
+// nickname, viewers and likes, refreshed as the node's list refreshes. A
+// click on a room switches to it; ArrowDown / ArrowUp, the mouse wheel and a
+// vertical swipe over the picture switch to the next / previous room through
+// the node's quick switch. One gesture is one switch: a held key repeats
+// nothing, and a wheel or swipe must rest before it switches again.
+
+import { el } from '../dom.js';
+
+/** After a switch, gestures wait this long (ms) before another. */
+const settle = 700;
+/** A wheel switches again only after it rested this long (ms): one flick of a wheel or touchpad sends dozens of events. */
+const wheelRest = 350;
+/** A swipe is at least this many pixels up or down, more vertical than sideways. */
+const swipeMin = 50;
+
+export function mount(root, bus) {
+  const panel = root.querySelector('#rooms');
+  const list = root.querySelector('#room-list');
+  const video = root.querySelector('#video');
+  let enabled = false;
+  let current = null;
+  let lastSwitch = 0;
+  let wheelBusy = false;
+  let wheelTimer = null;
+  let touchStart = null;
+  // Thumbnails already shown, by room id, so a refresh of the list does not reload an unchanged picture.
+  const thumbs = new Map();
+
+  function switchTo(to) {
+    const now = performance.now();
+    if (!enabled || now - lastSwitch < settle) return;
+    lastSwitch = now;
+    bus.send({ cmd: 'switch', to });
+  }
+
+  function thumbnail(room) {
+    let img = thumbs.get(room.id);
+    if (!room.thumb) return el('span', 'room-thumb none');
+    const src = `thumbs/${encodeURIComponent(room.id)}.jpg?v=${encodeURIComponent(String(room.thumb))}`;
+    if (!img || img.dataset.src !== src) {
+      img = el('img', 'room-thumb');
+      img.alt = '';
+      img.decoding = 'async';
+      img.dataset.src = src;
+      img.src = src;
+      thumbs.set(room.id, img);
+    }
+    return img;
+  }
+
+  function item(room) {
+    const li = el('li', 'room-item');
+    li.dataset.id = room.id;
+    if (room.id === current || room.current) li.classList.add('current');
+    if (room.access !== 'open') li.classList.add('private');
+    const text = el('div', 'room-text');
+    text.append(
+      el('span', 'room-title', room.title || 'Untitled room'),
+      el('span', 'room-nick', room.nick || ''),
+      el('span', 'room-counts', `${room.viewers ?? 0} watching · ♥ ${room.likes ?? 0}`),
+    );
+    li.append(thumbnail(room), text);
+    li.addEventListener('click', () => { if (!li.classList.contains('current')) switchTo(room.id); });
+    return li;
+  }
+
+  bus.on('hello', (m) => {
+    enabled = m.rendezvous === true;
+    current = m.room;
+    panel.hidden = !enabled;
+    for (const li of list.children) li.classList.toggle('current', li.dataset.id === current);
+    if (enabled) bus.send({ cmd: 'rooms' });
+  });
+  bus.on('room_list', (m) => {
+    const rooms = Array.isArray(m.rooms) ? m.rooms : [];
+    for (const id of [...thumbs.keys()]) if (!rooms.some((r) => r.id === id)) thumbs.delete(id);
+    list.replaceChildren(...rooms.map(item));
+  });
+
+  addEventListener('keydown', (e) => {
+    if (!enabled || e.repeat || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.target instanceof HTMLElement && e.target.closest('input, textarea, select')) return;
+    if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp') return;
+    e.preventDefault();
+    switchTo(e.key === 'ArrowDown' ? 'next' : 'prev');
+  });
+
+  // Over the picture only: the lists keep their own scrolling.
+  video.addEventListener('wheel', (e) => {
+    if (!enabled || e.deltaY === 0) return;
+    e.preventDefault();
+    clearTimeout(wheelTimer);
+    wheelTimer = setTimeout(() => { wheelBusy = false; }, wheelRest);
+    if (wheelBusy) return;
+    wheelBusy = true;
+    switchTo(e.deltaY > 0 ? 'next' : 'prev');
+  }, { passive: false });
+
+  video.addEventListener('touchstart', (e) => {
+    touchStart = e.touches.length === 1 ? { x: e.touches[0].clientX, y: e.touches[0].clientY } : null;
+  }, { passive: true });
+  video.addEventListener('touchend', (e) => {
+    if (!touchStart || e.changedTouches.length !== 1) return;
+    const dx = e.changedTouches[0].clientX - touchStart.x;
+    const dy = e.changedTouches[0].clientY - touchStart.y;
+    touchStart = null;
+    if (Math.abs(dy) < swipeMin || Math.abs(dy) < 2 * Math.abs(dx)) return;
+    // Up brings the next room in from below, as a feed does.
+    switchTo(dy < 0 ? 'next' : 'prev');
+  }, { passive: true });
+}
+
+"""####,
         "js/widgets/stats.js": ####"""
 // The stats overlay (#stats-overlay, toggled by #stats-toggle): what the page
 // measures itself (frame rate painted, video bitrate received, glass-to-glass)
@@ -1636,9 +1775,17 @@ export function mount(root, bus) {
     return li;
   }
 
+  let room = null;
   bus.on('hello', (m) => {
     me = m.id;
     hosting = m.role === 'host';
+    // Another room (a switch): nobody is known in it until its viewers event.
+    if (room !== null && m.room !== room) {
+      members = [];
+      total = 0;
+      muted.clear();
+    }
+    room = m.room;
     render();
   });
   bus.on('viewers', (m) => {
@@ -2167,6 +2314,41 @@ body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
   pointer-events: none;
   text-shadow: 0 0 6px rgb(0 0 0 / 0.35);
 }
+
+/* Room browsing (a viewer whose node knows a rendezvous): in the right
+   column where a host has its stage requests. */
+.rooms {
+  grid-area: stage;
+  align-self: start;
+  max-height: 40cqh;
+  padding: 0.55rem 0.7rem;
+  overflow: hidden auto;
+  scrollbar-width: thin;
+}
+.rooms[hidden] { display: none; }
+.room-item {
+  display: flex;
+  align-items: center;
+  gap: 0.5rem;
+  padding: 0.25rem;
+  border-radius: 8px;
+  cursor: pointer;
+}
+.room-item:hover { background: rgb(255 255 255 / 0.08); }
+.room-item.current { outline: 1px solid var(--accent); cursor: default; }
+.room-thumb {
+  flex: none;
+  width: 64px;
+  height: 36px;
+  object-fit: cover;
+  border-radius: 4px;
+  background: rgb(0 0 0 / 0.4);
+}
+.room-text { display: flex; flex-direction: column; min-width: 0; }
+.room-title { font-weight: 700; font-size: 0.82rem; }
+.room-title, .room-nick { overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.room-nick, .room-counts { color: var(--muted); font-size: 0.72rem; }
+.room-item.private .room-title::after { content: " 🔒"; }
 
 /* Narrow stages (a phone upright, a small window): the host's tools take a
    second bar in the band, then one column of panels with fewer of them. */

@@ -31,6 +31,8 @@ public final class StudioServer: @unchecked Sendable {
     public var onPageMedia: ((StudioMediaFrame, StudioPageID) -> String?)?
     /// A page's WebSocket closed, on the loop.
     public var onClosed: ((StudioPageID) -> Void)?
+    /// The JPEG thumbnail of a listed room, by room id text (`GET /thumbs/ID.jpg`), on the loop; nil: none.
+    public var thumbnail: ((String) -> [UInt8]?)?
     public private(set) var stats = StudioStats()
 
     private let bindHost: String

@@ -21,6 +21,8 @@ final class StudioBridge: @unchecked Sendable {
     /// Audio was concealed since the last packet handed to the page.
     private var audioGap = false
     private var statusTask: RepeatedTask?
+    /// Room browsing, when this node is a viewer that knows a rendezvous.
+    private var rooms: StudioRooms?
 
     /// Without video for this long a viewer's page says the host is away.
     static let hostAway: Duration = .seconds(3)
@@ -79,6 +81,7 @@ final class StudioBridge: @unchecked Sendable {
             if server.clientCount > 0, node?.room.isHost == true, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
         }
         stage.wire(node)
+        rooms = StudioRooms.wire(node, server: server) { [unowned self] in greeting() }
         layout = node.mixer?.layout
         reporters.room.onMembersChanged = { [unowned self, weak node] in
             if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
@@ -102,7 +105,8 @@ final class StudioBridge: @unchecked Sendable {
         hello.add("id", room.core.nodeID.text)
         hello.add("nick", room.profile.nickname ?? room.core.nodeID.short)
         hello.add("room", room.room.text)
-        hello.add("title", room.state?.info.title)
+        // Just after a switch the new room's own state may not be here yet: its announcement's title meanwhile.
+        hello.add("title", room.state?.info.title ?? rooms?.announcedTitle(room.room))
         hello.add("likes", Int(room.state?.likeTotal ?? 0))
         hello.add("channels", AudioReceiverConfig().channels)
         // What a reloaded page would otherwise forget: the host's layout, a viewer's own link-mic.
@@ -116,7 +120,10 @@ final class StudioBridge: @unchecked Sendable {
         }
         // Whether this node has stage sources of its own (--video/--audio): without, a co-host's page offers its camera at once.
         hello.add("stage_sources", node.plan.publish.map { !$0.isEmpty } ?? false)
+        // The page shows its room list and binds the switching gestures only then.
+        hello.add("rendezvous", rooms != nil)
         var out = [hello.text]
+        if let list = rooms?.listLine { out.append(list) }
         if let (viewers, _) = reporters.room.viewersLine() { out.append(viewers.text) }
         // The host's queue of link-mic requests, as they came.
         out += room.linkMicQueue.map { reporters.room.requestLine($0.id, $0.message).text }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-/// The studio page in headless Chromium (Tests/Browser/studio_test.py and
-/// studio_camera_test.py): a host and two viewers as real processes, their
+/// The studio page in headless Chromium (Tests/Browser/studio_test.py: a
+/// host and two viewers; studio_camera_test.py: a co-host's own camera;
+/// rooms_test.py: room browsing between two hosts) as real processes, their
 /// pages driven through Selenium. Needs python3 with selenium, chromium and chromium-driver
 /// (Scripts/setup installs them): without them it fails under CI and is
 /// skipped elsewhere.
@@ -25,6 +26,17 @@ struct StudioBrowserTests {
         }
         let (status, output) = try BrowserLab.run(["Tests/Browser/studio_camera_test.py"], timeout: 180)
         #expect(status == 0, "studio_camera_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
+    }
+
+    /// Tests/Browser/rooms_test.py: a rendezvous, two hosts and a viewer's
+    /// page listing both rooms with thumbnails and switching with the arrow keys.
+    @Test func theStudioPageBrowsesAndSwitchesRooms() throws {
+        if let missing = BrowserLab.missing {
+            Issue.record("CI: \(missing); Scripts/setup installs it")
+            return
+        }
+        let (status, output) = try BrowserLab.run(["Tests/Browser/rooms_test.py"], timeout: 180)
+        #expect(status == 0, "rooms_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
     }
 }
 

@@ -66,6 +66,10 @@ import Testing
         #expect(try parse(#"{"cmd":"viewers"}"#) == .viewers)
         #expect(try parse(#"{"cmd":"camera","on":true}"#) == .camera(true))
         #expect(try parse(#"{"cmd":"camera","on":false}"#) == .camera(false))
+        #expect(try parse(#"{"cmd":"rooms"}"#) == .rooms)
+        #expect(try parse(#"{"cmd":"switch","to":"next"}"#) == .switchRoom("next"))
+        #expect(try parse(#"{"cmd":"switch","to":"prev"}"#) == .switchRoom("prev"))
+        #expect(try parse(#"{"cmd":"switch","to":"d73narko5yoa6krgk5myvpf5ye"}"#) == .switchRoom("d73narko5yoa6krgk5myvpf5ye"))
     }
 
     @Test func mistakesAreNamed() {
@@ -82,6 +86,11 @@ import Testing
         #expect(throws: StudioCommand.ParseError.invalid("id")) { try parse(#"{"cmd":"kick","id":"two words"}"#) }
         #expect(throws: StudioCommand.ParseError.invalid("layout")) { try parse(#"{"cmd":"layout","layout":"cube"}"#) }
         #expect(throws: StudioCommand.ParseError.missing("on")) { try parse(#"{"cmd":"camera","on":"yes"}"#) }
+        #expect(throws: StudioCommand.ParseError.missing("to")) { try parse(#"{"cmd":"switch"}"#) }
+        // Neither a direction nor a room id (26 characters of lower-case base32).
+        for to in ["up", "D73NARKO5YOA6KRGK5MYVPF5YE", "d73narko5yoa6krgk5myvpf5y", "d73narko5yoa6krgk5myvpf5y1"] {
+            #expect(throws: StudioCommand.ParseError.invalid("to")) { try parse(#"{"cmd":"switch","to":"\#(to)"}"#) }
+        }
         let long = String(repeating: "a", count: StudioCommand.maxText + 1)
         #expect(throws: StudioCommand.ParseError.invalid("text")) { try parse(#"{"cmd":"chat","text":"\#(long)"}"#) }
     }

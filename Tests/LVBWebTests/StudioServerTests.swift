@@ -126,6 +126,25 @@ private func upgrade(token: String?, origin: String?, host: String) -> String {
         }
     }
 
+    @Test func aListedRoomsThumbnailIsServedAsAJPEGWithTheSameChecks() throws {
+        try withServer { server, host in
+            let room = "d73narko5yoa6krgk5myvpf5ye"
+            let jpeg: [UInt8] = [0xFF, 0xD8, 0x41, 0x42, 0xFF, 0xD9]
+            try server.loop.submit { server.thumbnail = { $0 == room ? jpeg : nil } }.wait()
+            let got = try RawClient(port: server.port).get("/thumbs/\(room).jpg?token=tok3n", host: host)
+            #expect(got.status == 200)
+            #expect(got.head.contains("Content-Length: 6") && got.head.contains("Content-Type: image/jpeg") && got.head.contains("Content-Security-Policy: default-src 'none'"))
+            #expect(Array(got.body.utf8) == Array(String(decoding: jpeg, as: UTF8.self).utf8))
+            // Loaded by the page's <img> with the cookie alone.
+            #expect(try RawClient(port: server.port).get("/thumbs/\(room).jpg", host: host, extra: "Cookie: lvbnode_token=tok3n\r\n").status == 200)
+            #expect(try RawClient(port: server.port).get("/thumbs/\(room).jpg", host: host).status == 403)
+            #expect(try RawClient(port: server.port).get("/thumbs/\(room).jpg?token=tok3n", host: "evil.example:\(server.port)").status == 403)
+            // No thumbnail, or not a room id: 404.
+            #expect(try RawClient(port: server.port).get("/thumbs/aaaaaaaaaaaaaaaaaaaaaaaaaa.jpg?token=tok3n", host: host).status == 404)
+            #expect(try RawClient(port: server.port).get("/thumbs/../index.html.jpg?token=tok3n", host: host).status == 404)
+        }
+    }
+
     @Test func theSocketNeedsTokenAndOriginThenCarriesEventsMediaAndCommands() throws {
         try withServer { server, host in
             var commands: [StudioCommand] = []

@@ -1,9 +1,6 @@
 // The studio page: it mounts every widget on the stage, starts the decoders,
 // then connects to the node. Each widget only hears the bus and sends
 // commands through it; none touches another's elements.
-//
-// Room browsing (switching rooms with ArrowUp/ArrowDown and the wheel) will be
-// one more widget mounted here; until then nothing binds those keys.
 
 import * as bus from './bus.js';
 import './probe.js';
@@ -17,6 +14,7 @@ import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
 import * as lite from './widgets/lite.js';
 import * as rank from './widgets/rank.js';
+import * as rooms from './widgets/rooms.js';
 import * as stats from './widgets/stats.js';
 import * as status from './widgets/status.js';
 import * as title from './widgets/title.js';
@@ -26,7 +24,7 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, linkmic, host, lite, stats]) {
+for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, rooms, linkmic, host, lite, stats]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);
