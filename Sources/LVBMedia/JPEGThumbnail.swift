@@ -15,7 +15,7 @@ public enum JPEGThumbnail {
     public static func make(from picture: I420Frame, width: Int = MediaConstants.thumbnailWidth,
                             maxBytes: Int = MediaConstants.maxThumbnailBytes) throws(MediaError) -> [UInt8] {
         let size = thumbnailSize(of: picture, width: width)
-        let small = try picture.scaled(width: size.width, height: size.height)
+        let small = fullRange(try picture.scaled(width: size.width, height: size.height))
         for quality in MediaConstants.thumbnailQualities {
             let jpeg = try encode(small, quality: quality)
             if jpeg.count <= maxBytes { return jpeg }
@@ -31,7 +31,21 @@ public enum JPEGThumbnail {
         return (w, max(I420Frame.sizeRange.lowerBound, h + (h & 1)))
     }
 
-    /// `picture` as a baseline JFIF JPEG at `quality` (1–100).
+    /// The node's pictures are BT.601 limited range (Y′ 16–235, Cb and Cr
+    /// 16–240) and JFIF's are full range (0–255, ITU-T T.871 §7): stretched,
+    /// so that black is 0 and white 255 in any JPEG viewer.
+    public static func fullRange(_ picture: I420Frame) -> I420Frame {
+        var out = picture
+        out.y = picture.y.map { lumaTable[Int($0)] }
+        out.u = picture.u.map { chromaTable[Int($0)] }
+        out.v = picture.v.map { chromaTable[Int($0)] }
+        return out
+    }
+
+    private static let lumaTable: [UInt8] = (0..<256).map { UInt8(clamping: Int((Double($0 - 16) * 255 / 219).rounded())) }
+    private static let chromaTable: [UInt8] = (0..<256).map { UInt8(clamping: Int((Double($0 - 128) * 255 / 224).rounded()) + 128) }
+
+    /// `picture` as a baseline JFIF JPEG at `quality` (1–100), its planes taken as they are.
     public static func encode(_ picture: I420Frame, quality: Int) throws(MediaError) -> [UInt8] {
         var out: UnsafeMutablePointer<UInt8>?
         var outSize: UInt = 0

@@ -51,7 +51,8 @@ struct ThumbnailProcessTests {
             for c in 0..<3 {
                 let values = (20..<86).map { Int(rgb[($0 * 160 + x) * 3 + c]) }.sorted()
                 let median = values[values.count / 2]
-                #expect(abs(median - expected[c]) <= 40, "bar \(i) channel \(c): \(median), expected about \(expected[c])")
+                // JPEG's own loss (4:2:0 at thumbnail quality) only: the range is JFIF's.
+                #expect(abs(median - expected[c]) <= 24, "bar \(i) channel \(c): \(median), expected about \(expected[c])")
             }
         }
     }

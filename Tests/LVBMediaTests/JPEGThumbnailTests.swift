@@ -23,6 +23,16 @@ struct JPEGThumbnailTests {
         }
     }
 
+    @Test func limitedRangeBecomesJFIFsFullRange() throws {
+        var picture = try I420Frame(width: 16, height: 16)
+        picture.y[0...5] = [16, 235, 126, 0, 255, 100]
+        picture.u[0...1] = [16, 128]
+        picture.v[0...1] = [240, 128]
+        let full = JPEGThumbnail.fullRange(picture)
+        #expect(Array(full.y[0...5]) == [0, 255, 128, 0, 255, 98])
+        #expect(Array(full.u[0...1]) == [0, 128] && Array(full.v[0...1]) == [255, 128])
+    }
+
     @Test func aThumbnailThatCannotFitIsRefusedWithTheReason() throws {
         let picture = try SyntheticVideo(width: 640, height: 360).frame(number: 3)
         #expect(throws: MediaError.self) { try JPEGThumbnail.make(from: picture, maxBytes: 100) }
