@@ -42,6 +42,7 @@ let package = Package(
         .systemLibrary(name: "COpus", path: "Sources/COpus"),
         .systemLibrary(name: "CVPX", path: "Sources/CVPX"),
         .systemLibrary(name: "CYUV", path: "Sources/CYUV"),
+        .systemLibrary(name: "CJPEG", path: "Sources/CJPEG"),
 
         .target(
             name: "LVBCore",
@@ -64,7 +65,7 @@ let package = Package(
         .target(
             name: "LVBMedia",
             dependencies: [
-                "LVBCore", "COpus", "CVPX", "CYUV",
+                "LVBCore", "COpus", "CVPX", "CYUV", "CJPEG",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -171,7 +172,7 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRendezvousTests",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBRendezvous", "LVBTestSupport", "TestAssertions"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia", "LVBRendezvous", "LVBTestSupport", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBMeshTests",

@@ -125,6 +125,15 @@ public enum MediaConstants {
     public static let relayRememberedSenderReports = 8
     /// Opus bitrate of the room's audio.
     public static let audioBitrate = 48_000
+
+    // MARK: Tuning — room-list thumbnails
+
+    /// A host's thumbnail: this wide (the height keeps the picture's aspect),
+    /// at most this many bytes of JPEG (the rendezvous keeps one per room),
+    /// tried at these qualities in turn until it fits.
+    public static let thumbnailWidth = 160
+    public static let maxThumbnailBytes = 8192
+    public static let thumbnailQualities = [75, 55, 35, 20]
 }
 
 /// NTP 64-bit timestamps (RFC 5905 §6: seconds since 1900 in the upper 32

@@ -78,6 +78,12 @@ public final class EncodePump: @unchecked Sendable {
     /// video SSRC (the mix without that guest), on the encoder's thread.
     public var onReturnVideo: ((UInt32, EncodedMediaFrame) -> Void)?
     public var onReturnAudio: ((UInt32, RTPPacket) -> Void)?
+    /// A JPEG thumbnail of the picture just encoded as a keyframe (the mixed
+    /// one while guests are on stage), at most once per `thumbnailInterval`,
+    /// on the encoder's thread (a room list shows it); set before `start`.
+    public var onThumbnail: (([UInt8]) -> Void)?
+    public var thumbnailInterval: Duration = .seconds(10)
+    private var lastThumbnail: Instant?
 
     private let clock: Clock
     private let scheduler: EncodeScheduler
@@ -179,7 +185,16 @@ public final class EncodePump: @unchecked Sendable {
         counters.addFrame(bytes: encoded.bytes, keyframe: encoded.isKeyframe,
                           nanos: (clock.now() - captured).nanosecondsClamped.magnitude, kbps: encoder.bitrateKbps)
         onVideo?(encoded)
+        if encoded.isKeyframe { thumbnail(of: picture, at: captured) }
         return true
+    }
+
+    /// A thumbnail of a keyframe's picture when one is due; a picture that
+    /// cannot be made small enough is skipped (the next keyframe tries again).
+    private func thumbnail(of picture: I420Frame, at now: Instant) {
+        guard let onThumbnail, lastThumbnail.map({ now - $0 >= thumbnailInterval }) ?? true else { return }
+        lastThumbnail = now
+        if let jpeg = try? JPEGThumbnail.make(from: picture) { onThumbnail(jpeg) }
     }
 
     private func encodeAudio(slot n: Int) throws(MediaError) -> Bool {

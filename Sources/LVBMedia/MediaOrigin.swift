@@ -54,6 +54,9 @@ public final class MediaOrigin<Peer: Hashable> {
     // Sender report bookkeeping (RFC 3550 §6.4.1).
     private var videoCount: (packets: UInt32, octets: UInt32, timestamp: UInt32) = (0, 0, 0)
     private var audioCount: (packets: UInt32, octets: UInt32, timestamp: UInt32) = (0, 0, 0)
+    /// One numbering per medium whatever source feeds it (`beginSource`).
+    private var videoSplicer = RTPSplicer(clockRate: MediaConstants.videoClockRate)
+    private var audioSplicer = RTPSplicer(clockRate: MediaConstants.audioClockRate)
 
     public init(clock: Clock, videoSSRC: UInt32, audioSSRC: UInt32, maxVideoKbps: Int, useGOPCache: Bool = true) {
         self.clock = clock
@@ -98,13 +101,24 @@ public final class MediaOrigin<Peer: Hashable> {
         return keyframeWanted
     }
 
+    /// Another source feeds the stream from its next packet on (a co-host's
+    /// page camera instead of its own encoder, or back): its packets are
+    /// renumbered to follow on, so subscribers see one stream, whose next
+    /// keyframe (a new source starts with one) they decode from.
+    public func beginSource() {
+        videoSplicer.splice()
+        audioSplicer.splice()
+    }
+
     /// Publishes one encoded video frame.
     public func publishVideo(_ frame: EncodedMediaFrame) {
         var bytes: [[UInt8]] = []
         var sequences: [UInt16] = []
         bytes.reserveCapacity(frame.packets.count)
         sequences.reserveCapacity(frame.packets.count)
-        for p in frame.packets {
+        let now = clock.now()
+        for var p in frame.packets {
+            videoSplicer.rewrite(&p, now: now)
             bytes.append(p.serialized())
             sequences.append(p.sequenceNumber)
             videoCount.packets &+= 1
@@ -117,6 +131,8 @@ public final class MediaOrigin<Peer: Hashable> {
 
     /// Publishes one audio packet.
     public func publishAudio(_ packet: RTPPacket) {
+        var packet = packet
+        audioSplicer.rewrite(&packet, now: clock.now())
         audioCount.packets &+= 1
         audioCount.octets &+= UInt32(truncatingIfNeeded: packet.payload.count)
         audioCount.timestamp = packet.timestamp

@@ -73,6 +73,10 @@ public enum RendezvousConstants {
     public static let maxAnnouncement = 1100
     /// Addresses in one introduce or introduction message.
     public static let maxIntroducedAddresses = 8
+    /// Thumbnails: the signature's domain separation, and the largest JPEG
+    /// (a rendezvous keeps one per listed room).
+    public static let thumbnailContext = Array("lvbnode thumbnail v1".utf8)
+    public static let maxThumbnailBytes = 8192
 
     // MARK: Tuning
 
@@ -110,6 +114,9 @@ public enum RendezvousConstants {
     /// A browsing viewer asks for the first page of the list again this often
     /// (its neighbours to preload follow the list; rooms come and go).
     public static let browseRefresh: Duration = .seconds(10)
+    /// A node asks a rendezvous for one room's thumbnail at most this often
+    /// (within the rendezvous's request rate, beside its list requests).
+    public static let thumbnailRequestPace: Duration = .milliseconds(150)
     /// A switching viewer dials a listed host's LAN addresses first and asks
     /// for an introduction only if no session came up within this long.
     public static let introduceAfterLocal: Duration = .milliseconds(150)

@@ -18,10 +18,24 @@ import LVBGossip
 ///     8 observed   address                                  rendezvous → node
 ///     9 relay      peer (32) ‖ id (2) ‖ part (1) ‖ piece    node → rendezvous
 ///    10 relayed    peer (32) ‖ id (2) ‖ part (1) ‖ piece    rendezvous → node
+///    11 thumbnail  room id (16) ‖ seq (8) ‖ part (1) ‖ piece                 host → rendezvous
+///    12 thumbnail request   request (4) ‖ room id (16) ‖ have (8)          node → rendezvous
+///    13 thumbnail answer    request (4) ‖ room id (16) ‖ seq (8) ‖ part (1) ‖ piece
+///                                                                           rendezvous → node
 ///
 /// A relayed datagram goes in one or two pieces (a session datagram and
 /// this header outgrow one session payload): `part` is index << 4 | count,
 /// `id` numbers the sender's datagrams.
+///
+/// A thumbnail (a small JPEG of the host's latest keyframe) is signed by the
+/// host and goes as jpeg ‖ signature (64) in 1–15 pieces, `part` as above:
+/// SIGN(host, "lvbnode thumbnail v1" ‖ 0x00 ‖ room id ‖ seq ‖ jpeg); `seq`
+/// grows with each thumbnail of the room. A rendezvous takes it only over
+/// the session of the room's announced host and keeps the latest while the
+/// room is listed; a node asks with the seq it has (`have`, 0: none) and gets
+/// the pieces of a newer one, or one answer with part 0 and no piece: none
+/// newer. A node checks the signature against the host key in the room's
+/// signed announcement before it uses the picture.
 ///
 /// An address is family (1: 4 or 6) ‖ address (4 or 16) ‖ port (2).
 /// The room list passes on the hosts' own signed announcements, so a
@@ -45,8 +59,17 @@ public enum RendezvousMessage: Equatable, Sendable {
     /// or one from `peer` (rendezvous → node).
     case relay(peer: NodeID, piece: RelayPiece)
     case relayed(peer: NodeID, piece: RelayPiece)
+    /// A piece of the host's signed thumbnail of `room`.
+    case thumbnail(room: RoomID, seq: UInt64, piece: ThumbnailPiece)
+    /// Asks for `room`'s thumbnail if newer than `have` (0: any).
+    case thumbnailRequest(request: UInt32, room: RoomID, have: UInt64)
+    /// A piece of the thumbnail asked for; nil: none newer than `have`.
+    case thumbnailAnswer(request: UInt32, room: RoomID, seq: UInt64, piece: ThumbnailPiece?)
 
-    public enum Kind: UInt8, Sendable { case announce = 1, list, rooms, resolve, resolved, introduce, introduction, observed, relay, relayed }
+    public enum Kind: UInt8, Sendable {
+        case announce = 1, list, rooms, resolve, resolved, introduce, introduction, observed, relay, relayed
+        case thumbnail, thumbnailRequest, thumbnailAnswer
+    }
 
     public var encoded: [UInt8] {
         var w = ByteWriter(capacity: 64)
@@ -99,6 +122,22 @@ public enum RendezvousMessage: Equatable, Sendable {
         case .observed(let address):
             w.write(Kind.observed.rawValue)
             w.write(address: address)
+        case let .thumbnail(room, seq, piece):
+            w.write(Kind.thumbnail.rawValue)
+            w.write(bytes: room.bytes)
+            w.write(seq)
+            piece.write(into: &w)
+        case let .thumbnailRequest(request, room, have):
+            w.write(Kind.thumbnailRequest.rawValue)
+            w.write(request)
+            w.write(bytes: room.bytes)
+            w.write(have)
+        case let .thumbnailAnswer(request, room, seq, piece):
+            w.write(Kind.thumbnailAnswer.rawValue)
+            w.write(request)
+            w.write(bytes: room.bytes)
+            w.write(seq)
+            if let piece { piece.write(into: &w) } else { w.write(UInt8(0)) }
         }
         return w.bytes
     }
@@ -167,6 +206,17 @@ public enum RendezvousMessage: Equatable, Sendable {
                 guard !bytes.isEmpty, (1...RelayPiece.maxCount).contains(count), index < count else { throw RendezvousMessageError.malformed }
                 let piece = RelayPiece(id: id, index: index, count: count, bytes: bytes)
                 message = kind == .relay ? .relay(peer: peer, piece: piece) : .relayed(peer: peer, piece: piece)
+            case .thumbnail:
+                let room = try RoomID(bytes: Array(try r.readBytes(16)))
+                let seq = try r.readUInt64()
+                guard let piece = try ThumbnailPiece.read(&r) else { throw RendezvousMessageError.malformed }
+                message = .thumbnail(room: room, seq: seq, piece: piece)
+            case .thumbnailRequest:
+                message = .thumbnailRequest(request: try r.readUInt32(), room: try RoomID(bytes: Array(try r.readBytes(16))), have: try r.readUInt64())
+            case .thumbnailAnswer:
+                let request = try r.readUInt32()
+                let room = try RoomID(bytes: Array(try r.readBytes(16)))
+                message = .thumbnailAnswer(request: request, room: room, seq: try r.readUInt64(), piece: try ThumbnailPiece.read(&r))
             }
             guard r.isAtEnd else { throw RendezvousMessageError.malformed }
             return message

@@ -21,6 +21,11 @@ public struct RendezvousStats: Sendable, Equatable {
     public var relayedDatagrams = 0
     public var relayedBytes = 0
     public var relayRefused = 0
+    /// Thumbnails kept (complete and verified), pieces refused (not the
+    /// room's host, replayed, inconsistent, bad signature), and requests.
+    public var thumbnails = 0
+    public var thumbnailRefused = 0
+    public var thumbnailRequests = 0
     public var malformed = 0
     public var unknownTypes = 0
     public var stunAnswered = 0
@@ -36,6 +41,7 @@ public struct RendezvousStats: Sendable, Equatable {
 /// STUN runs inside authenticated sessions, so a spoofed source gets nothing.
 public final class RendezvousService {
     public let registry: RoomRegistry
+    public let thumbnails = ThumbnailStore()
     public private(set) var stats = RendezvousStats()
     private let core: TransportCore
     private let clock: Clock
@@ -119,11 +125,14 @@ public final class RendezvousService {
                 log.debug("announcement from \(peer.short) refused: not valid, or not its own room")
                 return
             }
-            if case .refused(let why) = registry.apply(a) {
+            let verdict = registry.apply(a)
+            if case .refused(let why) = verdict {
                 stats.refused += 1
                 log.debug("announcement of \(a.room) refused: \(why)")
                 return
             }
+            // A closed room's thumbnail goes with it.
+            if verdict == .closed { thumbnails.forget { registry.listing($0) != nil } }
             // Tell the host where we see it, so its next announcement names its reflexive address.
             if let seen = core.endpoint(of: peer) { send(.observed(seen), to: peer) }
         case let .list(request, page):
@@ -143,7 +152,17 @@ public final class RendezvousService {
             introduce(peer, to: room, request: request, claimed: addresses)
         case let .relay(to, piece):
             forward(piece, from: peer, to: to)
-        case .rooms, .resolved, .introduction, .observed, .relayed:
+        case let .thumbnail(room, seq, piece):
+            do {
+                if try thumbnails.take(piece, room: room, seq: seq, from: peer, listing: registry.listing(room)) != nil { stats.thumbnails += 1 }
+            } catch {
+                stats.thumbnailRefused += 1
+                log.debug("thumbnail piece of \(room) from \(peer.short) refused: \(error)")
+            }
+        case let .thumbnailRequest(request, room, have):
+            stats.thumbnailRequests += 1
+            answerThumbnail(room, have: have, request: request, to: peer)
+        case .rooms, .resolved, .introduction, .observed, .relayed, .thumbnailAnswer:
             stats.malformed += 1  // answers come from a rendezvous, never to one
         }
     }
@@ -185,6 +204,19 @@ public final class RendezvousService {
         send(.introduction(request: request, peer: host, relay: relay, addresses: hostAddresses), to: joiner)
     }
 
+    /// The pieces of `room`'s latest thumbnail if newer than `have`, else one
+    /// answer saying none is. Over an established session whose requests are
+    /// rate limited, like a page of the list.
+    private func answerThumbnail(_ room: RoomID, have: UInt64, request: UInt32, to peer: NodeID) {
+        // Header: type, request, room id, seq, part.
+        guard registry.listing(room) != nil, let kept = thumbnails.thumbnail(room), kept.seq > have,
+              let pieces = kept.pieces(maxPiece: core.maxPayload - 30) else {
+            send(.thumbnailAnswer(request: request, room: room, seq: 0, piece: nil), to: peer)
+            return
+        }
+        for piece in pieces { send(.thumbnailAnswer(request: request, room: room, seq: kept.seq, piece: piece), to: peer) }
+    }
+
     /// Relays one sealed datagram of an introduced pair, within the pair's
     /// and the total budget; the answer is never larger than what was sent.
     private func forward(_ piece: RelayPiece, from: NodeID, to: NodeID) {
@@ -208,6 +240,7 @@ public final class RendezvousService {
     public func tick() {
         let now = clock.now()
         registry.expire(now: now)
+        thumbnails.forget { registry.listing($0) != nil }
         relayPairs = relayPairs.filter { now - $0.value < RendezvousConstants.relayPairLifetime }
         introduced = introduced.filter { now - $0.value.toldHost < RendezvousConstants.reintroduceWindow }
     }

@@ -9,7 +9,9 @@ import LVBTransport
 /// room at once and every `announceInterval` after (viewers, likes, the
 /// room's info, the host's nickname and addresses: the reflexive one the
 /// rendezvous saw first, then the local ones), and announces it closed
-/// when the host leaves or closes it, so it leaves the list at once. When a
+/// when the host leaves or closes it, so it leaves the list at once. Sends
+/// each new thumbnail of the room (`setThumbnail`), signed, to every
+/// rendezvous, and the latest to one that comes up. When a
 /// rendezvous introduces a joiner, dials it at once (hole punching).
 public final class RoomAnnouncer: AttachedRole {
     private let room: RoomNode
@@ -29,6 +31,9 @@ public final class RoomAnnouncer: AttachedRole {
     public private(set) var announcements = 0
     private var lastAnnounced: Instant?
     private var lastSeq: UInt64 = 0
+    /// The room's latest thumbnail, signed; thumbnails sent (to all servers at once counts one).
+    private var thumbnail: RoomThumbnail?
+    public private(set) var thumbnailsSent = 0
     private var done = false
 
     /// - Parameters:
@@ -49,6 +54,7 @@ public final class RoomAnnouncer: AttachedRole {
         case let .hello(id, hello) where hello.role == .rendezvous:
             guard servers.insert(id).inserted, !done else { return }
             announce(to: [id], closed: false)
+            sendThumbnail(to: [id])
         case let .gone(id, _):
             servers.remove(id)
             observed[id] = nil
@@ -87,6 +93,28 @@ public final class RoomAnnouncer: AttachedRole {
         guard !done else { return }
         done = true
         announce(to: servers, closed: true)
+    }
+
+    /// A new JPEG thumbnail of the room's picture: signed and sent to every
+    /// rendezvous now (after the announcement that lists the room, which the
+    /// rendezvous needs to know the host).
+    public func setThumbnail(_ jpeg: [UInt8]) {
+        guard !done, room.isHost else { return }
+        let wall = clock.wallTime()
+        let seq = max((thumbnail?.seq ?? 0) + 1, wall.seconds * 1_000_000 + UInt64(wall.nanoseconds / 1000))
+        guard let signed = try? RoomThumbnail(room: room.room, seq: seq, jpeg: jpeg, signedBy: core.identity) else { return }
+        thumbnail = signed
+        sendThumbnail(to: servers)
+    }
+
+    private func sendThumbnail(to peers: Set<NodeID>) {
+        // Header: type, room id, seq, part.
+        guard let thumbnail, !peers.isEmpty, let pieces = thumbnail.pieces(maxPiece: core.maxPayload - 26) else { return }
+        thumbnailsSent += 1
+        for piece in pieces {
+            let bytes = RendezvousMessage.thumbnail(room: thumbnail.room, seq: thumbnail.seq, piece: piece).encoded
+            for peer in peers { try? core.send(bytes, channel: .rendezvous, to: peer) }
+        }
     }
 
     /// A STUN server at `server` sees this host at `address`: announced too, at once when new.

@@ -8,21 +8,49 @@ import LVBTransport
 /// already holds sessions with (its introducer's or announcer's) for a page
 /// of live rooms, over its own transport — the console's `/rooms` — and
 /// remembers the latest answer for each page, so a room can be named by its
-/// place in the list (`/switch N`).
+/// place in the list (`/switch N`). With `fetchesThumbnails` it also asks
+/// for each listed room's thumbnail after each answer (only when newer than
+/// the one it has), paced, and keeps the verified ones of listed rooms.
 public final class RoomBrowser: AttachedRole {
     private let client: RendezvousClient
+    private let clock: Clock
     public private(set) var servers: [NodeID] = []
     /// The latest answer for each page asked (pages from 0).
     public private(set) var pages: [Int: [RoomAnnouncement]] = [:]
+    /// Ask for the listed rooms' thumbnails (a studio page shows them).
+    public var fetchesThumbnails = false
+    /// The latest verified thumbnail of each listed room.
+    public private(set) var thumbnails: [RoomID: RoomThumbnail] = [:]
+    /// Rooms whose thumbnail is to be asked for, in list order, and when the last was.
+    private var thumbnailQueue: [RoomAnnouncement] = []
+    private var lastThumbnailAsk: Instant?
 
     public init(core: TransportCore, clock: Clock, random: RandomSource) {
+        self.clock = clock
         client = RendezvousClient(core: core, clock: clock, random: random)
         client.onAnswer = { [unowned self] answer in
-            if case let .page(page, _, rooms) = answer { pages[page] = rooms }
+            switch answer {
+            case let .thumbnail(room, thumbnail):
+                guard let thumbnail, listed(room), thumbnail.seq > thumbnails[room]?.seq ?? 0 else { return }
+                thumbnails[room] = thumbnail
+                onThumbnail?(room)
+                return
+            case let .page(page, _, rooms):
+                pages[page] = rooms
+                listedChanged(rooms)
+            case .resolved:
+                break
+            }
             onList?(answer)
             onAnswer?(answer)
+            onListed?()
         }
     }
+
+    /// A listed room's thumbnail arrived (newer than the one before).
+    public var onThumbnail: ((RoomID) -> Void)?
+    /// A page of the list arrived (every answer, whoever asked).
+    public var onListed: (() -> Void)?
 
     /// Each answer (a page of verified announcements) — the console's.
     public var onAnswer: ((RendezvousClient.Answer) -> Void)?
@@ -76,7 +104,31 @@ public final class RoomBrowser: AttachedRole {
         }
     }
 
-    public func tick() { client.tick() }
+    public func tick() {
+        client.tick()
+        askNextThumbnail()
+    }
+
+    private func listed(_ room: RoomID) -> Bool { pages.values.contains { $0.contains { $0.room == room } } }
+
+    /// Thumbnails of rooms that left the list go; the page's rooms are asked about again.
+    private func listedChanged(_ rooms: [RoomAnnouncement]) {
+        thumbnails = thumbnails.filter { listed($0.key) }
+        guard fetchesThumbnails else { return }
+        thumbnailQueue.removeAll { a in rooms.contains { $0.room == a.room } }
+        thumbnailQueue += rooms
+    }
+
+    /// One thumbnail request per `thumbnailRequestPace`, so a page of rooms
+    /// stays within the rendezvous's request rate.
+    private func askNextThumbnail() {
+        guard !thumbnailQueue.isEmpty, let server = servers.first else { return }
+        let now = clock.now()
+        if let last = lastThumbnailAsk, now - last < RendezvousConstants.thumbnailRequestPace { return }
+        lastThumbnailAsk = now
+        let room = thumbnailQueue.removeFirst()
+        client.thumbnail(room.room, host: room.host, have: thumbnails[room.room]?.seq ?? 0, from: server)
+    }
     public func leave() {}
     public func stop() {}
 }

@@ -45,6 +45,9 @@ public final class RoomSwitcher: AttachedRole {
         browser.onList = { [unowned self] answer in listed(answer) }
     }
 
+    /// The room this node is in now.
+    public var currentRoom: RoomID { node.room.room }
+
     /// The rooms in list order (the pages asked so far).
     public var rooms: [RoomAnnouncement] { browser.pages.keys.sorted().flatMap { browser.pages[$0] ?? [] } }
 

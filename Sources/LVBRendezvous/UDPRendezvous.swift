@@ -70,6 +70,21 @@ public enum RendezvousQuery {
     /// The first answer from any of `rendezvous` (asked all at once).
     public static func ask(_ rendezvous: [PeerAddress], timeout: Duration,
                            _ question: @escaping @Sendable (RendezvousClient, NodeID) -> Void) async throws(Failure) -> RendezvousClient.Answer {
+        let (answer, _) = try await run(rendezvous, timeout: timeout, thumbnails: false, question)
+        return answer
+    }
+
+    /// Page `page` (from 0) of the list from the first of `rendezvous` to
+    /// answer, and then the thumbnail of each room on it that has one
+    /// (verified against its host's key), asked one at a time at
+    /// `thumbnailRequestPace`; whatever came by `timeout` after the list.
+    public static func listWithThumbnails(_ rendezvous: [PeerAddress], page: Int,
+                                          timeout: Duration) async throws(Failure) -> (RendezvousClient.Answer, [RoomID: RoomThumbnail]) {
+        try await run(rendezvous, timeout: timeout, thumbnails: true) { client, server in client.list(page: page, from: server) }
+    }
+
+    private static func run(_ rendezvous: [PeerAddress], timeout: Duration, thumbnails: Bool,
+                            _ question: @escaping @Sendable (RendezvousClient, NodeID) -> Void) async throws(Failure) -> (RendezvousClient.Answer, [RoomID: RoomThumbnail]) {
         let identity = Identity.generate()
         let state = QueryState()
         let udp: UDPNode
@@ -79,6 +94,7 @@ public enum RendezvousQuery {
                                           group: MultiThreadedEventLoopGroup.singleton) { event in
                 guard let client = state.client else { return }
                 if case let .hello(id, hello) = event, hello.role == .rendezvous, state.asked.insert(id).inserted {
+                    state.server = state.server ?? id
                     question(client, id)
                 }
                 client.handle(event)
@@ -88,23 +104,49 @@ public enum RendezvousQuery {
         }
         _ = try? await udp.submit { core in
             let client = RendezvousClient(core: core, clock: SystemClock.shared, random: SodiumRandom.shared)
-            client.onAnswer = { state.answer = state.answer ?? $0 }
+            client.onAnswer = { answer in
+                switch answer {
+                case let .thumbnail(room, thumbnail):
+                    state.waiting.remove(room)
+                    if let thumbnail { state.thumbnails[room] = thumbnail }
+                default:
+                    guard state.answer == nil else { return }
+                    state.answer = answer
+                    if thumbnails, case let .page(_, _, rooms) = answer { state.queue = rooms }
+                }
+            }
             state.client = client
             for address in rendezvous { core.connect(to: address, expecting: nil) }
         }
-        let deadline = SystemClock.shared.now() + timeout
+        let clock = SystemClock.shared
+        var deadline = clock.now() + timeout
         var answer: RendezvousClient.Answer?
-        while SystemClock.shared.now() < deadline {
-            answer = try? await udp.submit { _ in
+        var listed = false
+        while clock.now() < deadline {
+            let (got, done) = (try? await udp.submit { _ -> (RendezvousClient.Answer?, Bool) in
                 state.client?.tick()
-                return state.answer
+                // One thumbnail request at a time, paced within the rendezvous's request rate.
+                if let server = state.server, !state.queue.isEmpty,
+                   state.lastAsk.map({ clock.now() - $0 >= RendezvousConstants.thumbnailRequestPace }) ?? true {
+                    let room = state.queue.removeFirst()
+                    state.lastAsk = clock.now()
+                    state.waiting.insert(room.room)
+                    state.client?.thumbnail(room.room, host: room.host, have: 0, from: server)
+                }
+                return (state.answer, state.queue.isEmpty && state.waiting.isEmpty)
+            }) ?? (nil, false)
+            if let got, !listed {
+                answer = got
+                listed = true
+                if thumbnails { deadline = clock.now() + timeout }
             }
-            if answer != nil { break }
+            if answer != nil && done { break }
             try? await Task.sleep(for: .milliseconds(20))
         }
+        let kept = (try? await udp.submit { _ in state.thumbnails }) ?? [:]
         await udp.close()
         guard let answer else { throw .noAnswer(rendezvous.first ?? .ipv4(0, 0, 0, 0, port: 0), timeout) }
-        return answer
+        return (answer, kept)
     }
 }
 
@@ -113,4 +155,10 @@ private final class QueryState: @unchecked Sendable {
     var client: RendezvousClient?
     var asked: Set<NodeID> = []
     var answer: RendezvousClient.Answer?
+    /// The first rendezvous to come up: thumbnails are asked there.
+    var server: NodeID?
+    var queue: [RoomAnnouncement] = []
+    var waiting: Set<RoomID> = []
+    var lastAsk: Instant?
+    var thumbnails: [RoomID: RoomThumbnail] = [:]
 }

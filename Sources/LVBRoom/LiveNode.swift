@@ -22,7 +22,11 @@ public final class LiveNode {
     public private(set) var tree: RelayTree?
     /// The encoders of the stream this node publishes: a host's from the
     /// start, a co-host's while it is on stage.
-    public private(set) var pump: EncodePump?
+    public internal(set) var pump: EncodePump?
+    /// A co-host's stage fed from outside (the studio page's camera) in place of `pump`.
+    public internal(set) var outsideStage: EncodedFramePublisher?
+    /// The outside feed stopped because the node left the stage (or the room).
+    public var onOutsideStageEnded: (() -> Void)?
     public let sinks: MediaSinks?
     /// A host's link-mic mixer (nil: this node does not publish).
     public let mixer: StageMixer?
@@ -41,8 +45,8 @@ public final class LiveNode {
     private let hop: (@escaping () -> Void) -> Void
     /// Roles from layers above (a host's announcer to a rendezvous), registered with `attach`.
     public private(set) var roles: [AttachedRole] = []
-    private let clock: Clock
-    private let random: RandomSource
+    let clock: Clock
+    let random: RandomSource
     private let scheduler: EncodeScheduler
     /// Host: each co-host's key in the mixer (the video SSRC of the stream returned to it).
     private var stageKeys: [NodeID: UInt32] = [:]
@@ -97,7 +101,7 @@ public final class LiveNode {
     private func wireRoom() {
         if let slots = plan.relaySlots {
             // A viewer does not know the stream's rate ahead: it allows what a rich stream would need.
-            let kbps = Int(MediaConstants.retransmitBudgetFactor * Double(plan.publish?.bitrateKbps ?? MediaConstants.relayAssumedKbps))
+            let kbps = Int(MediaConstants.retransmitBudgetFactor * Double(plan.publish.flatMap { $0.isEmpty ? nil : $0.bitrateKbps } ?? MediaConstants.relayAssumedKbps))
             let tree = RelayTree(room: room, media: media, slots: slots, addresses: plan.addresses, repairKbps: kbps, clock: clock)
             tree.onParentChanged = { [unowned self, unowned tree] parent in
                 onOutput?(.treeParent(parent, depth: tree.depth, failovers: tree.failovers))
@@ -113,17 +117,34 @@ public final class LiveNode {
         room.onStage = { [unowned self] action in stage(action) }
     }
 
+    /// A co-host's own encoders, started into its stage stream.
+    func startOwnSources(_ setup: PublisherSetup, into origin: MediaOrigin<NodeID>) {
+        guard let guestPump = try? EncodePump(setup: setup, videoSSRC: origin.videoSSRC, audioSSRC: origin.audioSSRC,
+                                              maxPacketSize: core.maxPayload, clock: clock, random: random,
+                                              scheduler: scheduler) else { return }
+        wire(guestPump, to: origin)
+        pump = guestPump
+        guestPump.start()
+    }
+
     /// Hands the encoders' output to the stream's origin on the node's loop.
     private func wire(_ pump: EncodePump, to origin: MediaOrigin<NodeID>) {
         let hop = self.hop
         pump.onVideo = { [weak self] frame in
             hop {
+                // A frame of a pump already stopped (the stage taken over from outside) stays out of the stream.
+                guard let self, self.pump === pump else { return }
                 origin.publishVideo(frame)
-                self?.onPublishedVideo?(frame)
+                self.onPublishedVideo?(frame)
                 pump.control.update(keyframe: origin.takeKeyframeRequest(), kbps: origin.targetVideoKbps)
             }
         }
-        pump.onAudio = { packet in hop { origin.publishAudio(packet) } }
+        pump.onAudio = { [weak self] packet in
+            hop {
+                guard let self, self.pump === pump else { return }
+                origin.publishAudio(packet)
+            }
+        }
         pump.onEnded = { [weak self] why in hop { self?.onOutput?(.mediaEnded(why)) } }
         pump.onReturnVideo = { [weak self] guest, frame in
             hop {
@@ -161,19 +182,20 @@ public final class LiveNode {
             media.closeReturn(for: guest)
             media.stopReceiving(from: guest)
         case .startPublishing:
-            guard pump == nil, let setup = plan.publish, !setup.isEmpty else { return }
+            guard pump == nil, media.publisher == nil, let setup = plan.publish else { return }
+            // Without sources of its own, a co-host publishes only what comes from outside.
+            guard !setup.isEmpty || plan.stageFromOutside else { return }
             let origin = media.publish(maxVideoKbps: setup.bitrateKbps, useGOPCache: setup.gopCache, audience: room.host)
-            guard let guestPump = try? EncodePump(setup: setup, videoSSRC: origin.videoSSRC, audioSSRC: origin.audioSSRC,
-                                                  maxPacketSize: core.maxPayload, clock: clock, random: random,
-                                                  scheduler: scheduler) else { return }
-            wire(guestPump, to: origin)
-            pump = guestPump
+            if !setup.isEmpty { startOwnSources(setup, into: origin) }
             origin.subscribe(room.host)
             media.receivers[room.host]?.expectNewStream()
-            guestPump.start()
         case .stopPublishing:
             pump?.stop()
             pump = nil
+            if outsideStage != nil {
+                outsideStage = nil
+                onOutsideStageEnded?()
+            }
             media.stopPublishing()
             media.receivers[room.host]?.expectNewStream()
         case .send, .output:
@@ -211,6 +233,16 @@ public final class LiveNode {
         room.start()
         if case let .join(_, host, _, addresses) = plan.part { core.connect(to: addresses, expecting: host) }
         pump?.start()
+    }
+
+    /// Host: a JPEG thumbnail of the published picture from a keyframe at
+    /// most every `interval`, made on the encoder's thread and handed to
+    /// `deliver` on the node's loop (a room list shows it). Call before `start`.
+    public func makeThumbnails(every interval: Duration, _ deliver: @escaping ([UInt8]) -> Void) {
+        guard room.isHost, let pump else { return }
+        let hop = self.hop
+        pump.thumbnailInterval = interval
+        pump.onThumbnail = { jpeg in hop { deliver(jpeg) } }
     }
 
     /// Adds a role from a layer above; it sees every transport event and tick from now on.

@@ -19,6 +19,10 @@ public struct NodePlan {
     /// Publish a stream from these sources: a host from the start, a viewer
     /// while the host has it on stage (link-mic co-host).
     public var publish: PublisherSetup?
+    /// A co-host's stage may be fed from outside (`LiveNode.startOutsideStage`:
+    /// the studio page's camera): on stage it then publishes even without
+    /// sources of its own in `publish`, whose bitrate and GOP still apply.
+    public var stageFromOutside = false
     /// Host: co-hosts on stage at once (`--max-guests`).
     public var maxGuests = RoomConstants.defaultMaxGuests
     /// Receive the host's stream into these sinks once admitted (nil: no media).

@@ -17,6 +17,12 @@ public enum StudioCommand: Equatable, Sendable {
     case title(String)
     case close
     case viewers
+    /// A co-host's page puts its own camera and microphone on stage (true) or takes them off.
+    case camera(Bool)
+    /// The rooms the node's rendezvous lists, with thumbnails (answered with a `room_list` event).
+    case rooms
+    /// The quick switch: "next", "prev", or a listed room's id.
+    case switchRoom(String)
 
     /// Most likes one command sends (the console's `/like N` limit).
     public static let maxLikes = 100
@@ -78,6 +84,14 @@ public enum StudioCommand: Equatable, Sendable {
         case "title": return .title(try text(value, "text"))
         case "close": return .close
         case "viewers": return .viewers
+        case "camera":
+            guard let on = value["on"]?.bool else { throw .missing("on") }
+            return .camera(on)
+        case "rooms": return .rooms
+        case "switch":
+            let to = try word(value, "to")
+            guard to == "next" || to == "prev" || (to.utf8.count == 26 && to.utf8.allSatisfy(isBase32)) else { throw .invalid("to") }
+            return .switchRoom(to)
         default: throw .unknown(String(cmd.prefix(32)))
         }
     }
@@ -108,6 +122,9 @@ public enum StudioCommand: Equatable, Sendable {
         guard let s = field.string, isWord(s) else { throw .invalid(key) }
         return s
     }
+
+    /// A room id's characters (RFC 4648 base32, lower case as ids are printed).
+    private static func isBase32(_ c: UInt8) -> Bool { (c >= 97 && c <= 122) || (c >= 50 && c <= 55) }
 
     private static func isWord(_ s: String) -> Bool {
         !s.isEmpty && s.utf8.count <= 128 && !s.contains(where: { $0.isWhitespace || $0.isNewline })

@@ -49,6 +49,13 @@ final class StudioHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             // Here the upgrade was refused: another site's page (Origin), too many pages, or no upgrade at all.
             return send(.forbidden, text: "The studio's WebSocket serves only its own page.\n", head: head, context: context)
         }
+        if let room = Self.thumbnailRoom(path) {
+            // A listed room's thumbnail, as the node last had it (404 when it has none).
+            guard let jpeg = server.thumbnail?(room) else {
+                return send(.notFound, text: "No thumbnail for this room.\n", head: head, context: context)
+            }
+            return send(.ok, body: jpeg, headers: Self.commonHeaders(contentType: "image/jpeg"), head: head, context: context)
+        }
         guard let file = StudioPage.file(at: path == "/" ? "/" + server.home : path) else {
             return send(.notFound, text: "No such file.\n", head: head, context: context)
         }
@@ -58,6 +65,15 @@ final class StudioHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             headers.add(name: "Set-Cookie", value: "\(StudioAccess.cookieName)=\(access.token); Path=/; HttpOnly; SameSite=Strict")
         }
         send(.ok, body: file.bytes, headers: headers, head: head, context: context)
+    }
+
+    /// The room id in `/thumbs/ROOM-ID.jpg` (26 characters of base32), else nil.
+    static func thumbnailRoom(_ path: String) -> String? {
+        let prefix = "/thumbs/", suffix = ".jpg"
+        guard path.hasPrefix(prefix), path.hasSuffix(suffix) else { return nil }
+        let id = path.dropFirst(prefix.count).dropLast(suffix.count)
+        guard id.utf8.count == 26, id.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 50 && $0 <= 55) }) else { return nil }
+        return String(id)
     }
 
     static func commonHeaders(contentType: String) -> HTTPHeaders {

@@ -2,7 +2,10 @@ import LVBMedia
 
 /// A media frame as the node hands it to the page (one binary WebSocket
 /// message): already repaired by the jitter buffer, still encoded, for the
-/// page's WebCodecs decoders. Layout (lvbnode(1), WEB STUDIO):
+/// page's WebCodecs decoders. A co-host's page sends its own camera and
+/// microphone the other way in the same layout, encoded by its WebCodecs
+/// encoders, capture time on the node's clock, RTP timestamp 0 (the node
+/// numbers the stream). Layout (lvbnode(1), WEB STUDIO):
 ///
 ///     0      kind: 1 VP8 video frame, 2 Opus packet
 ///     1      flags: bit 0 keyframe, bit 1 frames were lost just before this one
@@ -51,6 +54,33 @@ public struct StudioMediaFrame: Equatable, Sendable {
     }
 
     public var serialized: [UInt8] { header + payload }
+
+    /// Why a binary message from a page is not a media frame.
+    public enum ParseError: Error, Equatable, CustomStringConvertible {
+        case short(Int)
+        case kind(UInt8)
+        case flags(UInt8)
+
+        public var description: String {
+            switch self {
+            case .short(let n): "media frame of \(n) bytes: the header is \(StudioMediaFrame.headerSize) and a frame follows"
+            case .kind(let k): "media frame of unknown kind \(k) (1 VP8, 2 Opus)"
+            case .flags(let f): "media frame flags \(f): only bit 0 (keyframe, video only) is defined"
+            }
+        }
+    }
+
+    /// Parses one binary message of a page (every length checked).
+    public static func parse(_ bytes: some Collection<UInt8>) throws(ParseError) -> StudioMediaFrame {
+        let b = Array(bytes)
+        guard b.count > headerSize else { throw .short(b.count) }
+        guard let kind = Kind(rawValue: b[0]) else { throw .kind(b[0]) }
+        guard b[1] & ~1 == 0, kind == .video || b[1] == 0 else { throw .flags(b[1]) }
+        let capture = b[2..<10].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let rtp = b[10..<14].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return StudioMediaFrame(kind: kind, isKeyframe: b[1] & 1 == 1, captureMicros: capture, rtpTimestamp: rtp,
+                                payload: Array(b[headerSize...]))
+    }
 }
 
 extension StudioMediaFrame {

@@ -41,6 +41,11 @@ enum StudioPageFiles {
       <ul id="viewer-list"></ul>
     </section>
 
+    <section id="rooms" class="panel rooms" aria-label="Live rooms" hidden>
+      <h2>Live rooms</h2>
+      <ul id="room-list"></ul>
+    </section>
+
     <section class="panel linkmic-host host-only" aria-label="Link-mic">
       <h2>Stage requests</h2>
       <ul id="linkmic-queue"></ul>
@@ -65,6 +70,7 @@ enum StudioPageFiles {
       <div class="linkmic-viewer viewer-only">
         <input id="linkmic-message" type="text" maxlength="200" placeholder="Message to the host (optional)" autocomplete="off">
         <button id="linkmic-request" type="button" class="primary">Go on stage</button>
+        <button id="camera-toggle" type="button" hidden>Use my camera</button>
         <button id="linkmic-hangup" type="button" hidden>Leave stage</button>
       </div>
       <div class="likes">
@@ -106,7 +112,10 @@ enum StudioPageFiles {
 // media frames arrive as binary messages; commands go back as {"cmd": ...}.
 // The page also posts its own events on the bus, named "page:..." so they can
 // never collide with the node's: "page:socket" {state}, "page:tap" (the video
-// was tapped), "page:lite" {on}.
+// was tapped), "page:lite" {on}, "page:stage" {onStage} (this viewer went on
+// or off stage), "page:camera" {on} (use this page's camera on stage, or
+// not) and "page:camera_state" {state}. The page's camera goes to the node as
+// binary messages (sendMedia).
 
 import { probe } from './probe.js';
 
@@ -148,6 +157,18 @@ export function send(command) {
   }
   socket.send(JSON.stringify(command));
   return true;
+}
+
+/** Sends a binary media frame (the page's camera); false when the socket is not open. */
+export function sendMedia(buffer) {
+  if (socket?.readyState !== WebSocket.OPEN) return false;
+  socket.send(buffer);
+  return true;
+}
+
+/** Bytes queued on the socket and not yet sent. */
+export function backlog() {
+  return socket?.bufferedAmount ?? 0;
 }
 
 /** Opens the WebSocket to the node that served this page, and keeps it open. */
@@ -263,13 +284,11 @@ export function fits(bus, text, limit) {
 // The studio page: it mounts every widget on the stage, starts the decoders,
 // then connects to the node. Each widget only hears the bus and sends
 // commands through it; none touches another's elements.
-//
-// Room browsing (switching rooms with ArrowUp/ArrowDown and the wheel) will be
-// one more widget mounted here; until then nothing binds those keys.
 
 import * as bus from './bus.js';
 import './probe.js';
 import * as audio from './media/audio.js';
+import * as capture from './media/capture.js';
 import * as video from './media/video.js';
 import * as chat from './widgets/chat.js';
 import * as danmaku from './widgets/danmaku.js';
@@ -278,6 +297,7 @@ import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
 import * as lite from './widgets/lite.js';
 import * as rank from './widgets/rank.js';
+import * as rooms from './widgets/rooms.js';
 import * as stats from './widgets/stats.js';
 import * as status from './widgets/status.js';
 import * as title from './widgets/title.js';
@@ -287,11 +307,12 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, linkmic, host, lite, stats]) {
+for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, rooms, linkmic, host, lite, stats]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);
 audio.start(bus);
+capture.start(bus);
 
 // The CSS shows host-only or viewer-only parts by the role the node gives this page.
 bus.on('hello', (m) => { document.body.dataset.role = m.role; });
@@ -388,7 +409,7 @@ const defaultChannels = 2;
 export function start(bus) {
   // The video module already tells the user when WebCodecs is missing.
   if (!('AudioDecoder' in window)) return;
-  const clock = new RtpClock(sampleRate);
+  let clock = new RtpClock(sampleRate);
   let channels = defaultChannels;
   let decoder = null;
   let player = null;
@@ -449,6 +470,12 @@ export function start(bus) {
     }
   });
 
+  // Another room is another stream, with timestamps of its own.
+  bus.on('switched', () => {
+    clock = new RtpClock(sampleRate);
+    restart();
+  });
+
   bus.onMedia((buffer) => {
     const f = parseFrame(buffer);
     if (!f || f.kind !== audioKind) return;
@@ -465,6 +492,284 @@ export function start(bus) {
 }
 
 """####,
+        "js/media/capture.js": ####"""
+// A co-host's own camera and microphone on stage. Asked for with the bus
+// event "page:camera" {on} (the link-mic widget's button, or by itself on
+// stage when the node has no stage sources of its own); it opens the devices
+// (getUserMedia: a secure context only, such as http://127.0.0.1), tells the
+// node ({"cmd":"camera","on":true}) and, once the node answers with the
+// stage's settings (stage_camera), encodes with WebCodecs — VP8 (realtime)
+// and Opus (48 kHz, 20 ms) — and sends each chunk as a binary message in the
+// node's own media frame layout (frame.js), its capture time on the node's
+// clock. The node asks for keyframes (stage_keyframe) and sets the bitrate
+// (stage_bitrate). It says where it stands with "page:camera_state" {state}:
+// 'off', 'opening', 'on' or 'unavailable'.
+
+import { probe } from '../probe.js';
+import { audioKind, headerSize, videoKind } from './frame.js';
+
+/** Encoded chunks waiting in the encoder at most; a slower encoder drops pictures. */
+const maxEncodeQueue = 2;
+/** Socket backlog above which video waits (then restarts at a keyframe). */
+const maxBacklog = 1024 * 1024;
+/** The node's Opus rate (MediaConstants.audioBitrate). */
+const opusBitrate = 48000;
+
+let bus = null;
+let cam = null;
+let hasStageSources = false;
+
+export function start(theBus) {
+  bus = theBus;
+  setState('off');
+  bus.on('hello', (m) => { hasStageSources = m.stage_sources === true; });
+  bus.on('page:camera', ({ on }) => (on ? open() : close(true)));
+  bus.on('page:stage', ({ onStage }) => {
+    if (onStage && !hasStageSources && !cam) open();
+    if (!onStage) close(false);
+  });
+  bus.on('stage_camera', (m) => (m.on ? begin(m) : close(false)));
+  bus.on('stage_keyframe', () => { if (cam) cam.keyframe = true; });
+  bus.on('stage_bitrate', (m) => setBitrate(m.kbps));
+  bus.on('page:socket', ({ state }) => { if (state !== 'open') close(false); });
+  bus.on('room_closed', () => close(false));
+}
+
+function setState(state) {
+  probe.camera = state;
+  bus.emit('page:camera_state', { state });
+}
+
+function unavailable(why) {
+  setState('unavailable');
+  const stays = hasStageSources ? "the stage stays on the node's own sources" : 'the stage has no picture or sound from you';
+  bus.emit('page:toast', { message: `Camera unavailable: ${why} — ${stays}.` });
+}
+
+async function open() {
+  if (cam) return;
+  if (!window.isSecureContext || !navigator.mediaDevices?.getUserMedia) {
+    return unavailable('this page is not on a secure context (open it at http://127.0.0.1 or localhost)');
+  }
+  if (!window.MediaStreamTrackProcessor || !window.VideoEncoder || !window.AudioEncoder) {
+    return unavailable('this browser lacks WebCodecs encoders or MediaStreamTrackProcessor');
+  }
+  const c = { stream: null, settings: null, video: null, audio: null, readers: [], keyframe: true, stopped: false };
+  cam = c;
+  setState('opening');
+  try {
+    c.stream = await navigator.mediaDevices.getUserMedia({
+      video: { width: { max: 640 }, height: { max: 360 }, frameRate: { max: 30 } },
+      audio: { sampleRate: 48000, channelCount: 1, echoCancellation: true },
+    });
+  } catch (e) {
+    cam = null;
+    return unavailable(e?.name === 'NotAllowedError' ? 'permission refused' : (e?.message || String(e)));
+  }
+  if (c.stopped) return stopTracks(c);
+  // The node switches the stage to this page and answers with stage_camera.
+  if (!bus.send({ cmd: 'camera', on: true })) close(false);
+}
+
+/** The node took the camera: encoders set up to its settings, then the devices' frames flow. */
+function begin(settings) {
+  const c = cam;
+  if (!c || c.stopped || c.settings) {
+    if (c?.settings) setBitrate(settings.kbps);
+    return;
+  }
+  c.settings = settings;
+  // The node's clock minus ours: capture times go to the node on its clock.
+  c.skew = settings.clock_us - wallMicros();
+  c.gopMicros = Math.max(0.1, settings.gop || 2) * 1e6;
+  c.kbps = settings.kbps;
+  const [videoTrack] = c.stream.getVideoTracks();
+  const [audioTrack] = c.stream.getAudioTracks();
+  if (videoTrack) pumpVideo(c, videoTrack);
+  if (audioTrack) pumpAudio(c, audioTrack);
+  setState('on');
+}
+
+function wallMicros() {
+  return (performance.timeOrigin + performance.now()) * 1000;
+}
+
+/**
+ * Capture times: a track's frames carry microseconds on the browser's media
+ * clock; the smallest (wall − frame) difference seen is the closest mapping
+ * onto the wall clock (the frame that waited least), then shifted onto the node's.
+ */
+function captureMapper(c) {
+  let offset = Infinity;
+  return {
+    seen(timestamp) { offset = Math.min(offset, wallMicros() - timestamp); },
+    micros(timestamp) { return Math.max(0, Math.round(timestamp + offset + c.skew)); },
+  };
+}
+
+function send(kind, keyframe, captureMicros, chunk) {
+  const buffer = new ArrayBuffer(headerSize + chunk.byteLength);
+  const view = new DataView(buffer);
+  view.setUint8(0, kind);
+  view.setUint8(1, keyframe ? 1 : 0);
+  view.setBigUint64(2, BigInt(captureMicros));
+  view.setUint32(10, 0);  // the node numbers the stream
+  chunk.copyTo(new Uint8Array(buffer, headerSize));
+  return bus.sendMedia(buffer);
+}
+
+function videoConfig(c, width, height) {
+  return {
+    codec: 'vp8', width, height, bitrate: c.kbps * 1000, framerate: c.settings.fps || 30,
+    latencyMode: 'realtime', bitrateMode: 'variable',
+  };
+}
+
+function pumpVideo(c, track) {
+  const clock = captureMapper(c);
+  let size = null;
+  let lastKey = -Infinity;
+  c.video = new VideoEncoder({
+    output: (chunk) => {
+      if (c.stopped) return;
+      const key = chunk.type === 'key';
+      // A picture the socket cannot take breaks the chain: the next one is a keyframe.
+      if (c.videoBroken && !key) return;
+      if (bus.backlog() > maxBacklog || !send(videoKind, key, clock.micros(chunk.timestamp), chunk)) {
+        c.videoBroken = true;
+        c.keyframe = true;
+        return;
+      }
+      c.videoBroken = false;
+      probe.cameraFrames += 1;
+      if (key) probe.cameraKeyframes += 1;
+    },
+    error: (e) => fail(c, `video encoder: ${e.message}`),
+  });
+  c.configureVideo = () => {
+    if (size) c.video.configure(videoConfig(c, size.width, size.height));
+    c.keyframe = true;
+  };
+  read(c, track, (frame) => {
+    clock.seen(frame.timestamp);
+    const width = frame.displayWidth & ~1, height = frame.displayHeight & ~1;
+    if (!size || size.width !== width || size.height !== height) {
+      size = { width, height };
+      c.configureVideo();
+    }
+    if (c.video.encodeQueueSize > maxEncodeQueue) return;
+    const key = c.keyframe || frame.timestamp - lastKey >= c.gopMicros;
+    if (key) {
+      c.keyframe = false;
+      lastKey = frame.timestamp;
+    }
+    c.video.encode(frame, { keyFrame: key });
+  });
+}
+
+function pumpAudio(c, track) {
+  const clock = captureMapper(c);
+  const channels = c.settings.channels || 1;
+  c.audio = new AudioEncoder({
+    output: (chunk) => {
+      if (c.stopped) return;
+      if (send(audioKind, false, clock.micros(chunk.timestamp), chunk)) probe.cameraAudioPackets += 1;
+    },
+    error: (e) => fail(c, `audio encoder: ${e.message}`),
+  });
+  const config = { codec: 'opus', sampleRate: 48000, numberOfChannels: channels, bitrate: opusBitrate };
+  try {
+    c.audio.configure({ ...config, opus: { frameDuration: 20000 } });
+  } catch {
+    c.audio.configure(config);  // a browser without Opus options: its default frames are 20 ms
+  }
+  let warned = false;
+  read(c, track, (data) => {
+    clock.seen(data.timestamp);
+    if (data.sampleRate !== 48000) {
+      if (!warned) bus.emit('page:toast', { message: `Microphone at ${data.sampleRate} Hz: the node takes 48 kHz, so no sound goes on stage.` });
+      warned = true;
+      return;
+    }
+    if (data.numberOfChannels === channels) {
+      c.audio.encode(data);
+      return;
+    }
+    const mixed = downmix(data, channels);
+    c.audio.encode(mixed);
+    mixed.close();
+  });
+}
+
+/** The first `channels` channels' average (mono: all of them) as a new AudioData. */
+function downmix(data, channels) {
+  const n = data.numberOfFrames;
+  const out = new Float32Array(n * channels);
+  const plane = new Float32Array(n);
+  for (let ch = 0; ch < data.numberOfChannels; ch += 1) {
+    data.copyTo(plane, { planeIndex: ch, format: 'f32-planar' });
+    const target = channels === 1 ? 0 : Math.min(ch, channels - 1);
+    const gain = channels === 1 ? 1 / data.numberOfChannels : 1;
+    for (let i = 0; i < n; i += 1) out[target * n + i] += plane[i] * gain;
+  }
+  return new AudioData({ format: 'f32-planar', sampleRate: data.sampleRate, numberOfFrames: n,
+                         numberOfChannels: channels, timestamp: data.timestamp, data: out });
+}
+
+/** Reads a track's frames into `take` until the camera stops; every frame is closed here. */
+async function read(c, track, take) {
+  const reader = new MediaStreamTrackProcessor({ track }).readable.getReader();
+  c.readers.push(reader);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      try {
+        if (!c.stopped) take(value);
+      } finally {
+        value.close();
+      }
+      if (c.stopped) break;
+    }
+  } catch (e) {
+    if (!c.stopped) fail(c, e.message);
+  }
+}
+
+function fail(c, why) {
+  if (c !== cam) return;
+  bus.emit('page:toast', { message: `Camera stopped: ${why}` });
+  close(true);
+}
+
+function setBitrate(kbps) {
+  const c = cam;
+  if (!c?.settings || !(kbps > 0) || kbps === c.kbps) return;
+  c.kbps = kbps;
+  probe.cameraKbps = kbps;
+  if (c.video?.state === 'configured') c.configureVideo();
+}
+
+function stopTracks(c) {
+  for (const t of c.stream?.getTracks() ?? []) t.stop();
+}
+
+/** Stops the devices and encoders; `tellNode`: the page decided (the node did not). */
+function close(tellNode) {
+  const c = cam;
+  if (!c) return;
+  cam = null;
+  c.stopped = true;
+  for (const r of c.readers) r.cancel().catch(() => {});
+  stopTracks(c);
+  for (const e of [c.video, c.audio]) {
+    if (e && e.state !== 'closed') e.close();
+  }
+  if (tellNode) bus.send({ cmd: 'camera', on: false });
+  setState('off');
+}
+
+"""####,
         "js/media/frame.js": ####"""
 // One binary WebSocket message from the node: a media frame (lvbnode(1), WEB
 // STUDIO).
@@ -477,7 +782,7 @@ export function start(bus) {
 
 export const videoKind = 1;
 export const audioKind = 2;
-const headerSize = 14;
+export const headerSize = 14;
 
 /** The frame in buffer, or null if it is too short to hold a header and data. */
 export function parseFrame(buffer) {
@@ -534,7 +839,7 @@ export function start(canvas, bus) {
     return;
   }
   const context = canvas.getContext('2d', { alpha: false, desynchronized: true });
-  const clock = new RtpClock(90000);
+  let clock = new RtpClock(90000);
   // Chunk timestamp → capture time (µs), to measure glass-to-glass when the frame is painted.
   const captureTimes = new Map();
   let decoder = null;
@@ -626,6 +931,11 @@ export function start(canvas, bus) {
 
   // A new connection may start in the middle of a group of pictures.
   bus.on('page:socket', ({ state }) => { if (state === 'open') restart(); });
+  // Another room is another stream: its own timestamps, from its next keyframe (a preloaded room sends one at once).
+  bus.on('switched', () => {
+    clock = new RtpClock(90000);
+    restart();
+  });
 }
 
 """####,
@@ -806,6 +1116,13 @@ export const probe = {
   wsState: 'connecting',
   /** Room events received. */
   events: 0,
+  /** This page's own camera on stage (capture.js): 'off', 'opening', 'on' or 'unavailable'. */
+  camera: 'off',
+  /** Its VP8 frames (and keyframes) and Opus packets sent to the node, and the bitrate the node set. */
+  cameraFrames: 0,
+  cameraKeyframes: 0,
+  cameraAudioPackets: 0,
+  cameraKbps: 0,
 };
 
 export function addG2G(ms) {
@@ -853,7 +1170,16 @@ export function mount(root, bus) {
 
   onSubmit(input, sendButton, (text) => limits.fits(bus, text, limits.chat) && bus.send({ cmd: 'chat', text }));
 
-  bus.on('hello', (m) => { me = m.id; });
+  let room = null;
+  bus.on('hello', (m) => {
+    me = m.id;
+    // Another room (a switch): its chat starts over.
+    if (room !== null && m.room !== room) {
+      list.replaceChildren();
+      muteInput(false);
+    }
+    room = m.room;
+  });
   // After a reload, the viewers event says whether this node is muted.
   bus.on('viewers', (m) => {
     const mine = Array.isArray(m.viewers) ? m.viewers.find((v) => v.id === me) : null;
@@ -1105,8 +1431,11 @@ export function mount(root, bus) {
 """####,
         "js/widgets/linkmic.js": ####"""
 // Link-mic. A viewer asks to go on stage (#linkmic-request, with an optional
-// #linkmic-message), withdraws or leaves the stage (#linkmic-hangup). The host
-// answers requests in #linkmic-queue and takes co-hosts off in #linkmic-stage.
+// #linkmic-message), withdraws or leaves the stage (#linkmic-hangup), and on
+// stage puts this browser's camera and microphone there or takes them off
+// (#camera-toggle, "page:camera"; capture.js does it and starts by itself
+// when the node has no stage sources of its own). The host answers requests
+// in #linkmic-queue and takes co-hosts off in #linkmic-stage.
 
 import { button, el, nickColor } from '../dom.js';
 
@@ -1114,6 +1443,8 @@ export function mount(root, bus) {
   const message = root.querySelector('#linkmic-message');
   const request = root.querySelector('#linkmic-request');
   const hangup = root.querySelector('#linkmic-hangup');
+  const camera = root.querySelector('#camera-toggle');
+  let cameraState = 'off';
   const queue = root.querySelector('#linkmic-queue');
   const stage = root.querySelector('#linkmic-stage');
   let me = null;
@@ -1121,7 +1452,10 @@ export function mount(root, bus) {
   let place = 'idle';
 
   function setPlace(p) {
+    const was = place;
     place = p;
+    camera.hidden = p !== 'onstage';
+    if ((was === 'onstage') !== (p === 'onstage')) bus.emit('page:stage', { onStage: p === 'onstage' });
     message.hidden = p !== 'idle';
     request.hidden = p === 'onstage';
     request.disabled = p === 'asking';
@@ -1139,6 +1473,14 @@ export function mount(root, bus) {
       message.value = '';
       setPlace('asking');
     }
+  });
+  camera.addEventListener('click', () => {
+    bus.emit('page:camera', { on: cameraState !== 'on' && cameraState !== 'opening' });
+  });
+  bus.on('page:camera_state', ({ state }) => {
+    cameraState = state;
+    camera.disabled = state === 'opening';
+    camera.textContent = { on: 'Stop my camera', opening: 'Opening camera…' }[state] ?? 'Use my camera';
   });
   hangup.addEventListener('click', () => {
     if (bus.send({ cmd: 'hangup' })) setPlace('idle');
@@ -1283,6 +1625,122 @@ export function mount(root, bus) {
     likers.set(m.id, { nick: m.nick, count: m.count });
     render();
   });
+}
+
+"""####,
+        "js/widgets/rooms.js": ####"""
+// Room browsing (#rooms, #room-list), for a viewer whose node knows a
+// rendezvous (its hello says so): each listed room's thumbnail, title, host
+// nickname, viewers and likes, refreshed as the node's list refreshes. A
+// click on a room switches to it; ArrowDown / ArrowUp, the mouse wheel and a
+// vertical swipe over the picture switch to the next / previous room through
+// the node's quick switch. One gesture is one switch: a held key repeats
+// nothing, and a wheel or swipe must rest before it switches again.
+
+import { el } from '../dom.js';
+
+/** After a switch, gestures wait this long (ms) before another. */
+const settle = 700;
+/** A wheel switches again only after it rested this long (ms): one flick of a wheel or touchpad sends dozens of events. */
+const wheelRest = 350;
+/** A swipe is at least this many pixels up or down, more vertical than sideways. */
+const swipeMin = 50;
+
+export function mount(root, bus) {
+  const panel = root.querySelector('#rooms');
+  const list = root.querySelector('#room-list');
+  const video = root.querySelector('#video');
+  let enabled = false;
+  let current = null;
+  let lastSwitch = 0;
+  let wheelBusy = false;
+  let wheelTimer = null;
+  let touchStart = null;
+  // Thumbnails already shown, by room id, so a refresh of the list does not reload an unchanged picture.
+  const thumbs = new Map();
+
+  function switchTo(to) {
+    const now = performance.now();
+    if (!enabled || now - lastSwitch < settle) return;
+    lastSwitch = now;
+    bus.send({ cmd: 'switch', to });
+  }
+
+  function thumbnail(room) {
+    let img = thumbs.get(room.id);
+    if (!room.thumb) return el('span', 'room-thumb none');
+    const src = `thumbs/${encodeURIComponent(room.id)}.jpg?v=${encodeURIComponent(String(room.thumb))}`;
+    if (!img || img.dataset.src !== src) {
+      img = el('img', 'room-thumb');
+      img.alt = '';
+      img.decoding = 'async';
+      img.dataset.src = src;
+      img.src = src;
+      thumbs.set(room.id, img);
+    }
+    return img;
+  }
+
+  function item(room) {
+    const li = el('li', 'room-item');
+    li.dataset.id = room.id;
+    if (room.id === current || room.current) li.classList.add('current');
+    if (room.access !== 'open') li.classList.add('private');
+    const text = el('div', 'room-text');
+    text.append(
+      el('span', 'room-title', room.title || 'Untitled room'),
+      el('span', 'room-nick', room.nick || ''),
+      el('span', 'room-counts', `${room.viewers ?? 0} watching · ♥ ${room.likes ?? 0}`),
+    );
+    li.append(thumbnail(room), text);
+    li.addEventListener('click', () => { if (!li.classList.contains('current')) switchTo(room.id); });
+    return li;
+  }
+
+  bus.on('hello', (m) => {
+    enabled = m.rendezvous === true;
+    current = m.room;
+    panel.hidden = !enabled;
+    for (const li of list.children) li.classList.toggle('current', li.dataset.id === current);
+    if (enabled) bus.send({ cmd: 'rooms' });
+  });
+  bus.on('room_list', (m) => {
+    const rooms = Array.isArray(m.rooms) ? m.rooms : [];
+    for (const id of [...thumbs.keys()]) if (!rooms.some((r) => r.id === id)) thumbs.delete(id);
+    list.replaceChildren(...rooms.map(item));
+  });
+
+  addEventListener('keydown', (e) => {
+    if (!enabled || e.repeat || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.target instanceof HTMLElement && e.target.closest('input, textarea, select')) return;
+    if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp') return;
+    e.preventDefault();
+    switchTo(e.key === 'ArrowDown' ? 'next' : 'prev');
+  });
+
+  // Over the picture only: the lists keep their own scrolling.
+  video.addEventListener('wheel', (e) => {
+    if (!enabled || e.deltaY === 0) return;
+    e.preventDefault();
+    clearTimeout(wheelTimer);
+    wheelTimer = setTimeout(() => { wheelBusy = false; }, wheelRest);
+    if (wheelBusy) return;
+    wheelBusy = true;
+    switchTo(e.deltaY > 0 ? 'next' : 'prev');
+  }, { passive: false });
+
+  video.addEventListener('touchstart', (e) => {
+    touchStart = e.touches.length === 1 ? { x: e.touches[0].clientX, y: e.touches[0].clientY } : null;
+  }, { passive: true });
+  video.addEventListener('touchend', (e) => {
+    if (!touchStart || e.changedTouches.length !== 1) return;
+    const dx = e.changedTouches[0].clientX - touchStart.x;
+    const dy = e.changedTouches[0].clientY - touchStart.y;
+    touchStart = null;
+    if (Math.abs(dy) < swipeMin || Math.abs(dy) < 2 * Math.abs(dx)) return;
+    // Up brings the next room in from below, as a feed does.
+    switchTo(dy < 0 ? 'next' : 'prev');
+  }, { passive: true });
 }
 
 """####,
@@ -1470,9 +1928,17 @@ export function mount(root, bus) {
     return li;
   }
 
+  let room = null;
   bus.on('hello', (m) => {
     me = m.id;
     hosting = m.role === 'host';
+    // Another room (a switch): nobody is known in it until its viewers event.
+    if (room !== null && m.room !== room) {
+      members = [];
+      total = 0;
+      muted.clear();
+    }
+    room = m.room;
     render();
   });
   bus.on('viewers', (m) => {
@@ -2071,6 +2537,41 @@ body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
   pointer-events: none;
   text-shadow: 0 0 6px rgb(0 0 0 / 0.35);
 }
+
+/* Room browsing (a viewer whose node knows a rendezvous): in the right
+   column where a host has its stage requests. */
+.rooms {
+  grid-area: stage;
+  align-self: start;
+  max-height: 40cqh;
+  padding: 0.55rem 0.7rem;
+  overflow: hidden auto;
+  scrollbar-width: thin;
+}
+.rooms[hidden] { display: none; }
+.room-item {
+  display: flex;
+  align-items: center;
+  gap: 0.5rem;
+  padding: 0.25rem;
+  border-radius: 8px;
+  cursor: pointer;
+}
+.room-item:hover { background: rgb(255 255 255 / 0.08); }
+.room-item.current { outline: 1px solid var(--accent); cursor: default; }
+.room-thumb {
+  flex: none;
+  width: 64px;
+  height: 36px;
+  object-fit: cover;
+  border-radius: 4px;
+  background: rgb(0 0 0 / 0.4);
+}
+.room-text { display: flex; flex-direction: column; min-width: 0; }
+.room-title { font-weight: 700; font-size: 0.82rem; }
+.room-title, .room-nick { overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.room-nick, .room-counts { color: var(--muted); font-size: 0.72rem; }
+.room-item.private .room-title::after { content: " 🔒"; }
 
 /* Narrow stages (a phone upright, a small window): the host's tools take a
    second bar in the band, then one column of panels with fewer of them. */

@@ -24,6 +24,15 @@ public final class StudioServer: @unchecked Sendable {
     public var onConnect: (() -> [String])?
     /// A command from a page, on the loop.
     public var onCommand: ((StudioCommand) -> Void)?
+    /// A page's camera command (`camera`), with the page that sent it, on the loop.
+    public var onCamera: ((Bool, StudioPageID) -> Void)?
+    /// A media frame from a page (its own camera), on the loop: nil when
+    /// taken, else why not (the page hears it once as an `error` event).
+    public var onPageMedia: ((StudioMediaFrame, StudioPageID) -> String?)?
+    /// A page's WebSocket closed, on the loop.
+    public var onClosed: ((StudioPageID) -> Void)?
+    /// The JPEG thumbnail of a listed room, by room id text (`GET /thumbs/ID.jpg`), on the loop; nil: none.
+    public var thumbnail: ((String) -> [UInt8]?)?
     public private(set) var stats = StudioStats()
 
     private let bindHost: String
@@ -34,8 +43,14 @@ public final class StudioServer: @unchecked Sendable {
 
     /// Pages connected at once at most (one person's browser tabs).
     public static let maxClients = 8
-    /// Largest message accepted from a page.
+    /// Largest command accepted from a page.
     public static let maxMessage = 64 * 1024
+    /// Largest media frame accepted from a page (a VP8 keyframe of its camera).
+    public static let maxMediaMessage = 256 * 1024
+    /// Larger messages than this close the socket (WebSocket 1009) rather
+    /// than be read in: what is over `maxMediaMessage` and under it is
+    /// read, counted and refused with the socket left open.
+    static let maxSocketMessage = 1024 * 1024
     static let writeBuffer = WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
 
     /// The file `/` serves: the studio (`index.html`), or another embedded page (the mesh's `mesh.html`).
@@ -120,7 +135,7 @@ public final class StudioServer: @unchecked Sendable {
     private func configure(_ channel: Channel) throws {
         let http = StudioHTTPHandler(server: self)
         let upgrader = NIOWebSocketServerUpgrader(
-            maxFrameSize: Self.maxMessage,
+            maxFrameSize: Self.maxSocketMessage,
             shouldUpgrade: { [unowned self] channel, head in
                 channel.eventLoop.makeSucceededFuture(mayUpgrade(head) ? HTTPHeaders() : nil)
             },
@@ -129,7 +144,7 @@ public final class StudioServer: @unchecked Sendable {
                     let client = StudioClient(channel: channel)
                     try channel.pipeline.syncOperations.addHandlers([
                         NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64,
-                                                    maxAccumulatedFrameSize: Self.maxMessage),
+                                                    maxAccumulatedFrameSize: Self.maxSocketMessage),
                         StudioSocketHandler(server: self, client: client),
                     ])
                 }
@@ -159,19 +174,61 @@ public final class StudioServer: @unchecked Sendable {
     }
 
     func closed(_ client: StudioClient) {
-        clients[ObjectIdentifier(client)] = nil
+        guard clients.removeValue(forKey: ObjectIdentifier(client)) != nil else { return }
+        onClosed?(client.id)
     }
 
-    func received(_ message: [UInt8], from client: StudioClient) {
-        do {
-            let command = try StudioCommand.parse(message)
-            stats.commands += 1
-            onCommand?(command)
-        } catch {
-            stats.malformed += 1
-            log.debug("studio page sent a bad command: \(error)")
-            client.send(text: #"{"event":"error","message":\#(JSONValue.quote(error.description))}"#)
+    func received(_ message: ByteBuffer, from client: StudioClient) {
+        guard message.readableBytes <= Self.maxMessage else {
+            return malformed("command of \(message.readableBytes) bytes, more than \(Self.maxMessage)", from: client)
         }
+        do {
+            let command = try StudioCommand.parse(message.readableBytesView)
+            stats.commands += 1
+            if case .camera(let on) = command { onCamera?(on, client.id) } else { onCommand?(command) }
+        } catch {
+            malformed("\(error)", from: client)
+        }
+    }
+
+    /// A binary message: a media frame of the page's own camera, taken
+    /// only while the node wants it (`onPageMedia`).
+    func receivedMedia(_ message: ByteBuffer, from client: StudioClient) {
+        guard message.readableBytes <= Self.maxMediaMessage else {
+            return malformed("media frame of \(message.readableBytes) bytes, more than \(Self.maxMediaMessage)", from: client)
+        }
+        let frame: StudioMediaFrame
+        do { frame = try StudioMediaFrame.parse(message.readableBytesView) } catch {
+            return malformed("\(error)", from: client)
+        }
+        let refusal = onPageMedia.map { $0(frame, client.id) } ?? "this node takes no media from its page"
+        if let refusal {
+            stats.pageMediaRefused += 1
+            // Once until one is taken again: frames in flight when the stage ended are no news.
+            if !client.refusalTold {
+                client.refusalTold = true
+                client.send(text: Self.errorEvent(refusal))
+            }
+        } else {
+            stats.pageMedia += 1
+            client.refusalTold = false
+        }
+    }
+
+    private func malformed(_ why: String, from client: StudioClient) {
+        stats.malformed += 1
+        log.debug("studio page sent a bad message: \(why)")
+        client.send(text: Self.errorEvent(why))
+    }
+
+    /// `{"event":"error","message":…}`: what a page hears when it asked for something wrong.
+    public static func errorEvent(_ message: String) -> String {
+        #"{"event":"error","message":\#(JSONValue.quote(message))}"#
+    }
+
+    /// A JSON event to one page, if it is still open (on the loop).
+    public func send(_ text: String, to page: StudioPageID) {
+        clients[page.raw]?.send(text: text)
     }
 
     public var clientCount: Int { clients.count }
@@ -183,16 +240,28 @@ public struct StudioStats: Sendable, Equatable {
     public var connections = 0
     public var refused = 0
     public var commands = 0
-    /// Messages from a page that were not a command (answered with an `error` event).
+    /// Messages from a page that were not a command or media frame, or too
+    /// long (answered with an `error` event).
     public var malformed = 0
+    /// Media frames of a page's own camera taken, and refused (not on stage, another page's camera).
+    public var pageMedia = 0
+    public var pageMediaRefused = 0
     /// Media frames handed to pages, and skipped for a page that fell behind.
     public var mediaSent = 0
     public var mediaSkipped = 0
 }
 
+/// Which page: a connection, for as long as it stays open.
+public struct StudioPageID: Hashable, Sendable {
+    let raw: ObjectIdentifier
+}
+
 /// One page's WebSocket.
 final class StudioClient {
     let channel: Channel
+    /// A refused media frame was answered with an error; the next ones are not, until one is taken.
+    var refusalTold = false
+    var id: StudioPageID { StudioPageID(raw: ObjectIdentifier(self)) }
     /// Behind on video: the next frame it gets is a keyframe.
     private var waitingForKeyframe = true
 
@@ -249,7 +318,9 @@ final class StudioSocketHandler: ChannelInboundHandler {
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text:
-            server.received(Array(frame.unmaskedData.readableBytesView), from: client)
+            server.received(frame.unmaskedData, from: client)
+        case .binary:
+            server.receivedMedia(frame.unmaskedData, from: client)
         case .ping:
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
@@ -259,8 +330,7 @@ final class StudioSocketHandler: ChannelInboundHandler {
                 context.close(promise: nil)
             }
         default:
-            // Binary from the page (a browser's own camera) is not taken yet; pongs need nothing.
-            break
+            break  // pongs need nothing
         }
     }
 

@@ -115,6 +115,11 @@ struct ConsoleCommands: Sendable {
         case .title(let text): setTitle(text)
         case .close: room { try $0.closeRoom() }
         case .viewers: room { _ in reporters.room.viewers() }
+        case .camera: break  // the page's camera: StudioStage takes it, knowing which page asked
+        case .rooms: switcher { _ = $0.browser.list(page: 0) }
+        case .switchRoom("next"): switcher { _ = try $0.step(1) }
+        case .switchRoom("prev"): switcher { _ = try $0.step(-1) }
+        case .switchRoom(let id): switchRoom(id)
         }
     }
 

@@ -23,7 +23,7 @@ struct JoinCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("A join ticket (lvb1…), IP:PORT, [IPv6]:PORT, localhost:PORT, or a room id with --rendezvous.", valueName: "peer"))
     var peer: String
 
-    @Option(name: .long, help: ArgumentHelp("Find the room id through this rendezvous, IP:PORT (repeatable: the first to answer is used); with it the console browses the rooms it lists (/rooms, /switch, /next, /prev).", valueName: "ip:port"))
+    @Option(name: .long, help: ArgumentHelp("Find the room id through this rendezvous, IP:PORT (repeatable: the first to answer is used); with it the console browses the rooms it lists (/rooms, /switch, /next, /prev), and so does the studio page with --web (thumbnails; arrow keys, wheel or swipe switch).", valueName: "ip:port"))
     var rendezvous: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Ask this STUN server (IP:PORT, repeatable) where it sees this node (a reflexive event).", valueName: "ip:port"))
@@ -143,7 +143,8 @@ struct JoinCommand: AsyncParsableCommand {
         runner.stun = try stun.map { try parseAddress($0, what: "--stun") }
         do {
             let setup = try stage.publisherSetup(look: .guest)
-            runner.publish = setup.isEmpty ? nil : setup
+            // Without sources the bitrate and GOP still apply to a studio page's camera on stage (--web).
+            runner.publish = setup.isEmpty && node.web == nil ? nil : setup
         } catch {
             Output.fail("\(error)")
             throw ExitCode(1)

@@ -44,6 +44,10 @@ final class MediaStatsReporter {
                 o.add("guests", mixer.guestCount)
                 o.add("layout", mixer.layout.rawValue)
                 o.add("mix_ms", rounded(p.mixedFrames > 0 ? Double(p.mixNanos) / 1e6 / Double(p.mixedFrames) : 0))
+                // What arrived from co-hosts now on stage (a host receives only their streams).
+                let guests = node.media.receivers.values
+                o.add("guest_video_frames", guests.reduce(0) { $0 + $1.video.stats.framesDecoded })
+                o.add("guest_audio_packets", guests.reduce(0) { $0 + $1.audio.stats.packets })
             }
             if !final { last = (now, p.frames, p.videoBytes, p.audioBytes, f.bytesSent) }
         } else if let sinks = node.sinks {
@@ -51,6 +55,11 @@ final class MediaStatsReporter {
             // A co-host on stage also sends the host its stream.
             o.add("on_stage", node.media.publisher != nil)
             if let p = node.pump?.counters.snapshot { o.add("stage_frames", p.frames) }
+            // The studio page's camera on stage in its place (--web): frames and Opus packets taken from the page.
+            if let page = node.outsideStage?.stats {
+                o.add("page_frames", page.videoFrames)
+                o.add("page_audio_packets", page.audioPackets)
+            }
             if !final { last = (now, 0, 0, 0, 0) }
         } else {
             return nil

@@ -21,7 +21,7 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The media tree: children this node sends the stream to (a host: viewers it serves directly; a viewer: viewers it relays to, before decoding). 0 makes a viewer a leaf; at most \(RelayPosition.maxSlots).", valueName: "n"))
     var relaySlots: Int = RoomConstants.defaultRelaySlots
 
-    @Option(name: .long, help: ArgumentHelp("Serve the studio page (video, chat, bullet comments, likes, viewers, link-mic) to a browser on this machine at [IP:]PORT (IP defaults to 127.0.0.1); the node prints the page's URL with its access token.", valueName: "[ip:]port"))
+    @Option(name: .long, help: ArgumentHelp("Serve the studio page (video, chat, bullet comments, likes, viewers, link-mic) to a browser on this machine at [IP:]PORT (IP defaults to 127.0.0.1); the node prints the page's URL with its access token. On stage, a co-host's page can send the browser's own camera and microphone in place of --video/--audio (at once with --video none --audio none).", valueName: "[ip:]port"))
     var web: String?
 
     @Option(name: .long, help: ArgumentHelp("Leave cleanly after this many seconds.", valueName: "seconds"))

@@ -132,6 +132,8 @@ struct NodeRunner {
                 for address in rendezvous { node.core.connect(to: address, expecting: nil) }
             }
             // /switch, /next, /prev: the rooms next to this one in the list kept ready.
+            // The studio page shows the listed rooms' thumbnails.
+            browser.fetchesThumbnails = options.web != nil
             let switcher = RoomSwitcher(node: node, browser: browser, clock: SystemClock.shared, random: SodiumRandom.shared,
                                         addresses: options.advertised(for: local), relay: relay)
             switcher.neighbours = preload
@@ -142,6 +144,8 @@ struct NodeRunner {
                                      addresses: options.advertised(for: local), relay: relay)
             announcer = made
             node.attach(made)
+            // The room list's thumbnail of this room, from a keyframe once per announcement.
+            node.makeThumbnails(every: RendezvousConstants.announceInterval) { made.setThumbnail($0) }
         }
     }
 
@@ -164,6 +168,8 @@ struct NodeRunner {
         }
         plan.profile = profile
         plan.publish = publish
+        // A co-host's studio page may put its own camera on stage.
+        plan.stageFromOutside = options.web != nil
         plan.maxGuests = maxGuests
         plan.receive = receive
         plan.relaySlots = options.relaySlots

@@ -1,7 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
 import Logging
 import LVBCore
 import LVBCrypto
+import LVBGossip
 import LVBRendezvous
 import LVBTransport
 
@@ -74,6 +78,9 @@ struct RendezvousCommand: AsyncParsableCommand {
             o.add("relayed_datagrams", s.relayedDatagrams)
             o.add("relayed_bytes", s.relayedBytes)
             o.add("relay_refused", s.relayRefused)
+            o.add("thumbnails", s.thumbnails)
+            o.add("thumbnail_refused", s.thumbnailRefused)
+            o.add("thumbnail_requests", s.thumbnailRequests)
             o.add("malformed", s.malformed)
             o.add("unknown_types", s.unknownTypes)
             o.add("stun_answered", s.stunAnswered)
@@ -91,7 +98,11 @@ struct RoomsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rooms",
         abstract: "List the live rooms a rendezvous knows, most viewers first, then newest.",
-        discussion: "20 rooms a page. Each comes with a join ticket; `lvbnode join ROOM-ID --rendezvous ADDR` works too.")
+        discussion: """
+            20 rooms a page. Each comes with a join ticket; `lvbnode join ROOM-ID --rendezvous ADDR` works too. \
+            With --thumbnails DIR, each listed room's thumbnail (a small JPEG of its host's latest keyframe, \
+            signed by the host and checked here) is written as DIR/ROOM-ID.jpg.
+            """)
 
     @Option(name: .long, help: ArgumentHelp("The rendezvous, IP:PORT (repeatable: the first to answer is used).", valueName: "ip:port"))
     var rendezvous: [String] = []
@@ -99,11 +110,20 @@ struct RoomsCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Which page, from 1.", valueName: "n"))
     var page: Int = 1
 
+    @Option(name: .long, help: ArgumentHelp("Write each listed room's thumbnail as DIR/ROOM-ID.jpg (an existing directory).", valueName: "dir"))
+    var thumbnails: String?
+
     @Flag(name: .long, help: "Print one JSON object per line instead of readable text.")
     var json = false
 
     func validate() throws {
         guard !rendezvous.isEmpty else { throw ValidationError("give the rendezvous with --rendezvous IP:PORT") }
+        if let thumbnails {
+            var info = stat()
+            guard stat(thumbnails, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw ValidationError("--thumbnails \(thumbnails): no such directory; create it first")
+            }
+        }
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
         guard (1...10_000).contains(page) else { throw ValidationError("--page must be 1 or more") }
     }
@@ -112,9 +132,14 @@ struct RoomsCommand: AsyncParsableCommand {
         let out = Output(json: json)
         let addresses = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
         let answer: RendezvousClient.Answer
+        var pictures: [RoomID: RoomThumbnail] = [:]
         do {
-            answer = try await RendezvousQuery.ask(addresses, timeout: RendezvousConstants.queryTimeout) { client, server in
-                client.list(page: page - 1, from: server)
+            if thumbnails != nil {
+                (answer, pictures) = try await RendezvousQuery.listWithThumbnails(addresses, page: page - 1, timeout: RendezvousConstants.queryTimeout)
+            } else {
+                answer = try await RendezvousQuery.ask(addresses, timeout: RendezvousConstants.queryTimeout) { client, server in
+                    client.list(page: page - 1, from: server)
+                }
             }
         } catch {
             Output.fail("\(error)")
@@ -122,6 +147,27 @@ struct RoomsCommand: AsyncParsableCommand {
         }
         guard case let .page(_, total, rooms) = answer else { throw ExitCode(1) }
         RoomListOutput.emit(rooms, total: total, page: page, to: out)
+        if let dir = thumbnails { try write(pictures, of: rooms, to: dir, out: out) }
+    }
+
+    /// Each room's thumbnail as DIR/ROOM-ID.jpg, one `thumbnail` line each.
+    private func write(_ pictures: [RoomID: RoomThumbnail], of rooms: [RoomAnnouncement], to dir: String, out: Output) throws {
+        for room in rooms {
+            guard let picture = pictures[room.room] else { continue }
+            let path = (dir.hasSuffix("/") ? dir : dir + "/") + room.room.text + ".jpg"
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            let written = fd < 0 ? -1 : picture.jpeg.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if fd >= 0 { close(fd) }
+            guard written == picture.jpeg.count else {
+                Output.fail("cannot write \(path): \(String(cString: strerror(errno))); check that the directory is writable")
+                throw ExitCode(1)
+            }
+            var l = JSONLine(event: "thumbnail")
+            l.add("id", room.room.text)
+            l.add("path", path)
+            l.add("bytes", picture.jpeg.count)
+            out.emit(l, human: "thumbnail of \(room.room.text): \(path) (\(picture.jpeg.count) bytes)", kind: "room")
+        }
     }
 }
 

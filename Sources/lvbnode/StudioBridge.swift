@@ -14,12 +14,15 @@ import NIOCore
 final class StudioBridge: @unchecked Sendable {
     let server: StudioServer
     private let live: UDPLiveNode
+    private let stage: StudioStage
     private let reporters: Reporters
     private var status: String?
     private var layout: StageLayout?
     /// Audio was concealed since the last packet handed to the page.
     private var audioGap = false
     private var statusTask: RepeatedTask?
+    /// Room browsing, when this node is a viewer that knows a rendezvous.
+    private var rooms: StudioRooms?
 
     /// Without video for this long a viewer's page says the host is away.
     static let hostAway: Duration = .seconds(3)
@@ -33,7 +36,7 @@ final class StudioBridge: @unchecked Sendable {
             Output.fail("cannot serve the studio page on \(address): \(describeSocketError(error)); choose another with --web [IP:]PORT")
             return nil
         }
-        let bridge = StudioBridge(server: server, live: live, reporters: reporters)
+        let bridge = StudioBridge(server: server, live: live, reporters: reporters, out: out)
         out.tee = { [weak server] text in server?.broadcast(text) }
         server.onCommand = { commands.handle($0) }
         server.onConnect = { [unowned bridge] in bridge.greeting() }
@@ -50,10 +53,11 @@ final class StudioBridge: @unchecked Sendable {
         return bridge
     }
 
-    private init(server: StudioServer, live: UDPLiveNode, reporters: Reporters) {
+    private init(server: StudioServer, live: UDPLiveNode, reporters: Reporters, out: Output) {
         self.server = server
         self.live = live
         self.reporters = reporters
+        stage = StudioStage(server: server, live: live, out: out)
     }
 
     /// On the loop: media taps, the viewer list and the room's status.
@@ -72,9 +76,12 @@ final class StudioBridge: @unchecked Sendable {
             audioGap = false
             if server.clientCount > 0 { server.broadcast(f) }
         }
-        node.onPublishedVideo = { [server] frame in
-            if server.clientCount > 0, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
+        // A host's page shows its own picture; a co-host's shows the host's stream only.
+        node.onPublishedVideo = { [server, weak node] frame in
+            if server.clientCount > 0, node?.room.isHost == true, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
         }
+        stage.wire(node)
+        rooms = StudioRooms.wire(node, server: server) { [unowned self] in greeting() }
         layout = node.mixer?.layout
         reporters.room.onMembersChanged = { [unowned self, weak node] in
             if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
@@ -98,7 +105,8 @@ final class StudioBridge: @unchecked Sendable {
         hello.add("id", room.core.nodeID.text)
         hello.add("nick", room.profile.nickname ?? room.core.nodeID.short)
         hello.add("room", room.room.text)
-        hello.add("title", room.state?.info.title)
+        // Just after a switch the new room's own state may not be here yet: its announcement's title meanwhile.
+        hello.add("title", room.state?.info.title ?? rooms?.announcedTitle(room.room))
         hello.add("likes", Int(room.state?.likeTotal ?? 0))
         hello.add("channels", AudioReceiverConfig().channels)
         // What a reloaded page would otherwise forget: the host's layout, a viewer's own link-mic.
@@ -110,7 +118,12 @@ final class StudioBridge: @unchecked Sendable {
             case .onStage: hello.add("linkmic", "onstage")
             }
         }
+        // Whether this node has stage sources of its own (--video/--audio): without, a co-host's page offers its camera at once.
+        hello.add("stage_sources", node.plan.publish.map { !$0.isEmpty } ?? false)
+        // The page shows its room list and binds the switching gestures only then.
+        hello.add("rendezvous", rooms != nil)
         var out = [hello.text]
+        if let list = rooms?.listLine { out.append(list) }
         if let (viewers, _) = reporters.room.viewersLine() { out.append(viewers.text) }
         // The host's queue of link-mic requests, as they came.
         out += room.linkMicQueue.map { reporters.room.requestLine($0.id, $0.message).text }

@@ -40,10 +40,10 @@ def missing():
 
 
 class Browser:
-    def __init__(self):
+    def __init__(self, extra_flags=()):
         options = webdriver.ChromeOptions()
         options.binary_location = chromium_path()
-        for flag in CHROMIUM_FLAGS:
+        for flag in CHROMIUM_FLAGS + list(extra_flags):
             options.add_argument(flag)
         # An explicit driver: Selenium Manager would try to download one.
         self.driver = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver_path()))

@@ -6,6 +6,7 @@ Chromium opens the three pages and uses them as a person would.
     python3 Tests/Browser/studio_test.py          # the tests
     python3 Tests/Browser/studio_test.py --check  # says what is missing, exit 1
 
+Switching rooms between two hosts through a rendezvous is rooms_test.py.
 Run from the suite by Tests/EndToEndTests/StudioBrowserTests.swift."""
 
 import os
@@ -237,10 +238,6 @@ class StudioPageTests(unittest.TestCase):
                          "the WebSocket from another Origin")
         self.assertEqual(access.upgrade_status(port, "/ws?token=" + token, "http://evil.example:80", host="evil.example"), 403,
                          "the WebSocket to another Host (DNS rebinding)")
-
-    @unittest.skip("switching rooms from the page needs the rendezvous list in the page and node support that do not exist yet")
-    def test_7_room_switching_between_two_hosts(self):
-        pass
 
     def test_9_a_reloaded_page_keeps_the_queue_the_layout_and_who_is_muted(self):
         host, bob = room.pages["host"], room.pages["bob"]

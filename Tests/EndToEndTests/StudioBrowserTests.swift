@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 
-/// The studio page in headless Chromium (Tests/Browser/studio_test.py): a
-/// host and two viewers as real processes, their pages driven through
-/// Selenium. Needs python3 with selenium, chromium and chromium-driver
+/// The studio page in headless Chromium (Tests/Browser/studio_test.py: a
+/// host and two viewers; studio_camera_test.py: a co-host's own camera;
+/// rooms_test.py: room browsing between two hosts) as real processes, their
+/// pages driven through Selenium. Needs python3 with selenium, chromium and chromium-driver
 /// (Scripts/setup installs them): without them it fails under CI and is
 /// skipped elsewhere.
 @Suite(.serialized, .enabled(if: BrowserLab.runnable, "\(BrowserLab.missing ?? ""); Scripts/setup installs it"))
@@ -17,6 +18,28 @@ struct StudioBrowserTests {
         #expect(status == 0, "studio_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
     }
 
+    /// A co-host's own browser camera and microphone on stage (Chromium's fake devices playing files the test writes).
+    @Test func aCoHostsPageCameraGoesOnStage() throws {
+        if let missing = BrowserLab.missing {
+            Issue.record("CI: \(missing); Scripts/setup installs it")
+            return
+        }
+        let (status, output) = try BrowserLab.run(["Tests/Browser/studio_camera_test.py"], timeout: 180)
+        #expect(status == 0, "studio_camera_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
+    }
+
+    /// Tests/Browser/rooms_test.py: a rendezvous, two hosts and a viewer's
+    /// page listing both rooms with thumbnails and switching with the arrow keys.
+    @Test func theStudioPageBrowsesAndSwitchesRooms() throws {
+        if let missing = BrowserLab.missing {
+            Issue.record("CI: \(missing); Scripts/setup installs it")
+            return
+        }
+        let (status, output) = try BrowserLab.run(["Tests/Browser/rooms_test.py"], timeout: 180)
+        #expect(status == 0, "rooms_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
+    }
+
+    /// Tests/Browser/mesh_test.py: lvbnode mesh --web, its page drawing the tree and linking a viewer's studio.
     @Test func theMeshPageDrawsTheTreeInARealBrowser() throws {
         if let missing = BrowserLab.missing {
             Issue.record("CI: \(missing); Scripts/setup installs it")

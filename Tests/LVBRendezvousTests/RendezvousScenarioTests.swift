@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBMedia
 import LVBRoom
 import LVBTestSupport
 import LVBTransport
@@ -27,15 +28,23 @@ private final class RendezvousWorld {
         timers.append(net.every(.seconds(1)) { [unowned self] in service.tick() })
     }
 
-    func addHost(_ n: UInt64, title: String, announcing: [PeerAddress]? = nil) throws -> SimLiveNode {
+    func addHost(_ n: UInt64, title: String, announcing: [PeerAddress]? = nil, publishing: Bool = false) throws -> SimLiveNode {
         let sim = net.makeNodes(1, seed: 100 + n)[0]
         let random = SeededRandom(seed: n)
         let policy = AdmissionPolicy(room: RoomID.random(random), host: sim.core.identity, mode: .open, clock: net.clock)
         var plan = NodePlan(part: .host(policy, info: RoomInfo(title: title, startedAt: net.clock.wallTime().milliseconds)))
         plan.profile = Profile(nickname: "host\(n)")
+        if publishing {
+            var setup = try PublisherSetup.open(video: .synthetic, audio: .synthetic, size: (320, 180), fps: 30, clock: net.clock)
+            setup.gopSeconds = 1
+            setup.bitrateKbps = 400
+            plan.publish = setup
+        }
         let host = try SimLiveNode(sim, plan: plan, network: net, random: random)
         let announcer = RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: announcing ?? [sim.address])
         host.node.attach(announcer)
+        // As the binary does: a thumbnail from a keyframe once per announcement interval.
+        host.node.makeThumbnails(every: RendezvousConstants.announceInterval) { announcer.setThumbnail($0) }
         hosts.append(host)
         announcers.append(announcer)
         return host
@@ -100,6 +109,38 @@ struct RendezvousScenarioTests {
         w.net.run(for: RendezvousConstants.announceTTL + RendezvousConstants.announceInterval)
         #expect(w.service.registry.count == 0)
         #expect(w.service.stats.refused == 0)
+    }
+
+    @Test func aHostsThumbnailReachesABrowsingViewerSignedAndLeavesWithTheRoom() throws {
+        let w = RendezvousWorld()
+        let a = try w.addHost(1, title: "with pictures", publishing: true)
+        let sim = w.net.makeNodes(1, seed: 500)[0]
+        let browser = RoomBrowser(core: sim.core, clock: w.net.clock, random: SeededRandom(seed: 5))
+        browser.fetchesThumbnails = true
+        var arrived: [RoomID] = []
+        browser.onThumbnail = { arrived.append($0) }
+        sim.onTransportEvent = { browser.handle($0) }
+        let ticker = w.net.every(.milliseconds(50)) { browser.tick() }
+        defer { ticker.cancel() }
+        sim.core.connect(to: w.server.address, expecting: nil)
+        #expect(w.net.run(until: { !browser.servers.isEmpty && w.service.thumbnails.count == 1 }, timeout: .seconds(15)))
+        browser.list(page: 0)
+        #expect(w.net.run(until: { browser.thumbnails[a.room.room] != nil }, timeout: .seconds(10)))
+        let thumbnail = try #require(browser.thumbnails[a.room.room])
+        #expect(thumbnail.verify(host: a.id))
+        #expect(Array(thumbnail.jpeg.prefix(2)) == [0xFF, 0xD8] && thumbnail.jpeg.count <= MediaConstants.maxThumbnailBytes)
+        #expect(arrived == [a.room.room])
+
+        // A newer thumbnail follows an announcement interval later; asking again with the one it has brings only that.
+        let first = thumbnail.seq
+        w.net.run(for: RendezvousConstants.announceInterval + .seconds(1))
+        browser.list(page: 0)
+        #expect(w.net.run(until: { (browser.thumbnails[a.room.room]?.seq ?? 0) > first }, timeout: .seconds(10)))
+        #expect(w.service.stats.thumbnailRefused == 0)
+
+        // The host closes its room: the rendezvous forgets the thumbnail at once.
+        a.node.leave()
+        #expect(w.net.run(until: { w.service.thumbnails.count == 0 }, timeout: .seconds(5)))
     }
 
     @Test func aHostCannotAnnounceAnotherHostsRoom() throws {

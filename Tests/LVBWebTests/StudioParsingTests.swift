@@ -64,6 +64,12 @@ import Testing
         #expect(try parse(#"{"cmd":"title","text":"Night songs"}"#) == .title("Night songs"))
         #expect(try parse(#"{"cmd":"close"}"#) == .close)
         #expect(try parse(#"{"cmd":"viewers"}"#) == .viewers)
+        #expect(try parse(#"{"cmd":"camera","on":true}"#) == .camera(true))
+        #expect(try parse(#"{"cmd":"camera","on":false}"#) == .camera(false))
+        #expect(try parse(#"{"cmd":"rooms"}"#) == .rooms)
+        #expect(try parse(#"{"cmd":"switch","to":"next"}"#) == .switchRoom("next"))
+        #expect(try parse(#"{"cmd":"switch","to":"prev"}"#) == .switchRoom("prev"))
+        #expect(try parse(#"{"cmd":"switch","to":"d73narko5yoa6krgk5myvpf5ye"}"#) == .switchRoom("d73narko5yoa6krgk5myvpf5ye"))
     }
 
     @Test func mistakesAreNamed() {
@@ -79,6 +85,12 @@ import Testing
         #expect(throws: StudioCommand.ParseError.invalid("count")) { try parse(#"{"cmd":"like","count":1.5}"#) }
         #expect(throws: StudioCommand.ParseError.invalid("id")) { try parse(#"{"cmd":"kick","id":"two words"}"#) }
         #expect(throws: StudioCommand.ParseError.invalid("layout")) { try parse(#"{"cmd":"layout","layout":"cube"}"#) }
+        #expect(throws: StudioCommand.ParseError.missing("on")) { try parse(#"{"cmd":"camera","on":"yes"}"#) }
+        #expect(throws: StudioCommand.ParseError.missing("to")) { try parse(#"{"cmd":"switch"}"#) }
+        // Neither a direction nor a room id (26 characters of lower-case base32).
+        for to in ["up", "D73NARKO5YOA6KRGK5MYVPF5YE", "d73narko5yoa6krgk5myvpf5y", "d73narko5yoa6krgk5myvpf5y1"] {
+            #expect(throws: StudioCommand.ParseError.invalid("to")) { try parse(#"{"cmd":"switch","to":"\#(to)"}"#) }
+        }
         let long = String(repeating: "a", count: StudioCommand.maxText + 1)
         #expect(throws: StudioCommand.ParseError.invalid("text")) { try parse(#"{"cmd":"chat","text":"\#(long)"}"#) }
     }
@@ -95,6 +107,17 @@ import Testing
         #expect(lost.header[1] == 3)
         lost.isKeyframe = false
         #expect(lost.header[1] == 2)
+    }
+
+    @Test func aPagesFrameParsesBackAndABadOneIsNamed() throws {
+        let f = StudioMediaFrame(kind: .video, isKeyframe: true, captureMicros: 0x0102_0304_0506_0708, rtpTimestamp: 0, payload: [9, 8])
+        #expect(try StudioMediaFrame.parse(f.serialized) == f)
+        let a = StudioMediaFrame(kind: .audio, isKeyframe: false, captureMicros: 5, rtpTimestamp: 7, payload: [1])
+        #expect(try StudioMediaFrame.parse(a.serialized) == a)
+        #expect(throws: StudioMediaFrame.ParseError.short(14)) { try StudioMediaFrame.parse(a.header) }
+        #expect(throws: StudioMediaFrame.ParseError.kind(0)) { try StudioMediaFrame.parse([0] + a.serialized.dropFirst()) }
+        #expect(throws: StudioMediaFrame.ParseError.flags(2)) { try StudioMediaFrame.parse([1, 2] + a.serialized.dropFirst(2)) }
+        #expect(throws: StudioMediaFrame.ParseError.flags(1)) { try StudioMediaFrame.parse([2, 1] + a.serialized.dropFirst(2)) }
     }
 
     @Test func captureTimeFromNTP() {

@@ -66,10 +66,22 @@ private final class RawClient {
     }
 
     /// A masked client text frame.
-    func sendText(_ text: String) {
-        let payload = Array(text.utf8), mask: [UInt8] = [1, 2, 3, 4]
-        var frame: [UInt8] = [0x81]
-        if payload.count < 126 { frame.append(0x80 | UInt8(payload.count)) } else { frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] }
+    func sendText(_ text: String) { sendFrame(opcode: 1, Array(text.utf8)) }
+
+    /// A masked client binary frame (a page's camera).
+    func sendBinary(_ payload: [UInt8]) { sendFrame(opcode: 2, payload) }
+
+    func sendFrame(opcode: UInt8, _ payload: [UInt8]) {
+        let mask: [UInt8] = [1, 2, 3, 4]
+        var frame: [UInt8] = [0x80 | opcode]
+        if payload.count < 126 {
+            frame.append(0x80 | UInt8(payload.count))
+        } else if payload.count < 65536 {
+            frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        } else {
+            frame.append(0x80 | 127)
+            frame += (0..<8).reversed().map { UInt8(truncatingIfNeeded: payload.count >> ($0 * 8)) }
+        }
         frame += mask
         frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
         send(frame)
@@ -114,6 +126,25 @@ private func upgrade(token: String?, origin: String?, host: String) -> String {
         }
     }
 
+    @Test func aListedRoomsThumbnailIsServedAsAJPEGWithTheSameChecks() throws {
+        try withServer { server, host in
+            let room = "d73narko5yoa6krgk5myvpf5ye"
+            let jpeg: [UInt8] = [0xFF, 0xD8, 0x41, 0x42, 0xFF, 0xD9]
+            try server.loop.submit { server.thumbnail = { $0 == room ? jpeg : nil } }.wait()
+            let got = try RawClient(port: server.port).get("/thumbs/\(room).jpg?token=tok3n", host: host)
+            #expect(got.status == 200)
+            #expect(got.head.contains("Content-Length: 6") && got.head.contains("Content-Type: image/jpeg") && got.head.contains("Content-Security-Policy: default-src 'none'"))
+            #expect(Array(got.body.utf8) == Array(String(decoding: jpeg, as: UTF8.self).utf8))
+            // Loaded by the page's <img> with the cookie alone.
+            #expect(try RawClient(port: server.port).get("/thumbs/\(room).jpg", host: host, extra: "Cookie: lvbnode_token=tok3n\r\n").status == 200)
+            #expect(try RawClient(port: server.port).get("/thumbs/\(room).jpg", host: host).status == 403)
+            #expect(try RawClient(port: server.port).get("/thumbs/\(room).jpg?token=tok3n", host: "evil.example:\(server.port)").status == 403)
+            // No thumbnail, or not a room id: 404.
+            #expect(try RawClient(port: server.port).get("/thumbs/aaaaaaaaaaaaaaaaaaaaaaaaaa.jpg?token=tok3n", host: host).status == 404)
+            #expect(try RawClient(port: server.port).get("/thumbs/../index.html.jpg?token=tok3n", host: host).status == 404)
+        }
+    }
+
     @Test func theSocketNeedsTokenAndOriginThenCarriesEventsMediaAndCommands() throws {
         try withServer { server, host in
             var commands: [StudioCommand] = []
@@ -145,6 +176,65 @@ private func upgrade(token: String?, origin: String?, host: String) -> String {
             #expect(String(decoding: error.payload, as: UTF8.self) == #"{"event":"error","message":"not a JSON object"}"#)
             #expect(try server.loop.submit { commands }.wait() == [.chat("from the page")])
             #expect(try server.loop.submit { server.stats }.wait().malformed == 1)
+        }
+    }
+
+    @Test func aPagesCameraFramesAreTakenOnlyWhileTheNodeWantsThemAndBadOnesLeaveTheSocketOpen() throws {
+        try withServer { server, host in
+            var taken: [StudioMediaFrame] = []
+            var onStage = false
+            var closed = 0
+            var commands: [StudioCommand] = []
+            server.onPageMedia = { frame, _ in
+                guard onStage else { return "not on stage" }
+                taken.append(frame)
+                return nil
+            }
+            server.onCamera = { on, page in server.send(#"{"event":"stage_camera","on":\#(on)}"#, to: page) }
+            server.onCommand = { commands.append($0) }
+            server.onClosed = { _ in closed += 1 }
+            let client = try RawClient(port: server.port)
+            client.send(upgrade(token: "tok3n", origin: "http://\(host)", host: host))
+            #expect(try client.readHead().hasPrefix("HTTP/1.1 101"))
+            func nextText() throws -> String {
+                let f = try client.readFrame()
+                #expect(f.opcode == 1)
+                return String(decoding: f.payload, as: UTF8.self)
+            }
+            let frame = StudioMediaFrame(kind: .video, isKeyframe: true, captureMicros: 1_700_000_000_000_000, rtpTimestamp: 0, payload: [0x10, 2, 3])
+            // Off stage: refused, and said once.
+            client.sendBinary(frame.serialized)
+            client.sendBinary(frame.serialized)
+            #expect(try nextText() == #"{"event":"error","message":"not on stage"}"#)
+            client.sendText(#"{"cmd":"camera","on":true}"#)
+            #expect(try nextText() == #"{"event":"stage_camera","on":true}"#)
+            try server.loop.submit { onStage = true }.wait()
+            client.sendBinary(frame.serialized)
+            let audio = StudioMediaFrame(kind: .audio, isKeyframe: false, captureMicros: 7, rtpTimestamp: 0, payload: [0xF8, 1])
+            client.sendBinary(audio.serialized)
+            // A bad header, a short message, one over 256 KiB: counted, answered, the socket stays.
+            client.sendBinary([9, 0] + [UInt8](repeating: 0, count: 13))
+            #expect(try nextText() == #"{"event":"error","message":"media frame of unknown kind 9 (1 VP8, 2 Opus)"}"#)
+            client.sendBinary([2, 1] + [UInt8](repeating: 0, count: 13))
+            #expect(try nextText() == #"{"event":"error","message":"media frame flags 1: only bit 0 (keyframe, video only) is defined"}"#)
+            client.sendBinary([1, 0, 0])
+            #expect(try nextText() == #"{"event":"error","message":"media frame of 3 bytes: the header is 14 and a frame follows"}"#)
+            client.sendBinary(frame.header + [UInt8](repeating: 0, count: StudioServer.maxMediaMessage))
+            #expect(try nextText() == #"{"event":"error","message":"media frame of 262158 bytes, more than 262144"}"#)
+            client.sendText(#"{"cmd":"viewers"}"#)
+            client.sendText(#"{"cmd":"camera","on":false}"#)
+            #expect(try nextText() == #"{"event":"stage_camera","on":false}"#)
+            let (got, stats, cmds) = try server.loop.submit { (taken, server.stats, commands) }.wait()
+            #expect(got == [frame, audio])
+            #expect(stats.pageMedia == 2 && stats.pageMediaRefused == 2 && stats.malformed == 4)
+            #expect(cmds == [.viewers])
+            _ = Glibc.shutdown(client.fd, Int32(SHUT_RDWR))
+            var waited = 0
+            while try server.loop.submit({ closed }).wait() == 0, waited < 50 {
+                usleep(20_000)
+                waited += 1
+            }
+            #expect(try server.loop.submit { closed }.wait() == 1)
         }
     }
 }

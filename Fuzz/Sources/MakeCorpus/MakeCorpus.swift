@@ -163,6 +163,10 @@ import LVBTransport
             "observed": RendezvousMessage.observed(.ipv4(203, 0, 113, 5, port: 51000)).encoded,
             "relay": RendezvousMessage.relay(peer: host.nodeID, piece: RelayPiece(id: 1, index: 0, count: 2,
                                                                                   bytes: [4, 0, 0, 0] + [UInt8](repeating: 0x77, count: 40))).encoded,
+            "thumbnail": RendezvousMessage.thumbnail(room: try RoomID(bytes: Array(1...16)), seq: 9,
+                                                     piece: ThumbnailPiece(index: 0, count: 2, bytes: [0xFF, 0xD8] + [UInt8](repeating: 0x4A, count: 40))).encoded,
+            "thumbnail-request": RendezvousMessage.thumbnailRequest(request: 7, room: try RoomID(bytes: Array(1...16)), have: 0).encoded,
+            "thumbnail-none": RendezvousMessage.thumbnailAnswer(request: 7, room: try RoomID(bytes: Array(1...16)), seq: 0, piece: nil).encoded,
         ]
     }
 

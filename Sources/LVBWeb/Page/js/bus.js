@@ -3,7 +3,10 @@
 // media frames arrive as binary messages; commands go back as {"cmd": ...}.
 // The page also posts its own events on the bus, named "page:..." so they can
 // never collide with the node's: "page:socket" {state}, "page:tap" (the video
-// was tapped), "page:lite" {on}.
+// was tapped), "page:lite" {on}, "page:stage" {onStage} (this viewer went on
+// or off stage), "page:camera" {on} (use this page's camera on stage, or
+// not) and "page:camera_state" {state}. The page's camera goes to the node as
+// binary messages (sendMedia).
 
 import { probe } from './probe.js';
 
@@ -45,6 +48,18 @@ export function send(command) {
   }
   socket.send(JSON.stringify(command));
   return true;
+}
+
+/** Sends a binary media frame (the page's camera); false when the socket is not open. */
+export function sendMedia(buffer) {
+  if (socket?.readyState !== WebSocket.OPEN) return false;
+  socket.send(buffer);
+  return true;
+}
+
+/** Bytes queued on the socket and not yet sent. */
+export function backlog() {
+  return socket?.bufferedAmount ?? 0;
 }
 
 /** Opens the WebSocket to the node that served this page, and keeps it open. */

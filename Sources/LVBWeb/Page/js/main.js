@@ -1,13 +1,11 @@
 // The studio page: it mounts every widget on the stage, starts the decoders,
 // then connects to the node. Each widget only hears the bus and sends
 // commands through it; none touches another's elements.
-//
-// Room browsing (switching rooms with ArrowUp/ArrowDown and the wheel) will be
-// one more widget mounted here; until then nothing binds those keys.
 
 import * as bus from './bus.js';
 import './probe.js';
 import * as audio from './media/audio.js';
+import * as capture from './media/capture.js';
 import * as video from './media/video.js';
 import * as chat from './widgets/chat.js';
 import * as danmaku from './widgets/danmaku.js';
@@ -16,6 +14,7 @@ import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
 import * as lite from './widgets/lite.js';
 import * as rank from './widgets/rank.js';
+import * as rooms from './widgets/rooms.js';
 import * as stats from './widgets/stats.js';
 import * as status from './widgets/status.js';
 import * as title from './widgets/title.js';
@@ -25,11 +24,12 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, linkmic, host, lite, stats]) {
+for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, rooms, linkmic, host, lite, stats]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);
 audio.start(bus);
+capture.start(bus);
 
 // The CSS shows host-only or viewer-only parts by the role the node gives this page.
 bus.on('hello', (m) => { document.body.dataset.role = m.role; });

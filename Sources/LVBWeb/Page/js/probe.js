@@ -21,6 +21,13 @@ export const probe = {
   wsState: 'connecting',
   /** Room events received. */
   events: 0,
+  /** This page's own camera on stage (capture.js): 'off', 'opening', 'on' or 'unavailable'. */
+  camera: 'off',
+  /** Its VP8 frames (and keyframes) and Opus packets sent to the node, and the bitrate the node set. */
+  cameraFrames: 0,
+  cameraKeyframes: 0,
+  cameraAudioPackets: 0,
+  cameraKbps: 0,
 };
 
 export function addG2G(ms) {

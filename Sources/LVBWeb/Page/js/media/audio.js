@@ -13,7 +13,7 @@ const defaultChannels = 2;
 export function start(bus) {
   // The video module already tells the user when WebCodecs is missing.
   if (!('AudioDecoder' in window)) return;
-  const clock = new RtpClock(sampleRate);
+  let clock = new RtpClock(sampleRate);
   let channels = defaultChannels;
   let decoder = null;
   let player = null;
@@ -72,6 +72,12 @@ export function start(bus) {
       channels = announced;
       restart();
     }
+  });
+
+  // Another room is another stream, with timestamps of its own.
+  bus.on('switched', () => {
+    clock = new RtpClock(sampleRate);
+    restart();
   });
 
   bus.onMedia((buffer) => {

@@ -9,7 +9,7 @@
 
 export const videoKind = 1;
 export const audioKind = 2;
-const headerSize = 14;
+export const headerSize = 14;
 
 /** The frame in buffer, or null if it is too short to hold a header and data. */
 export function parseFrame(buffer) {

@@ -17,7 +17,7 @@ export function start(canvas, bus) {
     return;
   }
   const context = canvas.getContext('2d', { alpha: false, desynchronized: true });
-  const clock = new RtpClock(90000);
+  let clock = new RtpClock(90000);
   // Chunk timestamp → capture time (µs), to measure glass-to-glass when the frame is painted.
   const captureTimes = new Map();
   let decoder = null;
@@ -109,4 +109,9 @@ export function start(canvas, bus) {
 
   // A new connection may start in the middle of a group of pictures.
   bus.on('page:socket', ({ state }) => { if (state === 'open') restart(); });
+  // Another room is another stream: its own timestamps, from its next keyframe (a preloaded room sends one at once).
+  bus.on('switched', () => {
+    clock = new RtpClock(90000);
+    restart();
+  });
 }

@@ -34,7 +34,16 @@ export function mount(root, bus) {
 
   onSubmit(input, sendButton, (text) => limits.fits(bus, text, limits.chat) && bus.send({ cmd: 'chat', text }));
 
-  bus.on('hello', (m) => { me = m.id; });
+  let room = null;
+  bus.on('hello', (m) => {
+    me = m.id;
+    // Another room (a switch): its chat starts over.
+    if (room !== null && m.room !== room) {
+      list.replaceChildren();
+      muteInput(false);
+    }
+    room = m.room;
+  });
   // After a reload, the viewers event says whether this node is muted.
   bus.on('viewers', (m) => {
     const mine = Array.isArray(m.viewers) ? m.viewers.find((v) => v.id === me) : null;

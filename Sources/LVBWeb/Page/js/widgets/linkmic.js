@@ -1,6 +1,9 @@
 // Link-mic. A viewer asks to go on stage (#linkmic-request, with an optional
-// #linkmic-message), withdraws or leaves the stage (#linkmic-hangup). The host
-// answers requests in #linkmic-queue and takes co-hosts off in #linkmic-stage.
+// #linkmic-message), withdraws or leaves the stage (#linkmic-hangup), and on
+// stage puts this browser's camera and microphone there or takes them off
+// (#camera-toggle, "page:camera"; capture.js does it and starts by itself
+// when the node has no stage sources of its own). The host answers requests
+// in #linkmic-queue and takes co-hosts off in #linkmic-stage.
 
 import { button, el, nickColor } from '../dom.js';
 
@@ -8,6 +11,8 @@ export function mount(root, bus) {
   const message = root.querySelector('#linkmic-message');
   const request = root.querySelector('#linkmic-request');
   const hangup = root.querySelector('#linkmic-hangup');
+  const camera = root.querySelector('#camera-toggle');
+  let cameraState = 'off';
   const queue = root.querySelector('#linkmic-queue');
   const stage = root.querySelector('#linkmic-stage');
   let me = null;
@@ -15,7 +20,10 @@ export function mount(root, bus) {
   let place = 'idle';
 
   function setPlace(p) {
+    const was = place;
     place = p;
+    camera.hidden = p !== 'onstage';
+    if ((was === 'onstage') !== (p === 'onstage')) bus.emit('page:stage', { onStage: p === 'onstage' });
     message.hidden = p !== 'idle';
     request.hidden = p === 'onstage';
     request.disabled = p === 'asking';
@@ -33,6 +41,14 @@ export function mount(root, bus) {
       message.value = '';
       setPlace('asking');
     }
+  });
+  camera.addEventListener('click', () => {
+    bus.emit('page:camera', { on: cameraState !== 'on' && cameraState !== 'opening' });
+  });
+  bus.on('page:camera_state', ({ state }) => {
+    cameraState = state;
+    camera.disabled = state === 'opening';
+    camera.textContent = { on: 'Stop my camera', opening: 'Opening camera…' }[state] ?? 'Use my camera';
   });
   hangup.addEventListener('click', () => {
     if (bus.send({ cmd: 'hangup' })) setPlace('idle');

@@ -42,9 +42,17 @@ export function mount(root, bus) {
     return li;
   }
 
+  let room = null;
   bus.on('hello', (m) => {
     me = m.id;
     hosting = m.role === 'host';
+    // Another room (a switch): nobody is known in it until its viewers event.
+    if (room !== null && m.room !== room) {
+      members = [];
+      total = 0;
+      muted.clear();
+    }
+    room = m.room;
     render();
   });
   bus.on('viewers', (m) => {

@@ -1,0 +1,79 @@
+import LVBCore
+import LVBGossip
+import LVBRendezvous
+import LVBRoom
+import LVBWeb
+
+/// Room browsing on the studio page (a viewer that knows a rendezvous): the
+/// list the node's rendezvous gives, as a `room_list` event each time it
+/// changes (a page of the list, a newer thumbnail); each listed room's
+/// thumbnail at `GET /thumbs/ROOM-ID.jpg`; and after a switch, a fresh
+/// greeting for the new room so the page's widgets start over. The switch
+/// itself is the console's (`ConsoleCommands`, `/next`, `/prev`, `/switch`).
+/// Everything here runs on the node's loop.
+final class StudioRooms {
+    private let server: StudioServer
+    private unowned let switcher: RoomSwitcher
+    /// The page's greeting for the room the node is in now.
+    private let greeting: () -> [String]
+
+    /// Wires room browsing for `node` if it browses (nil: no switcher, no rendezvous).
+    static func wire(_ node: LiveNode, server: StudioServer, greeting: @escaping () -> [String]) -> StudioRooms? {
+        guard let switcher = node.roles.lazy.compactMap({ $0 as? RoomSwitcher }).first else { return nil }
+        let rooms = StudioRooms(server: server, switcher: switcher, greeting: greeting)
+        let browser = switcher.browser
+        browser.onListed = { [unowned rooms] in rooms.sendList() }
+        browser.onThumbnail = { [unowned rooms] _ in rooms.sendList() }
+        server.thumbnail = { [unowned browser] text in
+            guard let bytes = try? Base32.decode(text), let id = try? RoomID(bytes: bytes) else { return nil }
+            return browser.thumbnails[id]?.jpeg
+        }
+        // After the node's own report of a switch (the `switched` line), the page's fresh start.
+        let reported = node.onOutput
+        node.onOutput = { [unowned rooms] output in
+            reported?(output)
+            if case .switched = output { rooms.switched() }
+        }
+        return rooms
+    }
+
+    private init(server: StudioServer, switcher: RoomSwitcher, greeting: @escaping () -> [String]) {
+        self.server = server
+        self.switcher = switcher
+        self.greeting = greeting
+    }
+
+    /// The title the room's signed announcement gives, until the room's own state says.
+    func announcedTitle(_ room: RoomID) -> String? { switcher.browser.room(room)?.info.title }
+
+    /// The list as the page shows it, if one came yet.
+    var listLine: String? {
+        let rooms = switcher.rooms
+        guard !switcher.browser.pages.isEmpty else { return nil }
+        let current = switcher.currentRoom
+        let items = rooms.map { a in
+            var o = JSONLine()
+            o.add("id", a.room.text)
+            o.add("title", a.info.title)
+            o.add("nick", a.hostNickname ?? a.host.short)
+            o.add("viewers", Int(a.viewers))
+            o.add("likes", Int(a.likes))
+            o.add("access", ["open", "password", "invite-only"][Int(min(a.access, 2))])
+            o.add("current", a.room == current)
+            // The thumbnail's version, so the page loads a newer one (0: none).
+            o.add("thumb", Int(clamping: switcher.browser.thumbnails[a.room]?.seq ?? 0))
+            return o.text
+        }
+        var line = JSONLine(event: "room_list")
+        line.addRaw("rooms", "[" + items.joined(separator: ",") + "]")
+        return line.text
+    }
+
+    private func sendList() {
+        if server.clientCount > 0, let line = listLine { server.broadcast(line) }
+    }
+
+    private func switched() {
+        for line in greeting() { server.broadcast(line) }
+    }
+}
