@@ -5,7 +5,11 @@ import PackageDescription
 // release build is one self-contained executable. The system-library targets
 // carry no `link` line; the modules that use them name the archives here.
 let sodium: [LinkerSetting] = [.linkedLibrary(":libsodium.a")]
+// libvpx comes from .build/vendor/libvpx when Scripts/build-libvpx made it
+// (Debian's source with VP8 only: a smaller binary), else from the system;
+// the linker skips a search directory that does not exist.
 let media: [LinkerSetting] = [
+    .unsafeFlags(["-L\(Context.packageDirectory)/.build/vendor/libvpx/lib"]),
     .linkedLibrary(":libvpx.a"), .linkedLibrary(":libopus.a"),
     .linkedLibrary(":libyuv.a"), .linkedLibrary(":libjpeg.a"),
     .linkedLibrary("m"), .linkedLibrary("pthread"),
