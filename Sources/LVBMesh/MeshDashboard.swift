@@ -88,8 +88,9 @@ public enum MeshDashboard {
 
     /// Every node's place and figures now.
     public static func nodesJSON(_ model: MeshModel, at: Double) -> String {
-        let nodes = model.order.compactMap { model.nodes[$0] }.filter { $0.role != .rendezvous }.map { n in
+        let nodes = model.order.compactMap { model.nodes[$0] }.map { n in
             object(["name": quote(n.name), "role": quote(n.role.rawValue), "room": n.room.map { String($0 + 1) } ?? "null",
+                    "listen": n.listen.map(quote) ?? "null",
                     "depth": n.role == .host ? "0" : n.depth.map(String.init) ?? "null",
                     "parent": n.parent.flatMap { model.name(of: $0) }.map(quote) ?? "null",
                     "fps": n.fps.map(num) ?? "null", "latency_p95_ms": n.latencyP95.map(num) ?? "null",

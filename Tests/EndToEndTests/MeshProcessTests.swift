@@ -21,6 +21,20 @@ import Testing
         return !stat.contains(") Z ")
     }
 
+    /// Whether 127.0.0.1:`port` (UDP) can be bound now.
+    private func udpPortIsFree(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
     private func summary(_ mesh: NodeProcess) -> [String: Any]? {
         mesh.events.last { $0["event"] as? String == "summary" }
     }
@@ -37,6 +51,11 @@ import Testing
         let started = pids(mesh)
         #expect(started.count == 8, "rendezvous, host, 5 viewers, 1 guest: \(started.keys.sorted())")
         for (name, pid) in started { #expect(!alive(pid), "\(name) (pid \(pid)) outlived the mesh") }
+        // No port left bound: each node's UDP port can be bound again.
+        let nodes = mesh.events.last { $0["event"] as? String == "mesh_nodes" }?["nodes"] as? [[String: Any]] ?? []
+        let ports = nodes.compactMap { ($0["listen"] as? String)?.split(separator: ":").last.flatMap { Int($0) } }
+        #expect(ports.count == 8, "every node's address: \(nodes)")
+        for port in ports { #expect(udpPortIsFree(port), "port \(port) still bound after the mesh ended") }
         let s = try #require(summary(mesh), "no summary line; stderr: \(mesh.stderr)")
         print("mesh summary:", s)
         #expect(s["every_viewer_got_the_stream"] as? Bool == true)

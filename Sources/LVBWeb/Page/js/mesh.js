@@ -125,7 +125,7 @@ on('mesh_nodes', (m) => {
   const nodes = Array.isArray(m.nodes) ? m.nodes : [];
   const byRoom = new Map();
   for (const n of nodes) {
-    if (typeof n.room !== 'number') continue;
+    if (typeof n.room !== 'number') continue;  // the rendezvous
     if (!byRoom.has(n.room)) byRoom.set(n.room, []);
     byRoom.get(n.room).push(n);
   }
