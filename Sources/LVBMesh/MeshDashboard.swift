@@ -43,7 +43,7 @@ public enum MeshDashboard {
         let label = node.name + (node.onStage ? " (on stage)" : "") + (node.killedAt != nil ? " ✕" : "")
         var out = ["  " + pad(branch + label, 24) + figures(node)]
         guard let id = node.id else { return out }
-        let kids = model.nodes(in: room).filter { $0.parent == id && $0.isRunning && !shown.contains($0.name) }
+        let kids = model.nodes(in: room).filter { model.feeder(of: $0) == id && $0.isRunning && !shown.contains($0.name) }
         let inner = isRoot ? "" : prefix + (last ? "   " : "│  ")
         for (i, kid) in kids.enumerated() {
             out += tree(model, room: room, from: kid, prefix: inner, last: i == kids.count - 1, isRoot: false, shown: &shown)
@@ -92,7 +92,7 @@ public enum MeshDashboard {
             object(["name": quote(n.name), "role": quote(n.role.rawValue), "room": n.room.map { String($0 + 1) } ?? "null",
                     "listen": n.listen.map(quote) ?? "null",
                     "depth": n.role == .host ? "0" : n.depth.map(String.init) ?? "null",
-                    "parent": n.parent.flatMap { model.name(of: $0) }.map(quote) ?? "null",
+                    "parent": model.feeder(of: n).flatMap { model.name(of: $0) }.map(quote) ?? "null",
                     "fps": n.fps.map(num) ?? "null", "latency_p95_ms": n.latencyP95.map(num) ?? "null",
                     "loss": n.loss.map(num) ?? "null", "repaired": String(n.repaired), "children": String(n.children),
                     "on_stage": n.onStage ? "true" : "false", "running": n.isRunning ? "true" : "false"])

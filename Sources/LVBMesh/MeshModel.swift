@@ -115,6 +115,14 @@ public final class MeshModel {
         nodes[name] = node
     }
 
+    /// Who feeds `node`: its parent in the media tree, or for a guest on
+    /// stage (which leaves the tree) its host, which sends it the mix directly.
+    public func feeder(of node: Node) -> String? {
+        if let parent = node.parent { return parent }
+        guard node.onStage, let room = node.room else { return nil }
+        return nodes(in: room).first { $0.role == .host }?.id
+    }
+
     public func name(of id: String) -> String? {
         order.first { nodes[$0]?.id == id }
     }

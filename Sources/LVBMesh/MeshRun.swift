@@ -217,7 +217,8 @@ public final class MeshRun: @unchecked Sendable {
     private func killARelay() {
         guard !ending else { return }
         let relaysWithChildren = model.order.filter { name in
-            guard let n = model.nodes[name], n.role == .viewer, n.isRunning, let id = n.id else { return false }
+            // Not the viewer whose studio page the mesh page links to.
+            guard let n = model.nodes[name], n.role == .viewer, n.isRunning, n.webURL == nil, let id = n.id else { return false }
             return model.order.contains { model.nodes[$0]?.parent == id && model.nodes[$0]?.isRunning == true }
         }
         guard let victim = relaysWithChildren.first, let child = children[victim] else {

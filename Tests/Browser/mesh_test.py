@@ -27,7 +27,7 @@ class MeshPageTests(unittest.TestCase):
     def setUp(self):
         import studio_browser
         self.browser = None
-        self.mesh = node.Node("mesh", ["mesh", "--viewers", str(VIEWERS), "--guests", "1", "--duration", "16",
+        self.mesh = node.Node("mesh", ["mesh", "--viewers", str(VIEWERS), "--guests", "1", "--duration", "24",
                                        "--web", "0", "--json"])
         self.browser = studio_browser.Browser()
 
@@ -38,17 +38,16 @@ class MeshPageTests(unittest.TestCase):
         finally:
             node.stop_all()
 
-    def circles(self, page):
-        return page.script("return document.querySelectorAll('svg.tree g circle').length")
-
     def test_the_mesh_page_draws_the_tree_and_links_a_viewers_studio(self):
         url = self.mesh.wait_for("mesh_web", 15)["url"]
         page = self.browser.open(url)
-        # host + viewers + guest, each a circle; every non-host node joined by an edge to its parent.
+        # host + viewers + guest, each a circle, and an edge from each node to its parent
+        # (before the relay killed at 12 s: by then every node has found its place).
         everyone = VIEWERS + 2
-        page.wait(lambda p: self.circles(p) == everyone, 20, f"{everyone} nodes drawn in the mesh page's tree")
-        page.wait(lambda p: p.script("return document.querySelectorAll('svg.tree line').length") == everyone - 1, 10,
-                  "an edge from each node to its parent")
+        drawn = page.wait(lambda p: (d := p.script("""return [document.querySelectorAll('svg.tree g circle').length,
+                                                              document.querySelectorAll('svg.tree line').length];""")) == [everyone, everyone - 1] and d,
+                          12, f"{everyone} nodes drawn in the mesh page's tree, each below its parent")
+        self.assertEqual(drawn, [everyone, everyone - 1])
         labels = page.texts("svg.tree g text:not(.figures)")
         for name in ["host-1", "viewer-1", "viewer-2", "viewer-3", "guest-1"]:
             self.assertTrue(any(t.startswith(name) for t in labels), f"{name} among the tree's labels {labels}")
@@ -58,6 +57,7 @@ class MeshPageTests(unittest.TestCase):
         self.assertEqual(studio_url, self.mesh.wait_for("mesh_links", 5)["studio"])
         studio = self.browser.open(studio_url)
         studio.wait(lambda p: (p.studio("videoFramesPainted") or 0) > 10, 15, "viewer-1's studio page painting the host's picture")
+        page.wait(lambda p: any("killed relay" in t for t in p.texts("#events li")), 20, "the kill of a relay among the events")
         page.wait(lambda p: p.find("#summary").is_displayed(), 30, "the summary once the mesh ends")
         self.assertIn("repair", page.find("#summary-text").text)
         self.assertEqual(self.mesh.process.wait(timeout=15), 0)

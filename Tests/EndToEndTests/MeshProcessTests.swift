@@ -97,7 +97,7 @@ import Testing
 
     @Test("--loss 0.1: every event still arrives, and at least 99 % of the frames")
     func underTenPercentLossEventsAreCompleteAndFramesNearlySo() throws {
-        let mesh = try NodeProcess(["mesh", "--viewers", "4", "--guests", "1", "--loss", "0.1", "--duration", "20", "--json"])
+        let mesh = try NodeProcess(["mesh", "--viewers", "4", "--guests", "1", "--loss", "0.1", "--duration", "28", "--json"])
         #expect(mesh.waitExit(timeout: 60) == 0, "\(mesh.stderr)")
         let s = try #require(summary(mesh), "no summary line; stderr: \(mesh.stderr)")
         print("mesh summary at 10 % loss:", s)
