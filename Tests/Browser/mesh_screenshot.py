@@ -60,7 +60,7 @@ pre {{ margin: 0; padding: 14px 18px; color: #e6e6ea; font: 13px/1.35 'DejaVu Sa
         f.write(page)
     browser = studio_browser.Browser()
     try:
-        browser.driver.set_window_size(1000, 20 + 18 * (picture.count("\n") + 2))
+        browser.driver.set_window_size(1000, 160 + 18 * (picture.count("\n") + 2))
         browser.driver.get("file://" + f.name)
         browser.driver.save_screenshot(out)
     finally:
