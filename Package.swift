@@ -5,7 +5,11 @@ import PackageDescription
 // release build is one self-contained executable. The system-library targets
 // carry no `link` line; the modules that use them name the archives here.
 let sodium: [LinkerSetting] = [.linkedLibrary(":libsodium.a")]
+// libvpx comes from .build/vendor/libvpx when Scripts/build-libvpx made it
+// (Debian's source with VP8 only: a smaller binary), else from the system;
+// the linker skips a search directory that does not exist.
 let media: [LinkerSetting] = [
+    .unsafeFlags(["-L\(Context.packageDirectory)/.build/vendor/libvpx/lib"]),
     .linkedLibrary(":libvpx.a"), .linkedLibrary(":libopus.a"),
     .linkedLibrary(":libyuv.a"), .linkedLibrary(":libjpeg.a"),
     .linkedLibrary("m"), .linkedLibrary("pthread"),
@@ -108,6 +112,12 @@ let package = Package(
             exclude: ["Page"],
             swiftSettings: swift5),
         .target(
+            name: "LVBMesh",
+            dependencies: ["LVBCore", "LVBTransport", "LVBWeb",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: swift5),
+        .target(
             name: "LVBTestSupport",
             dependencies: [
                 "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom",
@@ -119,7 +129,7 @@ let package = Package(
         .executableTarget(
             name: "lvbnode",
             dependencies: [
-                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBRendezvous", "LVBWeb",
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBRendezvous", "LVBWeb", "LVBMesh",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -167,6 +177,12 @@ let package = Package(
         .testTarget(
             name: "LVBRendezvousTests",
             dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia", "LVBRendezvous", "LVBTestSupport", "TestAssertions"],
+            swiftSettings: swift5),
+        .testTarget(
+            name: "LVBMeshTests",
+            dependencies: ["LVBMesh", "LVBWeb",
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBWebTests",

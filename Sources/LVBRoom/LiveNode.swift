@@ -102,7 +102,11 @@ public final class LiveNode {
         if let slots = plan.relaySlots {
             // A viewer does not know the stream's rate ahead: it allows what a rich stream would need.
             let kbps = Int(MediaConstants.retransmitBudgetFactor * Double(plan.publish.flatMap { $0.isEmpty ? nil : $0.bitrateKbps } ?? MediaConstants.relayAssumedKbps))
-            tree = RelayTree(room: room, media: media, slots: slots, addresses: plan.addresses, repairKbps: kbps, clock: clock)
+            let tree = RelayTree(room: room, media: media, slots: slots, addresses: plan.addresses, repairKbps: kbps, clock: clock)
+            tree.onParentChanged = { [unowned self, unowned tree] parent in
+                onOutput?(.treeParent(parent, depth: tree.depth, failovers: tree.failovers))
+            }
+            self.tree = tree
         }
         room.onOutput = { [unowned self] output in
             if case .admitted = output { receiveHostStream() }

@@ -55,4 +55,7 @@ public enum NodeOutput {
     case switched(from: RoomID, to: RoomID, preloaded: Bool)
     /// A neighbouring room is ready for a quick switch (admitted, with a picture to show).
     case preloaded(RoomID)
+    /// This viewer's parent in the media tree changed (nil: it has none for
+    /// now); `failovers`: moves after a silent parent so far.
+    case treeParent(NodeID?, depth: Int?, failovers: Int)
 }

@@ -22,7 +22,12 @@ public final class RelayTree {
     /// Children this node takes (`--relay-slots`; 0: a leaf).
     public let slots: Int
     /// The node the stream comes from now (nil: none yet; the host itself for its direct children).
-    public private(set) var parent: NodeID?
+    public private(set) var parent: NodeID? {
+        didSet { if parent != oldValue { onParentChanged?(parent) } }
+    }
+    /// This node's parent changed: attached (first, or again after a silence
+    /// or a move down) or lost (nil). The node's owner reports it.
+    public var onParentChanged: ((NodeID?) -> Void)?
     /// The parent to move to if this one goes silent.
     public private(set) var backup: NodeID?
     /// Times this node attached to a parent (the first included), and moved after a silence.

@@ -56,11 +56,11 @@ final class StudioHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
             return send(.ok, body: jpeg, headers: Self.commonHeaders(contentType: "image/jpeg"), head: head, context: context)
         }
-        guard let file = StudioPage.file(at: path) else {
+        guard let file = StudioPage.file(at: path == "/" ? "/" + server.home : path) else {
             return send(.notFound, text: "No such file.\n", head: head, context: context)
         }
         var headers = Self.commonHeaders(contentType: file.contentType)
-        if path == "/" || path == "/index.html" {
+        if path == "/" || path == "/" + server.home {
             // The page's modules and styles load without the query: the token rides in a cookie only this server gets.
             headers.add(name: "Set-Cookie", value: "\(StudioAccess.cookieName)=\(access.token); Path=/; HttpOnly; SameSite=Strict")
         }

@@ -53,8 +53,12 @@ public final class StudioServer: @unchecked Sendable {
     static let maxSocketMessage = 1024 * 1024
     static let writeBuffer = WriteBufferWaterMark(low: 256 * 1024, high: 1024 * 1024)
 
-    public init(loop: EventLoop, token: String, host: String, port: Int) {
+    /// The file `/` serves: the studio (`index.html`), or another embedded page (the mesh's `mesh.html`).
+    public let home: String
+
+    public init(loop: EventLoop, token: String, host: String, port: Int, home: String = "index.html") {
         self.loop = loop
+        self.home = home
         self.bindHost = host
         self.port = port
         access = StudioAccess(token: token, bound: host, port: port)

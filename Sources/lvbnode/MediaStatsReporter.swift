@@ -76,6 +76,7 @@ final class MediaStatsReporter {
         o.add("video_kbps", rounded(Double(videoBytes - since.videoBytes) * 8 / 1000 / seconds))
         o.add("audio_kbps", rounded(Double(audioBytes - since.audioBytes) * 8 / 1000 / seconds))
         o.add("frames", v.framesDecoded)
+        o.add("video_packets", v.packets)
         o.add("skipped_frames", v.skippedFrames)
         o.add("video_lost", v.lost)
         o.add("recovered", v.recovered)

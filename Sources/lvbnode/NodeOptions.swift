@@ -30,6 +30,10 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: String = "warning"
 
+    /// Set by `lvbnode mesh` for the nodes it runs: they end with it, even when it is killed.
+    @Option(name: .long, help: .hidden)
+    var parentPid: Int32?
+
     func validate() throws {
         if let listen { _ = try parseAddress(listen, what: "--listen") }
         for a in advertise {

@@ -59,7 +59,7 @@ struct NodeRunner {
             Output.fail("\(error)")
             return 64
         }
-        let termination = Termination(duration: options.duration)
+        let termination = Termination(duration: options.duration, parent: options.parentPid)
         let reporters = Reporters(out: out, termination: termination, setup: setup)
         var config = TransportConfig()
         config.hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: role)
@@ -237,6 +237,7 @@ extension ExitReason {
         case .duration: "duration elapsed"
         case .quit: "quit"
         case .roomClosed: "room closed"
+        case .orphaned: "the mesh that started it is gone"
         case .removed(let why): why
         case .failed(let why): why
         }

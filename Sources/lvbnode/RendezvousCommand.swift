@@ -45,7 +45,7 @@ struct RendezvousCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let listen = try node.listenAddress(defaultPort: RendezvousConstants.defaultPort)
-        let termination = Termination(duration: node.duration)
+        let termination = Termination(duration: node.duration, parent: node.parentPid)
         let server: UDPRendezvous
         do {
             server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: "lvbnode/\(CoreConstants.version)",

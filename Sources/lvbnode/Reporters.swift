@@ -56,6 +56,14 @@ final class Reporters: @unchecked Sendable {
         case .sink(let event): report(event)
         case .mediaEnded(let why):
             out.emit(JSONLine(event: "media_ended", ("reason", why)), human: "media input stopped: \(why)", kind: "media")
+        case let .treeParent(parent, depth, failovers):
+            var line = JSONLine(event: "tree")
+            if let parent { line.add("parent", parent.text) } else { line.addRaw("parent", "null") }
+            if let depth { line.add("depth", depth) } else { line.addRaw("depth", "null") }
+            line.add("failovers", failovers)
+            let human = parent.map { "media tree: now fed by \($0.short)\(depth.map { " at depth \($0)" } ?? "")" }
+                ?? "media tree: no parent for now (finding another)"
+            out.emit(line, human: human, kind: "tree")
         case .preloaded(let id):
             out.emit(JSONLine(event: "preloaded", ("room", id.text)), human: "room \(id.text) is ready for a quick switch", kind: "room")
         case let .switched(from, to, preloaded):

@@ -9,6 +9,8 @@ enum ExitReason: Sendable {
     case duration
     case quit
     case roomClosed
+    /// The process that started it (`--parent-pid`, the mesh) is gone.
+    case orphaned
     /// Kicked, or signed in elsewhere: status 3.
     case removed(String)
     case failed(String)
@@ -30,7 +32,8 @@ final class Termination: @unchecked Sendable {
     private var waiter: CheckedContinuation<ExitReason, Never>?
     private var sources: [DispatchSourceSignal] = []
 
-    init(duration: Double?) {
+    /// `parent`: end (leaving cleanly) once that process is no longer this one's parent.
+    init(duration: Double?, parent: Int32? = nil) {
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -41,6 +44,13 @@ final class Termination: @unchecked Sendable {
         if let duration {
             DispatchQueue.global().asyncAfter(deadline: .now() + duration) { [weak self] in self?.finish(.duration) }
         }
+        if let parent { watch(parent) }
+    }
+
+    /// Looks every 200 ms whether `parent` is still the parent (a dead one's children go to init or a subreaper).
+    private func watch(_ parent: Int32) {
+        guard getppid() == parent else { return finish(.orphaned) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in self?.watch(parent) }
     }
 
     func finish(_ r: ExitReason) {

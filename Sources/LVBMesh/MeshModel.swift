@@ -1,0 +1,275 @@
+import LVBWeb
+
+/// What `lvbnode mesh` knows about the processes it runs, built only from
+/// the JSON lines each prints (`--json`), as an outsider reading them would:
+/// who is where in the media tree, how the stream and the room's events
+/// reach each viewer, and what happened. Times are seconds since the mesh
+/// started. Not thread-safe: the mesh feeds it on one event loop.
+public final class MeshModel {
+    public enum Role: String, Sendable {
+        case rendezvous, host, viewer, guest
+    }
+
+    /// One process of the mesh.
+    public struct Node {
+        public let name: String
+        public let role: Role
+        /// Which room (0-based; the rendezvous: nil).
+        public let room: Int?
+        public var pid: Int32 = 0
+        public var id: String?
+        public var listen: String?
+        public var roomID: String?
+        public var admitted: Double?
+        /// `first_frame`'s own figure: join (or start) to the first picture, ms.
+        public var firstFrameMs: Double?
+        public var parent: String?
+        public var depth: Int?
+        public var children = 0
+        public var failovers = 0
+        public var fps: Double?
+        public var latencyP95: Double?
+        /// Share of video packets lost on the way in the last stats interval (before repair).
+        public var loss: Double?
+        /// Video packets repaired (retransmitted on NACK) so far.
+        public var repaired = 0
+        public var onStage = false
+        /// The last cumulative counters of a stats line: packets, lost, recovered.
+        var lastCounts: (packets: Int, lost: Int, recovered: Int)?
+        /// From the exit line: the whole run's figures.
+        public var finalFrames: Int?
+        public var finalSkipped: Int?
+        public var finalP50: Double?
+        public var finalP95: Double?
+        public var finalDepth: Int?
+        public var depthAtStop: Int?
+        /// How it ended: its exit status, or killed by the mesh on purpose.
+        public var exitStatus: Int32?
+        public var killedAt: Double?
+        /// Texts of the chat lines and bullet comments it showed.
+        public var seen: Set<String> = []
+        /// Its studio page (`--web`), as its `web` event gave it.
+        public var webURL: String?
+
+        public var isViewer: Bool { role == .viewer || role == .guest }
+        public var isRunning: Bool { exitStatus == nil }
+    }
+
+    /// A chat line or bullet comment as a viewer showed it (the feed).
+    public struct Said: Equatable {
+        public let at: Double
+        public let kind: String
+        public let nick: String
+        public let text: String
+    }
+
+    /// Something worth a line on the dashboard: joined, relay moved, on stage, killed…
+    public struct Happening: Equatable {
+        public let at: Double
+        public let text: String
+    }
+
+    /// A scripted chat line or bullet comment: who should show it.
+    public struct Scripted {
+        public let text: String
+        public let kind: String
+        public let room: Int
+        public let at: Double
+        /// Viewers and host of the room running when it was sent.
+        public var audience: Set<String>
+    }
+
+    /// The relay killed midway: when, and the children it had then.
+    public struct Kill {
+        public let name: String
+        public let id: String
+        public let at: Double
+        public let children: [String]
+        /// Child → seconds from the kill to its next parent.
+        public var recovered: [String: Double] = [:]
+    }
+
+    public private(set) var order: [String] = []
+    public private(set) var nodes: [String: Node] = [:]
+    public private(set) var feed: [Said] = []
+    public private(set) var happenings: [Happening] = []
+    public private(set) var scripted: [Scripted] = []
+    public private(set) var likes: [Int: Int] = [:]
+    public private(set) var kill: Kill?
+    /// Happenings and feed lines ever recorded (the lists keep the latest `kept`).
+    public private(set) var happeningsCount = 0
+    public private(set) var feedCount = 0
+    /// Lines that were not JSON (counted, not fatal: a child's stray output).
+    public private(set) var unreadable = 0
+
+    /// Lines of the feed and happenings kept for the dashboard.
+    public static let kept = 200
+
+    public init() {}
+
+    public func add(_ name: String, role: Role, room: Int?, pid: Int32) {
+        guard nodes[name] == nil else { return }
+        order.append(name)
+        var node = Node(name: name, role: role, room: room)
+        node.pid = pid
+        nodes[name] = node
+    }
+
+    /// Who feeds `node`: its parent in the media tree, or for a guest on
+    /// stage (which leaves the tree) its host, which sends it the mix directly.
+    public func feeder(of node: Node) -> String? {
+        if let parent = node.parent { return parent }
+        guard node.onStage, let room = node.room else { return nil }
+        return nodes(in: room).first { $0.role == .host }?.id
+    }
+
+    public func name(of id: String) -> String? {
+        order.first { nodes[$0]?.id == id }
+    }
+
+    public func nodes(in room: Int) -> [Node] {
+        order.compactMap { nodes[$0] }.filter { $0.room == room }
+    }
+
+    /// Records a happening for the dashboard (and the `--json` stream).
+    public func note(_ text: String, at: Double) {
+        happenings.append(Happening(at: at, text: text))
+        happeningsCount += 1
+        if happenings.count > Self.kept { happenings.removeFirst(happenings.count - Self.kept) }
+    }
+
+    /// A chat line or bullet comment the mesh made `sender` say.
+    public func sent(_ text: String, kind: String, by sender: String, room: Int, at: Double) {
+        let audience = Set(nodes(in: room).filter { $0.name != sender && $0.isRunning && ($0.role == .host || $0.admitted != nil) }.map(\.name))
+        scripted.append(Scripted(text: text, kind: kind, room: room, at: at, audience: audience))
+    }
+
+    /// The relay is being killed now: remember its children.
+    public func killing(_ name: String, at: Double) {
+        guard let node = nodes[name], let id = node.id else { return }
+        let children = order.filter { nodes[$0]?.parent == id && nodes[$0]?.isRunning == true }
+        kill = Kill(name: name, id: id, at: at, children: children)
+        nodes[name]?.killedAt = at
+        note("killed relay \(name) (\(children.count) \(children.count == 1 ? "child" : "children"): \(children.joined(separator: ", ")))", at: at)
+    }
+
+    /// The mesh is stopping: each node's depth now is its depth for the
+    /// summary (as everyone leaves at once, the exit lines' own depths are
+    /// those of a tree coming apart).
+    public func stopping() {
+        for name in order {
+            let depth = nodes[name]?.depth
+            nodes[name]?.depthAtStop = depth
+        }
+    }
+
+    public func exited(_ name: String, status: Int32, at: Double) {
+        guard nodes[name]?.exitStatus == nil else { return }
+        nodes[name]?.exitStatus = status
+        if nodes[name]?.killedAt == nil, status != 0 { note("\(name) exited with status \(status)", at: at) }
+    }
+
+    /// One line a process printed (nil: not JSON).
+    public func ingest(_ name: String, _ line: JSONValue?, at now: Double) {
+        guard nodes[name] != nil else { return }
+        guard let value = line, let event = value["event"]?.string else {
+            unreadable += 1
+            return
+        }
+        var node = nodes[name]!
+        defer { nodes[name] = node }
+        switch event {
+        case "ready":
+            node.id = value["id"]?.string
+            node.listen = value["listen"]?.string
+            if let room = value["room"]?.string { node.roomID = room }
+        case "admitted":
+            node.admitted = now
+            if let room = value["room"]?.string { node.roomID = room }
+            note("\(name) joined", at: now)
+        case "web":
+            node.webURL = value["url"]?.string
+        case "first_frame":
+            if node.firstFrameMs == nil { node.firstFrameMs = value["ms"]?.number }
+        case "tree":
+            let parent = value["parent"]?.string
+            let moved = node.parent != nil && parent != nil && parent != node.parent
+            node.parent = parent
+            node.depth = value["depth"]?.number.map { Int($0) }
+            node.failovers = Int(value["failovers"]?.number ?? 0)
+            if let parent, let k = kill, k.children.contains(name), parent != k.id, kill?.recovered[name] == nil {
+                kill?.recovered[name] = now - k.at
+                note("\(name) recovered under \(self.name(of: parent) ?? String(parent.prefix(8))) \(Self.seconds(now - k.at)) after the kill", at: now)
+            } else if moved, let parent {
+                note("relay moved: \(name) now under \(self.name(of: parent) ?? String(parent.prefix(8)))", at: now)
+            }
+        case "stats":
+            stats(&node, value)
+        case "chat", "danmaku":
+            guard let text = value["text"]?.string else { break }
+            node.seen.insert(text)
+            // One viewer's copy makes the feed (every node sees each line).
+            if name == feedWitness(room: node.room) {
+                feed.append(Said(at: now, kind: event, nick: value["nick"]?.string ?? "?", text: text))
+                feedCount += 1
+                if feed.count > Self.kept { feed.removeFirst(feed.count - Self.kept) }
+            }
+        case "like":
+            if node.role == .host, let room = node.room, let total = value["total"]?.number { likes[room] = Int(total) }
+        case "linkmic_started":
+            if node.role == .host, let id = value["id"]?.string {
+                let who = self.name(of: id) ?? value["nick"]?.string ?? "?"
+                nodes[who]?.onStage = true
+                if who == name { node.onStage = true }
+                note("\(who) is on stage with \(name)", at: now)
+            }
+        case "linkmic_ended":
+            if node.role == .host, let id = value["id"]?.string, let who = self.name(of: id) {
+                nodes[who]?.onStage = false
+                note("\(who) left the stage", at: now)
+            }
+        case "exit":
+            if let media = value["media"] {
+                node.finalFrames = media["frames"]?.number.map { Int($0) }
+                node.finalSkipped = media["skipped_frames"]?.number.map { Int($0) }
+                node.finalP50 = media["video_latency_p50_ms"]?.number
+                node.finalP95 = media["video_latency_p95_ms"]?.number
+            }
+            node.finalDepth = value["tree"]?["depth"]?.number.map { Int($0) } ?? node.depth
+        default:
+            break
+        }
+    }
+
+    private func stats(_ node: inout Node, _ value: JSONValue) {
+        if let tree = value["tree"] {
+            node.children = Int(tree["children"]?.number ?? 0)
+            if let depth = tree["depth"]?.number { node.depth = Int(depth) }
+            if let parent = tree["parent"]?.string { node.parent = parent }
+        }
+        guard let media = value["media"] else { return }
+        node.fps = media["fps"]?.number
+        if media["role"]?.string == "viewer" {
+            node.latencyP95 = media["video_latency_p95_ms"]?.number
+            let packets = Int(media["video_packets"]?.number ?? 0), lost = Int(media["video_lost"]?.number ?? 0)
+            let recovered = Int(media["recovered"]?.number ?? 0)
+            if let last = node.lastCounts {
+                // Originals sent ≈ originals received (packets minus repairs) plus those lost on the way.
+                let received = (packets - last.packets) - (recovered - last.recovered), missed = lost - last.lost
+                node.loss = received + missed > 0 ? Double(max(0, missed)) / Double(received + missed) : nil
+            }
+            node.lastCounts = (packets, lost, recovered)
+            node.repaired = recovered
+        }
+    }
+
+    /// The viewer whose copy of chat feeds the dashboard: the room's first still running.
+    private func feedWitness(room: Int?) -> String? {
+        guard let room else { return nil }
+        return nodes(in: room).first { $0.isViewer && $0.isRunning && $0.killedAt == nil }?.name
+    }
+
+    static func seconds(_ s: Double) -> String {
+        s < 10 ? "\((s * 100).rounded() / 100) s" : "\((s * 10).rounded() / 10) s"
+    }
+}

@@ -1,0 +1,301 @@
+import LVBCore
+import LVBTransport
+import LVBWeb
+import NIOCore
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `lvbnode mesh` runs.
+public struct MeshConfig: Sendable {
+    public var viewers = 8
+    public var guests = 1
+    public var rooms = 1
+    /// Loss on every link (each direction), through an impairment relay in front of each node.
+    public var loss = 0.0
+    /// Seconds; nil: until SIGINT or SIGTERM.
+    public var duration: Double?
+    /// The studio page of the first viewer, served here (`--web`).
+    public var web: String?
+    /// The program to run as every node (this binary).
+    public var executable: String
+    /// Children each host and viewer feeds in the media tree: 2 grows a tree a few levels deep.
+    public var slots = 2
+    public var seed: UInt64 = 1
+
+    public init(executable: String) { self.executable = executable }
+}
+
+/// Runs a whole live room on this machine as processes of one binary: a
+/// rendezvous, hosts announcing to it, viewers joining by room id and
+/// relaying to each other, link-mic guests, scripted chat, bullet comments
+/// and likes, and midway the kill of a relay with children. Everything
+/// happens on one event loop; `report` hears of each update.
+public final class MeshRun: @unchecked Sendable {
+    /// Set before `start` (the mesh's own --web picks the viewer's page address).
+    public var config: MeshConfig
+    public let model = MeshModel()
+    private let loop: EventLoop
+    private let started: NIODeadline
+    private var children: [String: MeshChild] = [:]
+    private var relays: [ImpairmentRelay] = []
+    private var rendezvous: String?
+    private var hostNames: [String] = []
+    private var tasks: [RepeatedTask] = []
+    private var turn = 0
+    private var ending = false
+    /// After each model update worth showing (a line, a happening).
+    public var onUpdate: ((MeshUpdate) -> Void)?
+
+    /// A few seconds before the end, no more scripted lines: the last ones must have time to arrive.
+    public static let quietBeforeEnd = 3.0
+    /// Scripted chat, bullet comment or like this often.
+    public static let scriptInterval: TimeAmount = .milliseconds(700)
+    /// Children get this long to leave after SIGTERM before SIGKILL.
+    public static let leaveGrace = 1.6
+
+    public init(config: MeshConfig, loop: EventLoop) {
+        self.config = config
+        self.loop = loop
+        started = .now()
+    }
+
+    /// Seconds since the mesh started.
+    public var now: Double { Double((NIODeadline.now() - started).nanoseconds) / 1e9 }
+
+    /// Process ids of every child started so far.
+    public var pids: [String: Int32] { children.mapValues(\.pid) }
+
+    // MARK: Starting
+
+    /// Starts everything, in order; throws what kept a piece from starting.
+    public func start() async throws {
+        await onLoop { self.tasks.append(self.loop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { _ in self.reap() }) }
+        let rv = try await launch("rendezvous", role: .rendezvous, room: nil, arguments: ["rendezvous", "--listen", "127.0.0.1:0"], impaired: false,
+                                  until: "ready") { $0["event"]?.string == "ready" }
+        guard let listen = model.nodes[rv]?.listen else { throw MeshError.failedToStart(rv, "it printed no address") }
+        rendezvous = listen
+        for r in 0..<config.rooms {
+            let name = "host-\(r + 1)"
+            hostNames.append(name)
+            // Announced once its session with the rendezvous is up (the announcement follows the hello at once).
+            _ = try await launch(name, role: .host, room: r, arguments: [
+                "host", "--nick", name, "--title", "Mesh room \(r + 1)", "--rendezvous", listen,
+                "--relay-slots", String(config.slots), "--max-guests", String(max(1, config.guests)),
+            ], until: "its session with the rendezvous") { $0["event"]?.string == "hello" && $0["role"]?.string == "rendezvous" }
+        }
+        try? await Task.sleep(for: .milliseconds(100))
+        for i in 0..<config.viewers {
+            let room = i % config.rooms, name = "viewer-\(i + 1)"
+            var arguments = ["--relay-slots", String(config.slots)]
+            if i == 0, let web = config.web { arguments += ["--web", web] }
+            try await join(name, role: .viewer, room: room, extra: arguments)
+        }
+        for g in 0..<config.guests {
+            try await join("guest-\(g + 1)", role: .guest, room: g % config.rooms, extra: ["--relay-slots", "0"])
+        }
+        await onLoop {
+            self.tasks.append(self.loop.scheduleRepeatedTask(initialDelay: Self.scriptInterval, delay: Self.scriptInterval) { _ in self.scriptTurn() })
+            let killAt = (self.config.duration ?? 40) / 2
+            self.loop.scheduleTask(in: .milliseconds(Int64(max(0, killAt - self.now) * 1000))) { self.killARelay() }
+        }
+    }
+
+    private func join(_ name: String, role: MeshModel.Role, room: Int, extra: [String]) async throws {
+        guard let roomID = model.nodes[hostNames[room]]?.roomID, let rendezvous else { return }
+        _ = try await launch(name, role: role, room: room, arguments: ["join", roomID, "--rendezvous", rendezvous, "--nick", name] + extra)
+        // A joiner a moment after the last: the tree grows as rooms do.
+        try? await Task.sleep(for: .milliseconds(120))
+    }
+
+    /// Starts one node and, given `done`, waits (10 s at most) for a line of its output for which it holds.
+    private func launch(_ name: String, role: MeshModel.Role, room: Int?, arguments: [String], impaired: Bool = true,
+                        until what: String = "", _ done: ((JSONValue) -> Bool)? = nil) async throws -> String {
+        var arguments = arguments + ["--json", "--ephemeral", "--parent-pid", String(getpid())]
+        if impaired, config.loss > 0 {
+            let port = try await Self.freePort(group: loop)
+            let relay = try await ImpairmentRelay.start(
+                listen: try PeerAddress(parsing: "127.0.0.1:0"), target: try PeerAddress(parsing: "127.0.0.1:\(port)"),
+                upstream: Impairment(loss: config.loss), downstream: Impairment(loss: config.loss),
+                seed: config.seed &+ UInt64(model.order.count), group: loop)
+            relays.append(relay)
+            arguments += ["--listen", "127.0.0.1:\(port)", "--advertise", relay.localAddress.description]
+        } else if role != .rendezvous {
+            arguments += ["--listen", "127.0.0.1:0"]
+        }
+        let ready = done.map { _ in OncePromise(loop.makePromise(of: Void.self)) }
+        try await onLoop {
+            let child = try MeshChild.spawn(name, executable: self.config.executable, arguments: arguments, loop: self.loop,
+                                            onLine: { [unowned self] line in
+                                                let value = try? JSONValue.parse(line.readableBytesView)
+                                                self.model.ingest(name, value, at: self.now)
+                                                if let value, done?(value) == true { ready?.succeed() }
+                                                if let value { self.react(name, value) }
+                                            },
+                                            onError: { [unowned self] line in
+                                                let text = String(buffer: line)
+                                                self.model.note("\(name): \(text)", at: self.now)
+                                                self.onUpdate?(.happening)
+                                            })
+            self.children[name] = child
+            self.model.add(name, role: role, room: room, pid: child.pid)
+            self.onUpdate?(.started(name))
+        }
+        guard let ready else { return name }
+        let timeout = loop.scheduleTask(in: .seconds(10)) { ready.fail() }
+        defer { timeout.cancel() }
+        do { try await ready.promise.futureResult.get() } catch {
+            throw MeshError.failedToStart(name, "no sign of \(what) within 10 s")
+        }
+        return name
+    }
+
+    /// A free UDP port on loopback (bound and released), for a node behind an impairment relay.
+    static func freePort(group: EventLoopGroup) async throws -> Int {
+        let channel = try await DatagramBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress?.port ?? 0
+        try await channel.close()
+        return port
+    }
+
+    private func onLoop<T: Sendable>(_ body: @escaping () throws -> T) async throws -> T {
+        try await loop.submit(body).get()
+    }
+
+    private func onLoop(_ body: @escaping () -> Void) async {
+        try? await loop.submit(body).get()
+    }
+
+    // MARK: The script
+
+    /// What a line from `name` sets off: a guest asks for the stage once in; a host accepts.
+    private func react(_ name: String, _ value: JSONValue) {
+        guard let event = value["event"]?.string else { return }
+        switch event {
+        case "admitted":
+            if model.nodes[name]?.role == .guest { children[name]?.send("/linkmic a co-host from the mesh") }
+            onUpdate?(.happening)
+        case "linkmic_request":
+            if model.nodes[name]?.role == .host, let nick = value["nick"]?.string { children[name]?.send("/accept \(nick)") }
+        case "tree", "linkmic_started", "linkmic_ended":
+            onUpdate?(.happening)
+        case "chat", "danmaku":
+            onUpdate?(.said)
+        default:
+            break
+        }
+    }
+
+    /// One scripted action: a chat line, a bullet comment or likes, from the next viewer in turn (the host now and then).
+    private func scriptTurn() {
+        guard !ending, config.duration.map({ now < $0 - Self.quietBeforeEnd }) ?? true else { return }
+        let speakers = model.order.filter {
+            guard let n = model.nodes[$0], n.isRunning, n.killedAt == nil else { return false }
+            return n.role == .host || n.admitted != nil
+        }
+        guard !speakers.isEmpty else { return }
+        turn += 1
+        let name = speakers[turn % speakers.count]
+        guard let node = model.nodes[name], let room = node.room, let child = children[name] else { return }
+        switch turn % 3 {
+        case 0:
+            let text = "hello #\(turn) from \(name)"
+            model.sent(text, kind: "chat", by: name, room: room, at: now)
+            child.send(text)
+        case 1:
+            let colours = ["#FF5A5A", "#FFD84A", "#5AD7FF", "#9BFF5A"]
+            let text = "bullet #\(turn) from \(name)"
+            model.sent(text, kind: "danmaku", by: name, room: room, at: now)
+            child.send("/danmaku \(colours[turn % colours.count]) \(text)")
+        default:
+            child.send("/like \(1 + turn % 3)")
+        }
+    }
+
+    /// Midway: kills (SIGKILL) a viewer that relays to others, to show the tree healing.
+    private func killARelay() {
+        guard !ending else { return }
+        let relaysWithChildren = model.order.filter { name in
+            // Not the viewer whose studio page the mesh page links to.
+            guard let n = model.nodes[name], n.role == .viewer, n.isRunning, n.webURL == nil, let id = n.id else { return false }
+            return model.order.contains { model.nodes[$0]?.parent == id && model.nodes[$0]?.isRunning == true }
+        }
+        guard let victim = relaysWithChildren.first, let child = children[victim] else {
+            model.note("no relay had children to kill", at: now)
+            onUpdate?(.happening)
+            return
+        }
+        model.killing(victim, at: now)
+        child.kill()
+        onUpdate?(.happening)
+    }
+
+    /// Reaps children that exited.
+    private func reap() {
+        for (name, child) in children {
+            if let status = child.poll() {
+                model.exited(name, status: status, at: now)
+                onUpdate?(.exited(name))
+            }
+        }
+    }
+
+    // MARK: Stopping
+
+    /// Stops every process it started (SIGTERM, then SIGKILL after `leaveGrace`) and waits for each.
+    public func stop() async {
+        await onLoop {
+            self.ending = true
+            self.model.stopping()
+            for child in self.children.values { child.terminate() }
+        }
+        let deadline = now + Self.leaveGrace
+        while now < deadline {
+            let running = (try? await onLoop { self.children.values.filter(\.isRunning).count }) ?? 0
+            if running == 0 { break }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        await onLoop { for child in self.children.values { child.kill() } }
+        while (try? await onLoop { self.children.values.filter(\.isRunning).count }) ?? 0 > 0 {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        await onLoop { for task in self.tasks { task.cancel() } }
+        for relay in relays { try? await relay.close() }
+        // The pipes' last lines (exit lines) are read by now or a moment later.
+        try? await Task.sleep(for: .milliseconds(150))
+    }
+
+    /// The children still running (none after `stop`).
+    public var running: [String] {
+        get async { (try? await onLoop { self.children.values.filter(\.isRunning).map(\.name) }) ?? [] }
+    }
+}
+
+/// What changed, for the dashboard or the JSON stream.
+public enum MeshUpdate: Sendable {
+    case started(String)
+    case exited(String)
+    case happening
+    case said
+}
+
+/// A promise completed once: the first of its line and its timeout wins (on the loop).
+private final class OncePromise: @unchecked Sendable {
+    let promise: EventLoopPromise<Void>
+    private var done = false
+
+    init(_ promise: EventLoopPromise<Void>) { self.promise = promise }
+
+    func succeed() {
+        guard !done else { return }
+        done = true
+        promise.succeed(())
+    }
+
+    func fail() {
+        guard !done else { return }
+        done = true
+        promise.fail(MeshError.cannotStart("", "timed out"))
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+
+/// `lvbnode mesh` as a user runs it: one process that starts a rendezvous,
+/// a host, viewers and a guest as processes of the same binary, read here
+/// only through its `--json` lines (issue 13).
+@Suite(.serialized) struct MeshProcessTests {
+    /// The pids of every process the mesh said it started.
+    private func pids(_ mesh: NodeProcess) -> [String: Int32] {
+        var out: [String: Int32] = [:]
+        for e in mesh.events where e["event"] as? String == "mesh_node" {
+            if let name = e["name"] as? String, let pid = e["pid"] as? Int { out[name] = Int32(pid) }
+        }
+        return out
+    }
+
+    private func alive(_ pid: Int32) -> Bool {
+        // A zombie (exited, not reaped) still answers kill(0): look at its state too.
+        guard kill(pid, 0) == 0 else { return false }
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        return !stat.contains(") Z ")
+    }
+
+    /// Whether 127.0.0.1:`port` (UDP) can be bound now.
+    private func udpPortIsFree(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    private func summary(_ mesh: NodeProcess) -> [String: Any]? {
+        mesh.events.last { $0["event"] as? String == "summary" }
+    }
+
+    private func happened(_ mesh: NodeProcess, _ text: String) -> Bool {
+        mesh.events.contains { $0["event"] as? String == "mesh_event" && ($0["text"] as? String)?.contains(text) == true }
+    }
+
+    @Test("A short mesh: every viewer gets the stream and every line, the killed relay's children recover, nothing survives it")
+    func aShortMeshDeliversEverythingAndLeavesNothingRunning() throws {
+        let mesh = try NodeProcess(["mesh", "--viewers", "5", "--guests", "1", "--duration", "18", "--json"])
+        let status = mesh.waitExit(timeout: 60)
+        #expect(status == 0, "\(mesh.stderr)")
+        let started = pids(mesh)
+        #expect(started.count == 8, "rendezvous, host, 5 viewers, 1 guest: \(started.keys.sorted())")
+        for (name, pid) in started { #expect(!alive(pid), "\(name) (pid \(pid)) outlived the mesh") }
+        // No port left bound: each node's UDP port can be bound again.
+        let nodes = mesh.events.last { $0["event"] as? String == "mesh_nodes" }?["nodes"] as? [[String: Any]] ?? []
+        let ports = nodes.compactMap { ($0["listen"] as? String)?.split(separator: ":").last.flatMap { Int($0) } }
+        #expect(ports.count == 8, "every node's address: \(nodes)")
+        for port in ports { #expect(udpPortIsFree(port), "port \(port) still bound after the mesh ended") }
+        let s = try #require(summary(mesh), "no summary line; stderr: \(mesh.stderr)")
+        print("mesh summary:", s)
+        #expect(s["every_viewer_got_the_stream"] as? Bool == true)
+        let viewers = s["viewers"] as? [[String: Any]] ?? []
+        #expect(viewers.count == 5, "the viewers that ran to the end (the killed relay left out), the guest included: \(viewers)")
+        #expect((s["events_expected"] as? Int ?? 0) > 10, "the script made lines to deliver")
+        #expect(s["events_seen"] as? Int == s["events_expected"] as? Int, "every chat line and bullet comment shown where sent")
+        #expect((s["frame_ratio"] as? Double ?? 0) >= 0.95)
+        #expect(s["killed"] is String, "a relay with children was killed midway")
+        let repairs = s["repairs"] as? [[String: Any]] ?? []
+        #expect(!repairs.isEmpty, "the killed relay had children")
+        #expect(s["children_recovered"] as? Bool == true, "\(repairs)")
+        #expect(happened(mesh, "is on stage with host-1"), "the guest went on stage")
+        let depths = s["depths"] as? [[String: Any]] ?? []
+        #expect(depths.contains { $0["depth"] as? Int == 2 }, "a tree more than one level deep: \(depths)")
+    }
+
+    @Test("SIGINT in the middle: every process of the mesh is gone within 2 s")
+    func interruptedEveryChildIsGoneWithinTwoSeconds() throws {
+        let mesh = try NodeProcess(["mesh", "--viewers", "4", "--guests", "1", "--json"])
+        defer { if mesh.process.isRunning { mesh.signal(SIGKILL) } }
+        let everyone = mesh.waitFor("mesh_event", timeout: 30) { _ in
+            mesh.events.filter { $0["event"] as? String == "mesh_event" && ($0["text"] as? String)?.hasSuffix(" joined") == true }.count >= 5
+        }
+        #expect(everyone != nil, "every viewer and the guest joined")
+        let started = pids(mesh)
+        #expect(started.count == 7)
+        mesh.signal(SIGINT)
+        let sent = Date()
+        var left = started.filter { alive($0.value) }
+        while !left.isEmpty, Date().timeIntervalSince(sent) < 2 {
+            Thread.sleep(forTimeInterval: 0.02)
+            left = left.filter { alive($0.value) }
+        }
+        #expect(left.isEmpty, "still running 2 s after SIGINT: \(left.keys.sorted())")
+        #expect(mesh.waitExit(timeout: 5) == 0, "\(mesh.stderr)")
+        #expect(summary(mesh) != nil)
+    }
+
+    @Test("--loss 0.1: every event still arrives, and at least 99 % of the frames")
+    func underTenPercentLossEventsAreCompleteAndFramesNearlySo() throws {
+        let mesh = try NodeProcess(["mesh", "--viewers", "4", "--guests", "1", "--loss", "0.1", "--duration", "28", "--json"])
+        #expect(mesh.waitExit(timeout: 60) == 0, "\(mesh.stderr)")
+        let s = try #require(summary(mesh), "no summary line; stderr: \(mesh.stderr)")
+        print("mesh summary at 10 % loss:", s)
+        #expect(s["every_viewer_got_the_stream"] as? Bool == true)
+        #expect((s["events_expected"] as? Int ?? 0) > 10)
+        #expect(s["events_seen"] as? Int == s["events_expected"] as? Int)
+        #expect((s["frame_ratio"] as? Double ?? 0) >= 0.99)
+        let nodes = mesh.events.last { $0["event"] as? String == "mesh_nodes" }?["nodes"] as? [[String: Any]] ?? []
+        #expect(nodes.contains { ($0["repaired"] as? Int ?? 0) > 0 }, "repairs happened under loss: \(nodes)")
+    }
+}
