@@ -47,6 +47,7 @@ let package = Package(
         .systemLibrary(name: "CVPX", path: "Sources/CVPX"),
         .systemLibrary(name: "CYUV", path: "Sources/CYUV"),
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG"),
+        .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),
 
         .target(
             name: "LVBCore",
@@ -113,7 +114,7 @@ let package = Package(
             swiftSettings: swift5),
         .target(
             name: "LVBMesh",
-            dependencies: ["LVBCore", "LVBTransport", "LVBWeb",
+            dependencies: ["LVBCore", "LVBTransport", "LVBWeb", "CSpawn",
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swift5),

@@ -1,3 +1,4 @@
+import CSpawn
 import NIOCore
 import NIOPosix
 #if canImport(Glibc)
@@ -46,8 +47,8 @@ public final class MeshChild {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
         // Only the three pipes go to the child: every other descriptor of the
         // mesh (its page's listening socket, its relays' sockets, other
-        // children's pipes) closes on exec, or a child would keep them open.
-        closeOnExec()
+        // children's pipes) is closed in the child, or it would keep them open.
+        lvb_spawn_close_from(&actions, 3)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
         var pid = pid_t()
@@ -99,19 +100,6 @@ public final class MeshChild {
 
     /// Ends it at once (SIGKILL: a crash, as far as the room can tell).
     public func kill() { if status == nil { Glibc.kill(pid, SIGKILL) } }
-
-    /// Sets FD_CLOEXEC on every open descriptor above stderr (NIO does not on all of its own).
-    private static func closeOnExec() {
-        guard let dir = opendir("/proc/self/fd") else { return }
-        defer { closedir(dir) }
-        let own = dirfd(dir)
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let fd = Int32(name), fd > 2, fd != own else { continue }
-            let flags = fcntl(fd, F_GETFD)
-            if flags >= 0, flags & FD_CLOEXEC == 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
-        }
-    }
 
     private static func pipe() -> (read: Int32, write: Int32)? {
         var fds: [Int32] = [-1, -1]

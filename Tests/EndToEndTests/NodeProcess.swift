@@ -107,13 +107,33 @@ func runToEnd(_ arguments: [String], timeout: Double = 20) throws -> (Int32, Str
     p.standardError = err
     p.standardInput = FileHandle.nullDevice
     try p.run()
+    // Read while it runs: output beyond a pipe's 64 KiB (the help dump) would
+    // otherwise block the process until the timeout.
+    let collected = OutputBox()
+    let group = DispatchGroup()
+    for (handle, isErr) in [(out.fileHandleForReading, false), (err.fileHandleForReading, true)] {
+        DispatchQueue.global().async(group: group) {
+            let data = handle.readDataToEndOfFile()
+            collected.set(data, isErr: isErr)
+        }
+    }
     let deadline = Date().addingTimeInterval(timeout)
     while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
     if p.isRunning { p.terminate() }
     p.waitUntilExit()
-    return (p.terminationStatus,
-            String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-            String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    group.wait()
+    return (p.terminationStatus, String(decoding: collected.out, as: UTF8.self), String(decoding: collected.err, as: UTF8.self))
+}
+
+/// The two outputs of `runToEnd`, filled by their readers.
+private final class OutputBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var out = Data()
+    private(set) var err = Data()
+
+    func set(_ data: Data, isErr: Bool) {
+        lock.withLock { if isErr { err = data } else { out = data } }
+    }
 }
 
 func temporaryDirectory() -> String {

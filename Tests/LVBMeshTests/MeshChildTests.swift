@@ -6,7 +6,7 @@ import Testing
 
 /// Child processes on the mesh's loop: lines out, a console line in, the
 /// exit status reaped, and a kill that ends it.
-@Suite struct MeshChildTests {
+@Suite(.serialized) struct MeshChildTests {
     final class Lines: @unchecked Sendable {
         var out: [String] = []
         var err: [String] = []
