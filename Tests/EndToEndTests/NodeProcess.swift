@@ -69,8 +69,11 @@ final class NodeProcess: @unchecked Sendable {
     }
 
     /// Raw bytes on the process's stdin (a media source reading `-`).
+    /// (A process that already exited makes it a recorded failure, not a crash of the whole test run.)
     func write(_ data: Data) {
-        stdinPipe.fileHandleForWriting.write(data)
+        do { try stdinPipe.fileHandleForWriting.write(contentsOf: data) } catch {
+            Issue.record("cannot write to the node's stdin (exited? status \(process.isRunning ? "running" : String(process.terminationStatus))): \(error); stderr: \(stderr)")
+        }
     }
 
     func closeStdin() {
@@ -78,7 +81,7 @@ final class NodeProcess: @unchecked Sendable {
     }
 
     func send(_ line: String) {
-        stdinPipe.fileHandleForWriting.write(Data((line + "\n").utf8))
+        write(Data((line + "\n").utf8))
     }
 
     func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
