@@ -61,17 +61,8 @@ public final class EncodedFramePublisher {
         var timestamp = videoBase &+ UInt32(truncatingIfNeeded: since &* UInt64(MediaConstants.videoClockRate) / 1_000_000)
         if let last = lastVideo, Int32(bitPattern: timestamp &- last) <= 0 { timestamp = last &+ 1 }
         lastVideo = timestamp
-        let ntp = Self.ntp(micros: micros)
-        let payloads = try packetizer.packetize(frame)
-        var packets: [RTPPacket] = []
-        packets.reserveCapacity(payloads.count)
-        for (i, payload) in payloads.enumerated() {
-            var p = try RTPPacket(marker: i == payloads.count - 1, payloadType: MediaConstants.videoPayloadType,
-                                  sequenceNumber: videoSequence, timestamp: timestamp, ssrc: videoSSRC, payload: payload[...])
-            p.setCaptureTime(ntp)
-            videoSequence &+= 1
-            packets.append(p)
-        }
+        let packets = try packetizer.rtpPackets(frame, timestamp: timestamp, ssrc: videoSSRC, sequence: &videoSequence,
+                                                captureTime: Self.ntp(micros: micros))
         stats.videoFrames += 1
         stats.videoBytes += frame.count
         if keyframe { stats.keyframes += 1 }

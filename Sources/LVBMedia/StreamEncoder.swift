@@ -51,16 +51,8 @@ public final class VideoStreamEncoder {
         pts += 1
         guard let encoded = out.first else { return nil }
         let timestamp = timestampBase &+ Self.ticks(mediaTime, rate: MediaConstants.videoClockRate)
-        let payloads = try packetizer.packetize(encoded.data)
-        var packets: [RTPPacket] = []
-        packets.reserveCapacity(payloads.count)
-        for (i, payload) in payloads.enumerated() {
-            var p = try RTPPacket(marker: i == payloads.count - 1, payloadType: MediaConstants.videoPayloadType,
-                                  sequenceNumber: sequence, timestamp: timestamp, ssrc: ssrc, payload: payload[...])
-            p.setCaptureTime(captureTime)
-            sequence &+= 1
-            packets.append(p)
-        }
+        let packets = try packetizer.rtpPackets(encoded.data, timestamp: timestamp, ssrc: ssrc, sequence: &sequence,
+                                                captureTime: captureTime)
         return EncodedMediaFrame(packets: packets, isKeyframe: encoded.isKeyframe, bytes: encoded.data.count)
     }
 

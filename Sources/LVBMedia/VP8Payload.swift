@@ -141,6 +141,24 @@ public struct VP8Packetizer: Sendable {
         self.nextPictureID = firstPictureID & 0x7FFF
     }
 
+    /// One frame as the RTP packets of a stream: consecutive sequence
+    /// numbers from `sequence` (advanced past them), one timestamp, the
+    /// marker bit on the last, the capture time on each.
+    public mutating func rtpPackets(_ frame: [UInt8], timestamp: UInt32, ssrc: UInt32, sequence: inout UInt16,
+                                    captureTime: UInt64) throws(MediaError) -> [RTPPacket] {
+        let payloads = try packetize(frame)
+        var packets: [RTPPacket] = []
+        packets.reserveCapacity(payloads.count)
+        for (i, payload) in payloads.enumerated() {
+            var p = try RTPPacket(marker: i == payloads.count - 1, payloadType: MediaConstants.videoPayloadType,
+                                  sequenceNumber: sequence, timestamp: timestamp, ssrc: ssrc, payload: payload[...])
+            p.setCaptureTime(captureTime)
+            sequence &+= 1
+            packets.append(p)
+        }
+        return packets
+    }
+
     /// The payloads of one frame, in order. The caller gives them consecutive
     /// sequence numbers, one RTP timestamp, and the marker bit on the last.
     public mutating func packetize(_ frame: [UInt8]) throws(MediaError) -> [[UInt8]] {

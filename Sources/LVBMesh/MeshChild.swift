@@ -27,9 +27,16 @@ public final class MeshChild {
     /// `onError` each stderr line, both on `loop`.
     public static func spawn(_ name: String, executable: String, arguments: [String], loop: EventLoop,
                              onLine: @escaping (ByteBuffer) -> Void, onError: @escaping (ByteBuffer) -> Void) throws(MeshError) -> MeshChild {
-        guard let stdin = pipe(), let stdout = pipe(), let stderr = pipe() else {
-            throw .cannotStart(name, "pipe: " + String(cString: strerror(errno)))
+        var made: [(read: Int32, write: Int32)] = []
+        for _ in 0..<3 {
+            guard let p = pipe() else {
+                let why = String(cString: strerror(errno))
+                for p in made { close(p.read); close(p.write) }
+                throw .cannotStart(name, "pipe: " + why)
+            }
+            made.append(p)
         }
+        let (stdin, stdout, stderr) = (made[0], made[1], made[2])
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -112,13 +119,11 @@ public final class MeshChild {
 
 public enum MeshError: Error, CustomStringConvertible, Equatable {
     case cannotStart(String, String)
-    case noExecutable(String)
     case failedToStart(String, String)
 
     public var description: String {
         switch self {
         case let .cannotStart(name, why): "cannot start \(name): \(why)"
-        case .noExecutable(let why): "cannot find this program's own binary to run the mesh's nodes: \(why)"
         case let .failedToStart(name, why): "\(name) did not start: \(why)"
         }
     }

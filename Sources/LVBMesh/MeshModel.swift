@@ -144,10 +144,15 @@ public final class MeshModel {
         scripted.append(Scripted(text: text, kind: kind, room: room, at: at, audience: audience))
     }
 
+    /// The running nodes whose parent in the media tree is node `id`.
+    public func children(of id: String) -> [String] {
+        order.filter { nodes[$0]?.parent == id && nodes[$0]?.isRunning == true }
+    }
+
     /// The relay is being killed now: remember its children.
     public func killing(_ name: String, at: Double) {
         guard let node = nodes[name], let id = node.id else { return }
-        let children = order.filter { nodes[$0]?.parent == id && nodes[$0]?.isRunning == true }
+        let children = children(of: id)
         kill = Kill(name: name, id: id, at: at, children: children)
         nodes[name]?.killedAt = at
         note("killed relay \(name) (\(children.count) \(children.count == 1 ? "child" : "children"): \(children.joined(separator: ", ")))", at: at)

@@ -219,7 +219,7 @@ public final class MeshRun: @unchecked Sendable {
         let relaysWithChildren = model.order.filter { name in
             // Not the viewer whose studio page the mesh page links to.
             guard let n = model.nodes[name], n.role == .viewer, n.isRunning, n.webURL == nil, let id = n.id else { return false }
-            return model.order.contains { model.nodes[$0]?.parent == id && model.nodes[$0]?.isRunning == true }
+            return !model.children(of: id).isEmpty
         }
         guard let victim = relaysWithChildren.first, let child = children[victim] else {
             model.note("no relay had children to kill", at: now)

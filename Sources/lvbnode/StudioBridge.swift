@@ -68,13 +68,15 @@ final class StudioBridge: @unchecked Sendable {
         }
         node.onHostAudio = { [unowned self] frame in
             // Concealed audio has no packet to hand on; the next real one says a gap came before it.
-            guard var f = StudioMediaFrame(frame) else {
+            guard frame.encoded != nil else {
                 audioGap = true
                 return
             }
-            f.afterLoss = audioGap
+            let gap = audioGap
             audioGap = false
-            if server.clientCount > 0 { server.broadcast(f) }
+            guard server.clientCount > 0, var f = StudioMediaFrame(frame) else { return }
+            f.afterLoss = gap
+            server.broadcast(f)
         }
         // A host's page shows its own picture; a co-host's shows the host's stream only.
         node.onPublishedVideo = { [server, weak node] frame in

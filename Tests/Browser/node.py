@@ -106,3 +106,39 @@ def stop_all():
     """Ends every node this run started, newest first (viewers before the host)."""
     while _started:
         _started.pop().stop()
+
+
+def shut(browser):
+    """Quits `browser` (if any), then ends every node started here, whatever happens."""
+    try:
+        if browser:
+            browser.quit()
+    finally:
+        stop_all()
+
+
+def main(name, missing, cleanup):
+    """A browser test script's main: --check says what is missing (exit 1);
+    otherwise the tests run (exit 2 when something is missing), and
+    `cleanup()` then every node ends, even on SIGTERM (the Swift test's timeout)."""
+    import signal
+    import sys
+    import time
+    import unittest
+    if sys.argv[1:] == ["--check"]:
+        reason = missing()
+        print(reason or "ok")
+        sys.exit(1 if reason else 0)
+    reason = missing()
+    if reason:
+        print(f"{name}: {reason} (Scripts/setup installs what is missing)", file=sys.stderr)
+        sys.exit(2)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = time.monotonic()
+    try:
+        result = unittest.main(module="__main__", exit=False, verbosity=2).result
+    finally:
+        cleanup()
+        stop_all()
+    print(f"{name}: {time.monotonic() - started:.1f} s", file=sys.stderr)
+    sys.exit(0 if result.wasSuccessful() else 1)

@@ -3,6 +3,8 @@ page's canvas: the host's frame number in the barcode of its top rows and
 the link-mic guest's tile (Sources/LVBMedia/SyntheticSource.swift and
 StageLayout.swift are the reference)."""
 
+import time
+
 # The barcode: 20 equal cells across the picture in its top 16 rows (of the
 # picture's own height): bits 1, 0, 16 data bits (MSB first), an even-parity
 # bit over the data bits, then 0. Black < 80, white > 170.
@@ -91,3 +93,27 @@ def tile_luma(shot, tile):
     black bars there, a guest's reversed bars are bright (green … white)."""
     return shot.mean_luma(tile.x + tile.width * 0.55, tile.y + tile.height * 0.3,
                           tile.x + tile.width * 0.95, tile.y + tile.height * 0.6)
+
+
+def _shots(page, shots, interval, read):
+    """`read(shot, rect)` of `shots` screenshots of the page's canvas, `interval` s apart."""
+    out = []
+    for i in range(shots):
+        shot = page.screenshot()
+        out.append(read(shot))
+        if i + 1 < shots:
+            time.sleep(interval)
+    return out
+
+
+def frame_numbers(page, size, shots, interval):
+    """The host's frame numbers read from screenshots of a studio page's canvas
+    showing a `size` (width, height) picture (None where a shot's barcode is unclear)."""
+    return _shots(page, shots, interval,
+                  lambda shot: read_frame_number(shot, picture_rect(shot, page.canvas_fit(), size), size[1]))
+
+
+def tile_lumas(page, size, shots, interval):
+    """The mean luma of the pip tile in screenshots of a studio page's canvas."""
+    return _shots(page, shots, interval,
+                  lambda shot: tile_luma(shot, pip_tile(picture_rect(shot, page.canvas_fit(), size), *size)))

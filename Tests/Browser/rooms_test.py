@@ -13,7 +13,6 @@ picture moves again), ArrowUp comes back.
 Run from the suite by Tests/EndToEndTests/StudioBrowserTests.swift."""
 
 import os
-import signal
 import sys
 import time
 import unittest
@@ -57,11 +56,7 @@ class Rooms:
 
     def close(self):
         browser, self.browser = self.browser, None
-        try:
-            if browser:
-                browser.quit()
-        finally:
-            node.stop_all()
+        node.shut(browser)
 
 
 def setUpModule():
@@ -86,14 +81,7 @@ def listed(page):
 
 class RoomBrowsingTests(unittest.TestCase):
     def frame_numbers(self, page, shots=6, interval=0.25):
-        numbers = []
-        for i in range(shots):
-            shot = page.screenshot()
-            rect = picture.picture_rect(shot, page.canvas_fit(), SIZE)
-            numbers.append(picture.read_frame_number(shot, rect, SIZE[1]))
-            if i + 1 < shots:
-                time.sleep(interval)
-        return numbers
+        return picture.frame_numbers(page, SIZE, shots, interval)
 
     def assert_picture_moves(self, page, painted_before, what):
         page.wait(lambda p: (p.studio("videoFramesPainted") or 0) > painted_before + 10, 4,
@@ -146,21 +134,4 @@ class RoomBrowsingTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--check"]:
-        reason = missing()
-        print(reason or "ok")
-        sys.exit(1 if reason else 0)
-    reason = missing()
-    if reason:
-        print(f"rooms_test: {reason} (Scripts/setup installs what is missing)", file=sys.stderr)
-        sys.exit(2)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    started = time.monotonic()
-    try:
-        result = unittest.main(exit=False, verbosity=2).result
-    finally:
-        if world:
-            world.close()
-        node.stop_all()
-    print(f"rooms_test: {time.monotonic() - started:.1f} s", file=sys.stderr)
-    sys.exit(0 if result.wasSuccessful() else 1)
+    node.main("rooms_test", missing, lambda: world and world.close())

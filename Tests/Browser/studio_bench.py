@@ -194,11 +194,7 @@ class Run:
 
     def close(self):
         browser, self.browser = self.browser, None
-        try:
-            if browser:
-                browser.quit()
-        finally:
-            node.stop_all()
+        node.shut(browser)
 
 
 def new_samples(tail, current):

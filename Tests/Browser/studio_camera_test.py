@@ -16,7 +16,6 @@ Run from the suite by Tests/EndToEndTests/StudioBrowserTests.swift."""
 
 import math
 import os
-import signal
 import struct
 import sys
 import tempfile
@@ -99,10 +98,8 @@ class Room:
     def close(self):
         browser, self.browser = self.browser, None
         try:
-            if browser:
-                browser.quit()
+            node.shut(browser)
         finally:
-            node.stop_all()
             self.files.cleanup()
 
 
@@ -118,24 +115,10 @@ def tearDownModule():
 
 class StudioCameraTests(unittest.TestCase):
     def frame_numbers(self, page, shots=4, interval=0.25):
-        numbers = []
-        for i in range(shots):
-            shot = page.screenshot()
-            rect = picture.picture_rect(shot, page.canvas_fit(), SIZE)
-            numbers.append(picture.read_frame_number(shot, rect, SIZE[1]))
-            if i + 1 < shots:
-                time.sleep(interval)
-        return numbers
+        return picture.frame_numbers(page, SIZE, shots, interval)
 
     def tile_lumas(self, page, shots=2, interval=0.1):
-        out = []
-        for i in range(shots):
-            shot = page.screenshot()
-            rect = picture.picture_rect(shot, page.canvas_fit(), SIZE)
-            out.append(picture.tile_luma(shot, picture.pip_tile(rect, *SIZE)))
-            if i + 1 < shots:
-                time.sleep(interval)
-        return out
+        return picture.tile_lumas(page, SIZE, shots, interval)
 
     def guest_audio(self):
         """The host's count of audio packets received from co-hosts, from its newest stats line."""
@@ -201,21 +184,4 @@ class StudioCameraTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--check"]:
-        reason = missing()
-        print(reason or "ok")
-        sys.exit(1 if reason else 0)
-    reason = missing()
-    if reason:
-        print(f"studio_camera_test: {reason} (Scripts/setup installs what is missing)", file=sys.stderr)
-        sys.exit(2)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    started = time.monotonic()
-    try:
-        result = unittest.main(exit=False, verbosity=2).result
-    finally:
-        if room:
-            room.close()
-        node.stop_all()
-    print(f"studio_camera_test: {time.monotonic() - started:.1f} s", file=sys.stderr)
-    sys.exit(0 if result.wasSuccessful() else 1)
+    node.main("studio_camera_test", missing, lambda: room and room.close())

@@ -10,7 +10,6 @@ Switching rooms between two hosts through a rendezvous is rooms_test.py.
 Run from the suite by Tests/EndToEndTests/StudioBrowserTests.swift."""
 
 import os
-import signal
 import sys
 import time
 import unittest
@@ -70,11 +69,7 @@ class Room:
     def close(self):
         """Ends the browser and every node (again: nothing happens)."""
         browser, self.browser = self.browser, None
-        try:
-            if browser:
-                browser.quit()
-        finally:
-            node.stop_all()
+        node.shut(browser)
 
 
 def setUpModule():
@@ -110,26 +105,10 @@ class StudioPageTests(unittest.TestCase):
         print(f"({time.monotonic() - self.started:.1f} s)", end=" ", file=sys.stderr, flush=True)
 
     def frame_numbers(self, page, shots=8, interval=0.25):
-        """The host's frame numbers read from screenshots of the page's canvas
-        (None where a shot's barcode is unclear)."""
-        numbers = []
-        for i in range(shots):
-            shot = page.screenshot()
-            rect = picture.picture_rect(shot, page.canvas_fit(), SIZE)
-            numbers.append(picture.read_frame_number(shot, rect, SIZE[1]))
-            if i + 1 < shots:
-                time.sleep(interval)
-        return numbers
+        return picture.frame_numbers(page, SIZE, shots, interval)
 
     def tile_lumas(self, page, shots=3, interval=0.2):
-        out = []
-        for i in range(shots):
-            shot = page.screenshot()
-            rect = picture.picture_rect(shot, page.canvas_fit(), SIZE)
-            out.append(picture.tile_luma(shot, picture.pip_tile(rect, *SIZE)))
-            if i + 1 < shots:
-                time.sleep(interval)
-        return out
+        return picture.tile_lumas(page, SIZE, shots, interval)
 
     def test_1_viewer_page_shows_the_hosts_picture_and_decodes_its_sound(self):
         bob = room.pages["bob"]
@@ -282,22 +261,4 @@ class StudioPageTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--check"]:
-        reason = missing()
-        print(reason or "ok")
-        sys.exit(1 if reason else 0)
-    reason = missing()
-    if reason:
-        print(f"studio_test: {reason} (Scripts/setup installs what is missing)", file=sys.stderr)
-        sys.exit(2)
-    # A SIGTERM (the Swift test's timeout) still ends the browser and every node.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    started = time.monotonic()
-    try:
-        result = unittest.main(exit=False, verbosity=2).result
-    finally:
-        if room:
-            room.close()
-        node.stop_all()
-    print(f"studio_test: {time.monotonic() - started:.1f} s", file=sys.stderr)
-    sys.exit(0 if result.wasSuccessful() else 1)
+    node.main("studio_test", missing, lambda: room and room.close())
