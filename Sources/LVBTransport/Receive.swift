@@ -128,8 +128,14 @@ extension TransportCore {
         case .bye(let reason):
             if reason == ControlMessage.ByeReason.replaced {
                 // Under keys we have since replaced ourselves: our own rekey
-                // or move, not another process. Ignore.
-                guard keys === peer.current else { return }
+                // or move, not another process. Ignore. So too while our own
+                // handshake with the peer is under way: the newer session it
+                // saw from another address is then most likely ours (both
+                // sides dialled, and we are seen at one address for what we
+                // start and at another for what they start, as behind a
+                // relay or a flow-mapping NAT). A real second process is
+                // still told apart by the room's signed joins (their instance).
+                guard keys === peer.current, peer.initiation == nil else { return }
                 remove(peer, reason: .replaced)
             } else {
                 remove(peer, reason: .bye)
