@@ -88,8 +88,12 @@ public final class MeshRun: @unchecked Sendable {
         try? await Task.sleep(for: .milliseconds(100))
         for i in 0..<config.viewers {
             let room = i % config.rooms, name = "viewer-\(i + 1)"
-            var arguments = ["--relay-slots", String(config.slots)]
-            if i == 0, let web = config.web { arguments += ["--web", web] }
+            // The viewer whose studio page the mesh page links to is a leaf:
+            // the midway kill of a relay never stalls the picture shown, and
+            // always finds another relay with children.
+            let shown = i == 0 && config.web != nil
+            var arguments = ["--relay-slots", shown ? "0" : String(config.slots)]
+            if shown, let web = config.web { arguments += ["--web", web] }
             try await join(name, role: .viewer, room: room, extra: arguments)
         }
         for g in 0..<config.guests {
@@ -217,8 +221,8 @@ public final class MeshRun: @unchecked Sendable {
     private func killARelay() {
         guard !ending else { return }
         let relaysWithChildren = model.order.filter { name in
-            // Not the viewer whose studio page the mesh page links to.
-            guard let n = model.nodes[name], n.role == .viewer, n.isRunning, n.webURL == nil, let id = n.id else { return false }
+            // (The viewer whose studio page the mesh page links to is a leaf.)
+            guard let n = model.nodes[name], n.role == .viewer, n.isRunning, let id = n.id else { return false }
             return !model.children(of: id).isEmpty
         }
         guard let victim = relaysWithChildren.first, let child = children[victim] else {

@@ -39,6 +39,15 @@ class MeshPageTests(unittest.TestCase):
             node.stop_all()
 
     def test_the_mesh_page_draws_the_tree_and_links_a_viewers_studio(self):
+        try:
+            self.check_the_page()
+        except AssertionError as failure:
+            # What the mesh itself said: its events and its exit, beside the page's state.
+            lines = [e.get("text", e.get("event")) for e in self.mesh.events if e.get("event") in ("mesh_event", "mesh_exited")]
+            raise AssertionError(f"{failure}\nmesh (exit {self.mesh.process.poll()}): {lines[-30:]}\n"
+                                 f"mesh stderr: {self.mesh.stderr_lines[-10:]}") from None
+
+    def check_the_page(self):
         url = self.mesh.wait_for("mesh_web", 15)["url"]
         page = self.browser.open(url)
         # host + viewers + guest, each a circle, and an edge from each node to its parent
