@@ -24,6 +24,9 @@ public enum TransportConstants {
     public static let rekeyAttemptTime: Duration = .seconds(90)
     /// Send a keepalive when nothing has been sent for this long.
     public static let keepaliveTimeout: Duration = .seconds(10)
+    /// Our hello is resent this long after the last until the peer's arrives, doubling up to `helloRetryMax`.
+    public static let helloRetry: Duration = .milliseconds(300)
+    public static let helloRetryMax: Duration = .seconds(4)
     /// A peer with an established session is gone after this much silence.
     public static let peerGoneTimeout: Duration = .seconds(15)
     /// Cookie secrets change this often.

@@ -109,7 +109,7 @@ extension TransportCore {
             target.established = true
             emit(.established(PeerInfo(id: id, endpoint: source, established: true, rtt: nil, keyAge: .zero,
                                        initiatedCurrentKeys: true)))
-            sendControl(.hello(config.hello), to: target)
+            sendHello(target)
             sendPing(target)
             _ = flushQueue(target)
         }

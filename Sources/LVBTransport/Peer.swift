@@ -37,6 +37,14 @@ final class Peer {
     var lastSent: Instant?
     var lastReceived: Instant?
     var established = false
+    /// The peer's hello has arrived (this session record's first).
+    var helloReceived = false
+    /// Until then ours goes again at `at`, each gap twice the last
+    /// (`helloRetry` up to `helloRetryMax`): a hello is one datagram, and the
+    /// layers above wait for it (a rendezvous is known by its hello's role).
+    var helloResend: (at: Instant, gap: Duration)?
+    /// When we last answered a copy of the peer's hello with ours.
+    var helloAnswered: Instant?
     /// Data waiting for a session.
     var queue = Deque<(DataChannel, [UInt8])>()
 

@@ -58,6 +58,15 @@ extension TransportCore {
         sendNow(.control, message.bytes[...], to: peer)
     }
 
+    /// Our hello, at the start of a session: resent (doubling gaps) until
+    /// the peer's own arrives; a peer that sees ours again answers it.
+    func sendHello(_ peer: Peer) {
+        sendControl(.hello(config.hello), to: peer)
+        guard !peer.helloReceived else { return }
+        let gap = peer.helloResend.map { min($0.gap * 2, TransportConstants.helloRetryMax) } ?? TransportConstants.helloRetry
+        peer.helloResend = (clock.now() + gap, gap)
+    }
+
     /// Measures the round-trip time to `id` now: a ping whose pong brings an
     /// `.rtt` event. Keepalive pings only flow on idle sessions, so a layer
     /// that keeps a session busy (media) and needs the RTT asks for it.

@@ -50,6 +50,7 @@ extension TransportCore {
                 lost(peer, reason: .expired, now: now)
                 return
             }
+            if peer.current != nil, let resend = peer.helloResend, now >= resend.at { sendHello(peer) }
             if peer.current != nil, now - (peer.lastSent ?? now) >= TransportConstants.keepaliveTimeout {
                 sendPing(peer)
             }
