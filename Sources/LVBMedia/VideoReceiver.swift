@@ -142,7 +142,8 @@ public final class VideoReceiver {
     // MARK: Decode order
 
     private var gapWait: Duration {
-        let repair = rtt * ReceiverConstants.gapWaitRTTFactor + ReceiverConstants.gapWaitExtra
+        let retry = max(rtt * ReceiverConstants.nackRetryRTTFactor, ReceiverConstants.nackRetryFloor)
+        let repair = ReceiverConstants.nackReorderWait + rtt + retry * ReceiverConstants.gapRepairRounds
         return min(ReceiverConstants.maxGapWait, max(jitter.targetDelay, repair))
     }
 

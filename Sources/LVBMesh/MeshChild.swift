@@ -53,8 +53,8 @@ public final class MeshChild {
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
         // Only the three pipes go to the child: every other descriptor of the
-        // mesh (its page's listening socket, its relays' sockets, other
-        // children's pipes) is closed in the child, or it would keep them open.
+        // mesh (its page's listening socket, other children's pipes) is
+        // closed in the child, or it would keep them open.
         lvb_spawn_close_from(&actions, 3)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }

@@ -12,7 +12,7 @@ public struct MeshConfig: Sendable {
     public var viewers = 8
     public var guests = 1
     public var rooms = 1
-    /// Loss on every link (each direction), through an impairment relay in front of each node.
+    /// Loss on every link (each direction): each node but the rendezvous drops this share of what it receives.
     public var loss = 0.0
     /// Seconds; nil: until SIGINT or SIGTERM.
     public var duration: Double?
@@ -22,7 +22,6 @@ public struct MeshConfig: Sendable {
     public var executable: String
     /// Children each host and viewer feeds in the media tree: 2 grows a tree a few levels deep.
     public var slots = 2
-    public var seed: UInt64 = 1
 
     public init(executable: String) { self.executable = executable }
 }
@@ -39,7 +38,6 @@ public final class MeshRun: @unchecked Sendable {
     private let loop: EventLoop
     private let started: NIODeadline
     private var children: [String: MeshChild] = [:]
-    private var relays: [ImpairmentRelay] = []
     private var rendezvous: String?
     private var hostNames: [String] = []
     private var tasks: [RepeatedTask] = []
@@ -113,21 +111,16 @@ public final class MeshRun: @unchecked Sendable {
         try? await Task.sleep(for: .milliseconds(120))
     }
 
-    /// Starts one node and, given `done`, waits (10 s at most) for a line of its output for which it holds.
+    /// Starts one node and, given `done`, waits (20 s at most: under --loss a lost handshake is tried again after 5 s) for a line of its output for which it holds.
     private func launch(_ name: String, role: MeshModel.Role, room: Int?, arguments: [String], impaired: Bool = true,
                         until what: String = "", _ done: ((JSONValue) -> Bool)? = nil) async throws -> String {
         var arguments = arguments + ["--json", "--ephemeral", "--parent-pid", String(getpid())]
-        if impaired, config.loss > 0 {
-            let port = try await Self.freePort(group: loop)
-            let relay = try await ImpairmentRelay.start(
-                listen: try PeerAddress(parsing: "127.0.0.1:0"), target: try PeerAddress(parsing: "127.0.0.1:\(port)"),
-                upstream: Impairment(loss: config.loss), downstream: Impairment(loss: config.loss),
-                seed: config.seed &+ UInt64(model.order.count), group: loop)
-            relays.append(relay)
-            arguments += ["--listen", "127.0.0.1:\(port)", "--advertise", relay.localAddress.description]
-        } else if role != .rendezvous {
-            arguments += ["--listen", "127.0.0.1:0"]
-        }
+        if role != .rendezvous { arguments += ["--listen", "127.0.0.1:0"] }
+        // Loss on every link, each way: each node drops that share of what it
+        // receives. (An impairment relay in front of each node impaired only
+        // the flows that entered through it: nodes also learn each other's
+        // own addresses from the rendezvous, and most links went around it.)
+        if impaired, config.loss > 0 { arguments += ["--inbound-loss", String(config.loss)] }
         let ready = done.map { _ in OncePromise(loop.makePromise(of: Void.self)) }
         try await onLoop {
             let child = try MeshChild.spawn(name, executable: self.config.executable, arguments: arguments, loop: self.loop,
@@ -147,20 +140,12 @@ public final class MeshRun: @unchecked Sendable {
             self.onUpdate?(.started(name))
         }
         guard let ready else { return name }
-        let timeout = loop.scheduleTask(in: .seconds(10)) { ready.fail() }
+        let timeout = loop.scheduleTask(in: .seconds(20)) { ready.fail() }
         defer { timeout.cancel() }
         do { try await ready.promise.futureResult.get() } catch {
-            throw MeshError.failedToStart(name, "no sign of \(what) within 10 s")
+            throw MeshError.failedToStart(name, "no sign of \(what) within 20 s")
         }
         return name
-    }
-
-    /// A free UDP port on loopback (bound and released), for a node behind an impairment relay.
-    static func freePort(group: EventLoopGroup) async throws -> Int {
-        let channel = try await DatagramBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        try await channel.close()
-        return port
     }
 
     private func onLoop<T: Sendable>(_ body: @escaping () throws -> T) async throws -> T {
@@ -265,7 +250,6 @@ public final class MeshRun: @unchecked Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         await onLoop { for task in self.tasks { task.cancel() } }
-        for relay in relays { try? await relay.close() }
         // The pipes' last lines (exit lines) are read by now or a moment later.
         try? await Task.sleep(for: .milliseconds(150))
     }

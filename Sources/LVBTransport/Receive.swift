@@ -13,6 +13,10 @@ extension TransportCore {
     /// datagram: a transport packet is opened in place in `datagram`, whose
     /// storage the caller may fill again afterwards.
     func receive(reusing datagram: inout [UInt8], from source: PeerAddress) {
+        if config.inboundLoss > 0, random.unit() < config.inboundLoss {
+            stats.droppedInbound += 1
+            return
+        }
         stats.datagramsIn += 1
         stats.bytesIn += datagram.count
         if let sideChannel {
@@ -89,7 +93,7 @@ extension TransportCore {
             peer.established = true
             emit(.established(PeerInfo(id: id, endpoint: source, established: true, rtt: nil, keyAge: .zero,
                                        initiatedCurrentKeys: peer.current?.isInitiator ?? false)))
-            sendControl(.hello(config.hello), to: peer)
+            sendHello(peer)
             sendPing(peer)
             _ = flushQueue(peer)
         }
@@ -116,6 +120,21 @@ extension TransportCore {
         }
         switch message {
         case .hello(let h):
+            guard !peer.helloReceived else {
+                // Another copy: the peer is still resending, so ours never
+                // arrived. Answer it, at most once per `helloRetryMax` (an
+                // answer that crosses a late hello is a copy to the other
+                // side too, and answers must not answer each other for ever).
+                // Reported once per session.
+                let now = clock.now()
+                if peer.helloAnswered.map({ now - $0 >= TransportConstants.helloRetryMax }) ?? true {
+                    peer.helloAnswered = now
+                    sendControl(.hello(config.hello), to: peer)
+                }
+                return
+            }
+            peer.helloReceived = true
+            peer.helloResend = nil
             emit(.hello(id, h))
         case .ping(let nonce):
             sendControl(.pong(nonce), to: peer)

@@ -11,6 +11,10 @@ public struct TransportConfig: Sendable {
     public var underLoadThreshold = TransportConstants.underLoadHandshakesPerSecond
     /// What this node says in its hello.
     public var hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: .viewer)
+    /// The share (0 to 1) of received datagrams dropped before anything reads
+    /// them: a lossy link into this node, whatever address each peer uses
+    /// (`--inbound-loss`, the demo mesh's `--loss`). 0 in normal use.
+    public var inboundLoss = 0.0
     public init() {}
 }
 

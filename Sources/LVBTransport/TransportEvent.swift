@@ -65,6 +65,8 @@ public struct TransportStats: Sendable, Equatable {
 
     /// Datagrams another protocol on the socket claimed (`sideChannel`).
     public var sideChannelIn = 0
+    /// Datagrams dropped on arrival by `TransportConfig.inboundLoss` (not counted in).
+    public var droppedInbound = 0
 
     public var droppedMalformed = 0
     public var droppedMAC1 = 0

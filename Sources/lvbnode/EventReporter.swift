@@ -103,6 +103,7 @@ enum StatsJSON {
             ("keepalives_in", s.keepalivesIn), ("cookie_replies", s.cookieRepliesSent), ("dropped", s.droppedTotal),
             ("dropped_malformed", s.droppedMalformed), ("dropped_mac1", s.droppedMAC1), ("dropped_decrypt", s.droppedDecrypt),
             ("dropped_replay", s.droppedReplay), ("dropped_unknown_index", s.droppedUnknownIndex),
+            ("dropped_inbound_loss", s.droppedInbound),
         ]
         return "{" + fields.map { "\(JSONLine.quote($0.0)):\($0.1)" }.joined(separator: ",") + "}"
     }

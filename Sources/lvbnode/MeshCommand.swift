@@ -31,7 +31,7 @@ struct MeshCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Rooms, each with its own host; viewers and guests are dealt out among them.", valueName: "n"))
     var rooms = 1
 
-    @Option(name: .long, help: ArgumentHelp("Loss on every link, each way (0–0.5), through an impairment relay in front of each node.", valueName: "p"))
+    @Option(name: .long, help: ArgumentHelp("Loss on every link, each way (0–0.5): each node but the rendezvous drops that share of what it receives (--inbound-loss).", valueName: "p"))
     var loss = 0.0
 
     @Option(name: .long, help: ArgumentHelp("Stop after this many seconds (default: run until Ctrl-C).", valueName: "seconds"))

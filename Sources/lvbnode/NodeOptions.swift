@@ -30,6 +30,9 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: String = "warning"
 
+    @Option(name: .long, help: ArgumentHelp("Drop this share (0 to 1) of the datagrams this node receives, before reading them: a lossy link into it whichever address a peer uses, for tests and the demo mesh (`lvbnode impair` is the relay for one path).", valueName: "share"))
+    var inboundLoss: Double = 0
+
     /// Set by `lvbnode mesh` for the nodes it runs: they end with it, even when it is killed.
     @Option(name: .long, help: .hidden)
     var parentPid: Int32?
@@ -44,6 +47,7 @@ struct NodeOptions: ParsableArguments {
             throw ValidationError("--relay-slots must be between 0 and \(RelayPosition.maxSlots)")
         }
         if let web { _ = try WebAddress(parsing: web) }
+        guard inboundLoss >= 0, inboundLoss < 1 else { throw ValidationError("--inbound-loss must be at least 0 and below 1 (0.1 drops a tenth)") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
         guard LogLevelName.parse(logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")

@@ -63,6 +63,7 @@ struct NodeRunner {
         let reporters = Reporters(out: out, termination: termination, setup: setup)
         var config = TransportConfig()
         config.hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: role)
+        config.inboundLoss = options.inboundLoss
         let live: UDPLiveNode
         do {
             live = try await UDPLiveNode.start(plan: { plan(identity: identity, local: $0) }, identity: identity, listen: listen, config: config,

@@ -123,6 +123,34 @@ import Testing
         #expect(replacedSeeds.isEmpty, "a node took its own retried handshake for another process (seeds \(replacedSeeds))")
     }
 
+    /// `inboundLoss` drops that share of what a node receives (counted, not
+    /// read); each side's hello, one datagram that the layers above wait for,
+    /// is resent until the other's arrives, and reported once.
+    @Test func underHeavyInboundLossEachSideGetsTheOthersHelloOnce() {
+        var config = TransportConfig()
+        config.inboundLoss = 0.3
+        var missing: [UInt64] = [], established = 0, dropped = 0, read = 0
+        for seed in UInt64(100)..<UInt64(140) {
+            let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(delay: .milliseconds(10)))
+            let nodes = net.makeNodes(2, seed: seed, config: config)
+            nodes[1].core.connect(to: nodes[0].address, expecting: nodes[0].id)
+            net.run(for: .seconds(30))
+            dropped += nodes.map(\.core.stats.droppedInbound).reduce(0, +)
+            read += nodes.map(\.core.stats.datagramsIn).reduce(0, +)
+            // (A handshake may not have made it: 5 s between tries, 30 % loss each way.)
+            guard nodes[0].established(with: nodes[1]) && nodes[1].established(with: nodes[0]) else { continue }
+            established += 1
+            // A hello at least, and at most one per session (a session that fell silent may come back).
+            let hellos = nodes.map { n in n.events.filter { if case .hello = $0 { true } else { false } }.count }
+            let sessions = nodes.map { n in n.events.filter { if case .established = $0 { true } else { false } }.count }
+            if !zip(hellos, sessions).allSatisfy({ $0 >= 1 && $0 <= $1 }) { missing.append(seed) }
+        }
+        #expect(established >= 30, "sessions up in \(established) of 40 runs")
+        #expect(missing.isEmpty, "a side without the other's hello, or with two in one session (seeds \(missing))")
+        let share = Double(dropped) / Double(dropped + read)
+        #expect(share > 0.2 && share < 0.4, "dropped \(dropped), read \(read)")
+    }
+
     @Test func twoNodesDiallingEachOtherAtOnceStillGetOneWorkingSession() throws {
         for seed in UInt64(20)..<UInt64(30) {
             let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(delay: .milliseconds(10), jitter: .milliseconds(3)))
