@@ -70,7 +70,7 @@ public final class MeshRun: @unchecked Sendable {
     /// Starts everything, in order; throws what kept a piece from starting.
     public func start() async throws {
         await onLoop { self.tasks.append(self.loop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { _ in self.reap() }) }
-        let rv = try await launch("rendezvous", role: .rendezvous, room: nil, arguments: ["rendezvous", "--listen", "127.0.0.1:0"], impaired: false,
+        let rv = try await launch("rendezvous", role: .rendezvous, room: nil, arguments: ["rendezvous", "--listen", "127.0.0.1:0"],
                                   until: "ready") { $0["event"]?.string == "ready" }
         guard let listen = model.nodes[rv]?.listen else { throw MeshError.failedToStart(rv, "it printed no address") }
         rendezvous = listen
@@ -112,7 +112,7 @@ public final class MeshRun: @unchecked Sendable {
     }
 
     /// Starts one node and, given `done`, waits (20 s at most: under --loss a lost handshake is tried again after 5 s) for a line of its output for which it holds.
-    private func launch(_ name: String, role: MeshModel.Role, room: Int?, arguments: [String], impaired: Bool = true,
+    private func launch(_ name: String, role: MeshModel.Role, room: Int?, arguments: [String],
                         until what: String = "", _ done: ((JSONValue) -> Bool)? = nil) async throws -> String {
         var arguments = arguments + ["--json", "--ephemeral", "--parent-pid", String(getpid())]
         if role != .rendezvous { arguments += ["--listen", "127.0.0.1:0"] }
@@ -120,7 +120,7 @@ public final class MeshRun: @unchecked Sendable {
         // receives. (An impairment relay in front of each node impaired only
         // the flows that entered through it: nodes also learn each other's
         // own addresses from the rendezvous, and most links went around it.)
-        if impaired, config.loss > 0 { arguments += ["--inbound-loss", String(config.loss)] }
+        if role != .rendezvous, config.loss > 0 { arguments += ["--inbound-loss", String(config.loss)] }
         let ready = done.map { _ in OncePromise(loop.makePromise(of: Void.self)) }
         try await onLoop {
             let child = try MeshChild.spawn(name, executable: self.config.executable, arguments: arguments, loop: self.loop,

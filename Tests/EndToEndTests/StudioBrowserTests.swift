@@ -10,47 +10,37 @@ import Testing
 @Suite(.serialized, .enabled(if: BrowserLab.runnable, "\(BrowserLab.missing ?? ""); Scripts/setup installs it"))
 struct StudioBrowserTests {
     @Test func theStudioPageWorksInARealBrowser() throws {
-        if let missing = BrowserLab.missing {
-            Issue.record("CI: \(missing); Scripts/setup installs it")
-            return
-        }
-        let (status, output) = try BrowserLab.run(["Tests/Browser/studio_test.py"], timeout: 240)
-        #expect(status == 0, "studio_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
+        try BrowserLab.check("Tests/Browser/studio_test.py", timeout: 240)
     }
 
     /// A co-host's own browser camera and microphone on stage (Chromium's fake devices playing files the test writes).
     @Test func aCoHostsPageCameraGoesOnStage() throws {
-        if let missing = BrowserLab.missing {
-            Issue.record("CI: \(missing); Scripts/setup installs it")
-            return
-        }
-        let (status, output) = try BrowserLab.run(["Tests/Browser/studio_camera_test.py"], timeout: 180)
-        #expect(status == 0, "studio_camera_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
+        try BrowserLab.check("Tests/Browser/studio_camera_test.py", timeout: 180)
     }
 
     /// Tests/Browser/rooms_test.py: a rendezvous, two hosts and a viewer's
     /// page listing both rooms with thumbnails and switching with the arrow keys.
     @Test func theStudioPageBrowsesAndSwitchesRooms() throws {
-        if let missing = BrowserLab.missing {
-            Issue.record("CI: \(missing); Scripts/setup installs it")
-            return
-        }
-        let (status, output) = try BrowserLab.run(["Tests/Browser/rooms_test.py"], timeout: 180)
-        #expect(status == 0, "rooms_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
+        try BrowserLab.check("Tests/Browser/rooms_test.py", timeout: 180)
     }
 
     /// Tests/Browser/mesh_test.py: lvbnode mesh --web, its page drawing the tree and linking a viewer's studio.
     @Test func theMeshPageDrawsTheTreeInARealBrowser() throws {
-        if let missing = BrowserLab.missing {
-            Issue.record("CI: \(missing); Scripts/setup installs it")
-            return
-        }
-        let (status, output) = try BrowserLab.run(["Tests/Browser/mesh_test.py"], timeout: 120)
-        #expect(status == 0, "mesh_test.py exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
+        try BrowserLab.check("Tests/Browser/mesh_test.py", timeout: 120)
     }
 }
 
 enum BrowserLab {
+    /// Runs one browser test script: a failure with its output, or (under CI) with what is missing.
+    static func check(_ script: String, timeout: Double) throws {
+        if let missing {
+            Issue.record("CI: \(missing); Scripts/setup installs it")
+            return
+        }
+        let (status, output) = try run([script], timeout: timeout)
+        #expect(status == 0, "\(script) exited \(status.map(String.init) ?? "by timeout"):\n\(output)")
+    }
+
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// What is missing to run the browser tests, as studio_test.py --check says it; nil when nothing.
