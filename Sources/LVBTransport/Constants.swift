@@ -36,6 +36,12 @@ public enum TransportConstants {
 
     /// Upper bound of the random jitter added to each handshake retry.
     public static let rekeyTimeoutJitter: Duration = .milliseconds(333)
+    /// A handshake to a peer we hold no session with is first retried after
+    /// this, then after as long as it has been tried, up to `rekeyTimeout`
+    /// (250, 250, 500 ms, 1, 2, 4, 5 s): a join, or a child moving to a new
+    /// parent, should not wait 5 s for one lost datagram. Each retry costs the
+    /// responder one handshake, as any initiation does (cookies bound that).
+    public static let firstRetry: Duration = .milliseconds(250)
     /// Hole punching: the first retry of an initiation to an introduced peer
     /// comes this soon, each next one twice as late, up to `rekeyTimeout`.
     public static let punchRetry: Duration = .milliseconds(100)

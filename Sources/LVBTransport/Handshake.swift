@@ -25,8 +25,7 @@ extension TransportCore {
             let index = newIndex()
             var packet = Packet.handshake(type: pattern == .IK ? .ikInitiation : .xxInitiation, sender: index, receiver: nil, noise: noise)
             peer.cookies.addMACs(&packet)
-            let jitter = Duration.nanoseconds(Int64(random.unit() * Double(TransportConstants.rekeyTimeoutJitter.nanosecondsClamped)))
-            var wait = TransportConstants.rekeyTimeout + jitter
+            var wait = TransportConstants.rekeyTimeout + jitter(TransportConstants.rekeyTimeoutJitter)
             // A punch's first try only opens our own NAT (hop-limited); the
             // real ones follow from punchRetry on, when the peer's NAT has opened too.
             var hopLimit: Int?
@@ -34,6 +33,13 @@ extension TransportCore {
                 wait = min(wait, TransportConstants.punchRetry * (1 << min(n, 8)))
                 peer.punchAttempts = n + 1
                 if n == 0 { hopLimit = TransportConstants.punchOpenerHops }
+            } else if peer.current == nil {
+                // No session yet (a dial, a redial after a lost session):
+                // a lost initiation or response costs firstRetry, then twice
+                // the time tried so far, not rekeyTimeout (a join waited 5 or
+                // 10 s for its first picture at 10 % loss).
+                let fast = min(TransportConstants.rekeyTimeout, max(TransportConstants.firstRetry, now - firstAttempt))
+                wait = min(wait, fast + jitter(fast / 8))
             }
             peer.initiation = PendingInitiation(handshake: hs, pattern: pattern, localIndex: index, firstAttempt: firstAttempt,
                                                 sentAt: now, retryAt: now + wait, cookieRetried: cookieRetried)
@@ -150,6 +156,11 @@ extension TransportCore {
         // joiner of a busy host pays one round trip, not rekeyTimeout. Once per
         // initiation, so forged or replayed replies cannot make us chatter.
         startInitiation(peer, firstAttempt: pending.firstAttempt, cookieRetried: true)
+    }
+
+    /// A random duration in [0, upTo): spreads retries that started together.
+    private func jitter(_ upTo: Duration) -> Duration {
+        .nanoseconds(Int64(random.unit() * Double(upTo.nanosecondsClamped)))
     }
 
     func nextTimestamp() -> TAI64N {

@@ -76,7 +76,7 @@ import Testing
         #expect(host.core.stats.droppedExpired + host.core.stats.droppedUnknownIndex == expiredBefore + 1)
     }
 
-    @Test func handshakeRetriesEveryFiveSecondsAndGivesUpAfter90() {
+    @Test func handshakeRetriesSoonThenEveryFiveSecondsAndGivesUpAfter90() {
         let net = VirtualNetwork(seed: 4, defaultImpairment: Self.link)
         let nodes = net.makeNodes(2, seed: 44)
         nodes[0].crash()  // nobody answers
@@ -94,10 +94,17 @@ import Testing
                 sentAt.append(net.clock.now())
             }
         }
-        let gaps = zip(sentAt.dropFirst(), sentAt).map { $0 - $1 }
-        #expect(gaps.allSatisfy { $0 >= .seconds(5) && $0 <= .milliseconds(5_450) })
-        // 90 s of attempts every ~5 s: the first plus 17 retries, then silence.
-        #expect(sentAt.count >= 17 && sentAt.count <= 19)
+        // With no session yet, each retry waits as long as the handshake has
+        // been tried so far (at least 250 ms, at most 5 s), plus up to an
+        // eighth (at most 333 ms at 5 s), seen at the 100 ms tick.
+        for (attempt, gap) in zip(sentAt, zip(sentAt.dropFirst(), sentAt).map { $0 - $1 }) {
+            let wait = min(.seconds(5), max(.milliseconds(250), attempt - start))
+            #expect(gap >= wait && gap <= min(wait + wait / 8, .milliseconds(5_333)) + .milliseconds(100),
+                    "retry \(gap) after an attempt \(attempt - start) in")
+        }
+        #expect(sentAt.dropFirst().first.map { $0 - start <= .milliseconds(400) } == true)
+        // 0, 0.25, 0.5, 1, 2, 4 and 8 s, then every 5 to 5.4 s until 90 s: 22 to 24 in all, then silence.
+        #expect(sentAt.count >= 22 && sentAt.count <= 24, "\(sentAt.count) attempts")
         #expect(sentAt.last.map { $0 - start <= .seconds(90) } == true)
         #expect(viewer.events.contains { if case .connectFailed = $0 { true } else { false } })
     }
