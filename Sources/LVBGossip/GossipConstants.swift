@@ -34,6 +34,12 @@ public enum GossipConstants {
     public static let tickInterval: Duration = .milliseconds(20)
     /// How often the views are maintained (promotions) and shuffled.
     public static let maintenanceInterval: Duration = .seconds(1)
+    /// A NEIGHBOR request unanswered this long is forgotten, so it (or one to
+    /// another peer) can go again; a node with no neighbour at all looks this
+    /// often rather than every `maintenanceInterval`. Both request and reply
+    /// are single datagrams: at 10 % loss one in five is lost, and 3 s of
+    /// waiting left a joiner out of the room that long.
+    public static let neighborRequestTimeout: Duration = .milliseconds(500)
     public static let shuffleInterval: Duration = .seconds(5)
     /// Events kept for repair (GRAFT and digests).
     public static let storeCapacity = 8192

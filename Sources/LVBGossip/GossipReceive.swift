@@ -45,7 +45,9 @@ extension GossipNode {
             lastDigest = now
             sendDigest()
         }
-        if now - lastMaintenance >= GossipConstants.maintenanceInterval {
+        // Cut off from the room (no neighbour): ask again sooner.
+        let maintenance = active.isEmpty ? GossipConstants.neighborRequestTimeout : GossipConstants.maintenanceInterval
+        if now - lastMaintenance >= maintenance {
             lastMaintenance = now
             promoteIfNeeded(force: active.isEmpty)
         }

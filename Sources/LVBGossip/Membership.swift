@@ -122,7 +122,7 @@ extension GossipNode {
     /// Asks a random passive peer to become a neighbour while the active view is short.
     func promoteIfNeeded(force: Bool) {
         let now = clock.now()
-        pendingNeighbor = pendingNeighbor.filter { now - $0.value < .seconds(3) }
+        pendingNeighbor = pendingNeighbor.filter { now - $0.value < GossipConstants.neighborRequestTimeout }
         guard active.count + pendingNeighbor.count < GossipConstants.activeViewSize else { return }
         let candidates = passive.filter { pendingNeighbor[$0.id] == nil }
         guard let record = pick(candidates) else {
