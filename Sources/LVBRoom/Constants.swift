@@ -31,6 +31,10 @@ public enum RoomConstants {
     /// cache within a round trip, so it gets less.
     public static let attachTimeout: Duration = .seconds(1)
     public static let attachTimeoutLive: Duration = .milliseconds(300)
+    /// Until the parent's stream arrives the subscription goes again this
+    /// often over the session: at 10 % loss one in ten is lost, and a lost
+    /// one cost a 300 ms wait and that parent for `refusedFor`.
+    public static let attachResubscribe: Duration = .milliseconds(100)
     /// The backup parent is pinged this often, so a dead one is known before it is needed.
     public static let backupProbeInterval: Duration = .milliseconds(400)
     /// A child whose parent has been silent this long moves to its backup.
@@ -104,6 +108,11 @@ public enum RoomConstants {
     public static let pollFloor: Duration = .milliseconds(1)
     /// A member shows its pass to a peer at most this often (unless forced).
     public static let passRepeat: Duration = .seconds(1)
+    /// A member that drops a peer's gossip or media for want of its pass
+    /// asks for it at most this often, and answers such a request from a
+    /// peer at most this often: one lost pass cost a child its new parent
+    /// (every subscription dropped) until the session ended.
+    public static let passWantedInterval: Duration = .milliseconds(250)
     /// Events timestamped more than this before our admission come as history:
     /// they were rate limited when they were live.
     public static let historySlack: UInt64 = 5_000

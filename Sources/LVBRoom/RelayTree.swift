@@ -44,7 +44,7 @@ public final class RelayTree {
     private let addresses: [PeerAddress]
     private let repairKbps: Int
     /// Asked, not yet heard from: who and since when.
-    private var trying: (id: NodeID, since: Instant, sessionUp: Bool)?
+    private var trying: (id: NodeID, since: Instant, sessionUp: Bool, asked: Instant)?
     /// When the backup (or the node asked) last answered anything: the
     /// backup is probed, so a dead one is passed over when it is needed.
     private var heardFrom: [NodeID: Instant] = [:]
@@ -121,6 +121,7 @@ public final class RelayTree {
     public func handle(_ event: TransportEvent) {
         switch event {
         case .established(let info) where info.id == trying?.id:
+            trying?.asked = clock.now()
             media.feed(room.host, from: info.id)
         case .rtt(let peer, _), .message(let peer, _, _):
             if peer == backup || peer == trying?.id { heardFrom[peer] = clock.now() }
@@ -170,6 +171,11 @@ public final class RelayTree {
             } else if now - t.since >= (t.sessionUp ? RoomConstants.attachTimeoutLive : RoomConstants.attachTimeout) {
                 silenced[t.id] = now + RoomConstants.refusedFor
                 trying = nil
+            } else if now - t.asked >= RoomConstants.attachResubscribe, core.isEstablished(with: t.id) {
+                // Nothing yet: the subscription (or the parent's answer) may
+                // have been lost; a subscription is one small datagram.
+                trying?.asked = now
+                media.feed(room.host, from: t.id)
             }
         }
         let silent = heard.map { now - $0 >= RoomConstants.parentSilence } ?? true
@@ -308,7 +314,7 @@ public final class RelayTree {
 
     /// Subscribes with `next` (dialling it first unless it is the host or a session is up).
     private func attach(to next: NodeID, placement: TreePlacement, now: Instant) {
-        trying = (next, now, core.isEstablished(with: next))
+        trying = (next, now, core.isEstablished(with: next), now)
         heardFrom = heardFrom.filter { $0.key == backup }
         if next == backup { backup = nil }
         if next != room.host, !core.isEstablished(with: next), let position = placement.tree[next], !position.addresses.isEmpty {

@@ -13,6 +13,7 @@ extension RoomNode {
         let fromHost = peer == host && !isHost && phase.isActive
         guard fromHost || isAdmitted && verified.contains(peer), state?.isKicked(peer) != true else {
             droppedMedia += 1
+            if isAdmitted { askForPass(of: peer) }
             return
         }
         media.route(payload, channel: channel, from: peer)

@@ -1,4 +1,5 @@
 import LVBCore
+import LVBGossip
 
 /// A message on the room channel (man/lvbnode-protocol.7, ROOM MESSAGES):
 /// one type byte, then that type's body. The room layer owns this
@@ -17,6 +18,8 @@ import LVBCore
 ///     9 relay move down      (empty): the receiver, the sender's child, does
 ///                            clearly worse than its siblings: it is let go and
 ///                            should attach deeper, as a leaf
+///    10 pass wanted          room(16): the sender holds no pass of the
+///                            receiver's (it was lost): show it again
 public enum RoomMessage: Equatable, Sendable {
     case admission(AdmissionMessage)
     /// The sender is leaving: its last signed events, its leave event last,
@@ -30,6 +33,9 @@ public enum RoomMessage: Equatable, Sendable {
     /// The media tree: the sender refused our subscription, or lets us go as
     /// a child that cannot keep up.
     case relay(RelaySignal)
+    /// The sender dropped our gossip or media: it holds no pass of ours for
+    /// this room (the one shown when the session came up was lost).
+    case passWanted(room: RoomID)
 
     /// The type bytes this version knows.
     public enum Kind: UInt8, Sendable {
@@ -42,6 +48,7 @@ public enum RoomMessage: Equatable, Sendable {
         case linkMicHangup = 7
         case relayFull = 8
         case relayMoveDown = 9
+        case passWanted = 10
     }
 
     public var encoded: [UInt8] {
@@ -69,6 +76,8 @@ public enum RoomMessage: Equatable, Sendable {
             return [Kind.relayFull.rawValue]
         case .relay(.moveDown):
             return [Kind.relayMoveDown.rawValue]
+        case .passWanted(let room):
+            return [Kind.passWanted.rawValue] + room.bytes
         }
     }
 
@@ -102,6 +111,11 @@ public enum RoomMessage: Equatable, Sendable {
         case .relayFull, .relayMoveDown:
             guard bytes.count == 1 else { throw .trailingBytes }
             return .relay(kind == .relayFull ? .full : .moveDown)
+        case .passWanted:
+            var r = ByteReader(bytes.dropFirst())
+            let room = try RoomID.read(from: &r)
+            guard r.isAtEnd else { throw .trailingBytes }
+            return .passWanted(room: room)
         }
     }
 }

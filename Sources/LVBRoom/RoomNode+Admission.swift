@@ -34,6 +34,32 @@ extension RoomNode {
         send(.admission(.response(AdmissionResponse(room: room, result: .admitted(pass: pass)))), to: peer)
     }
 
+    /// `peer` holds no pass of ours: shown again at once, even if one just
+    /// went (it may have been lost); the pass is no secret, and the asker's
+    /// own pace (`passWantedInterval`) bounds how often an honest one asks.
+    private func answerPassWanted(_ wanted: RoomID, from peer: NodeID) {
+        guard wanted == room, pass != nil else { return }
+        let now = clock.now()
+        if let last = passAnsweredAt[peer], now - last < RoomConstants.passWantedInterval / 5 { return }
+        if passAnsweredAt.count >= 256 { passAnsweredAt = passAnsweredAt.filter { now - $0.value < RoomConstants.passWantedInterval } }
+        passAnsweredAt[peer] = now
+        presentPass(to: peer, force: true)
+    }
+
+    /// `peer` sent gossip or media we dropped, holding no pass of its: the
+    /// one it showed when the session came up was lost (passes go once), and
+    /// nothing else would make it show it again. The host needs none: it
+    /// verified every member it admitted.
+    func askForPass(of peer: NodeID) {
+        guard pass != nil, !isHost, peer != host, peer != core.nodeID, state?.isKicked(peer) != true else { return }
+        let now = clock.now()
+        if let last = passWantedAt[peer], now - last < RoomConstants.passWantedInterval { return }
+        if passWantedAt.count >= 256 { passWantedAt = passWantedAt.filter { now - $0.value < RoomConstants.passWantedInterval } }
+        passWantedAt[peer] = now
+        passesWanted += 1
+        send(.passWanted(room: room), to: peer)
+    }
+
     func handleRoomMessage(_ payload: ArraySlice<UInt8>, from peer: NodeID) {
         let message: RoomMessage
         do { message = try RoomMessage.parse(payload) } catch {
@@ -52,6 +78,8 @@ extension RoomNode {
         case .leaveAck(let seq): leaveAcknowledged(seq, by: peer)
         case .linkMic(let m): handleLinkMic(m, from: peer)
         case .relay(let signal): onRelaySignal?(peer, signal)
+        case .passWanted(let wanted):
+            answerPassWanted(wanted, from: peer)
         }
     }
 

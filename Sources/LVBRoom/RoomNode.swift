@@ -66,6 +66,10 @@ public final class RoomNode {
     /// A member told us its relay slots are all taken, or to move down (the media tree).
     public var onRelaySignal: ((NodeID, RelaySignal) -> Void)?
     var passSentAt: [NodeID: Instant] = [:]
+    /// When we last asked a peer for its pass (`RoomMessage.passWanted`).
+    var passWantedAt: [NodeID: Instant] = [:]
+    /// When we last showed a peer our pass because it asked.
+    var passAnsweredAt: [NodeID: Instant] = [:]
     var lastHeartbeat: Instant
     var lastSweep: Instant
     public internal(set) var rejectedEvents = 0
@@ -83,6 +87,8 @@ public final class RoomNode {
     public var media: NodeMedia?
     /// Media packets from peers that may not send them (not members of the room).
     public internal(set) var droppedMedia = 0
+    /// Times this node asked a peer for its pass (`RoomMessage.passWanted`).
+    public internal(set) var passesWanted = 0
     /// Link-mic: the host's desk (requests, guests on stage), or a viewer's own request.
     var linkMicHost: LinkMicHost?
     var linkMicGuest = LinkMicGuest()
@@ -270,6 +276,7 @@ public final class RoomNode {
         case let .message(id, .gossip, payload):
             guard id == host || verified.contains(id) else {
                 presentPass(to: id, force: false)
+                askForPass(of: id)
                 return
             }
             guard !standing.isThrottled(id) else { return }

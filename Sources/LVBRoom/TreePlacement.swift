@@ -55,7 +55,9 @@ public struct TreePlacement: Sendable {
     /// asker (a hash of both keys), so joiners arriving together spread out.
     /// `excluding`: nodes that refused lately; `silent`: nodes that went
     /// silent, left out with everything below them (fed by them, as far as
-    /// the view knows).
+    /// the view knows) except the host's: everyone is below the host, and a
+    /// host gone quiet towards us says nothing of its other children (one
+    /// lost answer to a joiner's subscription left it no parent for 10 s).
     public func candidates(for me: NodeID, excluding: Set<NodeID> = [], silent: Set<NodeID> = []) -> [NodeID] {
         var ranked: [(id: NodeID, depth: Int, free: Int, tie: UInt64)] = []
         for id in Set(tree.keys).union([host]) {
@@ -78,7 +80,7 @@ public struct TreePlacement: Sendable {
     /// `id`'s chain to the host if `id` may take `me` as a child, else nil.
     private func chain(ifCandidate id: NodeID, for me: NodeID, excluding: Set<NodeID>, silent: Set<NodeID>) -> [NodeID]? {
         guard id != me, !excluding.contains(id), !silent.contains(id), free(id) > 0,
-              let chain = ancestors(of: id), !chain.contains(me), silent.isDisjoint(with: chain) else { return nil }
+              let chain = ancestors(of: id), !chain.contains(me), silent.subtracting([host]).isDisjoint(with: chain) else { return nil }
         return chain
     }
 

@@ -91,7 +91,7 @@ enum StatsJSON {
             ("members", r.state?.members.count ?? 0), ("likes", Int(r.state?.likeTotal ?? 0)),
             ("events_delivered", g.delivered), ("event_copies", g.eventCopiesReceived), ("duplicates", g.duplicates),
             ("invalid", g.invalid), ("rejected", r.rejectedEvents), ("grafts", g.grafts), ("repairs_sent", g.repairsSent),
-            ("neighbours", r.gossip.active.count),
+            ("neighbours", r.gossip.active.count), ("dropped_media", r.droppedMedia), ("passes_wanted", r.passesWanted),
         ]
         return "{" + fields.map { "\(JSONLine.quote($0.0)):\($0.1)" }.joined(separator: ",") + "}"
     }

@@ -99,6 +99,32 @@ private final class Tree {
         #expect(orphans.allSatisfy { (t.viewers[$0].node.tree?.failovers ?? 0) >= 1 })
     }
 
+    /// At 10 % loss on every link, each way: a lost subscription, handshake
+    /// or pass must not leave a viewer without a parent for long (one lost
+    /// answer from the host used to leave a joiner no candidate for 10 s,
+    /// and one lost pass made a parent drop its child's subscriptions for
+    /// the whole session).
+    @Test(arguments: [311, 312, 314, 315] as [UInt64])
+    func atTenPercentLossViewersAttachSoonAndOrphansMoveWithinThreeSeconds(seed: UInt64) throws {
+        let t = try Tree(viewers: 6, slots: 2, seed: seed, impairment: Impairment(loss: 0.1, delay: .milliseconds(5)))
+        #expect(t.net.run(until: { t.viewers.indices.allSatisfy { t.parent($0) != nil && !t.pictures[$0].isEmpty } }, timeout: .seconds(4)),
+                "\(t.viewers.indices.filter { t.parent($0) == nil || t.pictures[$0].isEmpty }) without a parent or a picture after 4 s")
+        t.net.run(for: .seconds(2))
+        let victim = try #require(t.viewers.indices.first { !t.children(of: t.viewers[$0].id).isEmpty })
+        let orphans = t.children(of: t.viewers[victim].id)
+        t.viewers[victim].crash()
+        let diedAt = t.net.clock.now()
+        #expect(t.net.run(until: {
+            orphans.allSatisfy { t.parent($0) != t.viewers[victim].id && t.parent($0) != nil && (t.pictures[$0].last ?? diedAt) > diedAt }
+        }, timeout: .seconds(3)), "orphans \(orphans) still below the dead relay or without pictures")
+        t.net.run(for: .seconds(1))
+        let since = t.net.clock.now()
+        t.net.run(for: .seconds(2))
+        for i in t.viewers.indices where i != victim {
+            #expect(t.pictures(i, since: since) >= 50, "viewer \(i): \(t.pictures(i, since: since)) pictures in 2 s")
+        }
+    }
+
     @Test func aViewerThatDecodesNothingStillRelays() throws {
         // Viewers 0 and 1 decode nothing; with one slot each, the rest hang below them.
         let t = try Tree(viewers: 4, slots: 1, seed: 303, impairment: Impairment(delay: .milliseconds(5)), decoding: { $0 >= 2 })

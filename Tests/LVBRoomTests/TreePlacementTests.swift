@@ -49,6 +49,8 @@ import Testing
         #expect(p.candidates(for: ids[20], excluding: [ids[2]]) == [ids[1], ids[3], ids[5]])
         // A silent node is left out with everything below it (fed by it).
         #expect(p.candidates(for: ids[20], silent: [ids[1]]) == [ids[2]])
+        // Except below the host: one lost answer from it says nothing of its children.
+        #expect(p.candidates(for: ids[20], silent: [host]) == [ids[2], ids[1], ids[3], ids[5]])
         // Before the host says anything, it is the one to ask.
         #expect(TreePlacement(host: host, tree: [:]).candidates(for: ids[20]) == [host])
     }
