@@ -111,7 +111,7 @@ public final class MeshRun: @unchecked Sendable {
         try? await Task.sleep(for: .milliseconds(120))
     }
 
-    /// Starts one node and, given `done`, waits (20 s at most: under --loss a lost handshake is tried again after 5 s) for a line of its output for which it holds.
+    /// Starts one node and, given `done`, waits (20 s at most: generous, as under --loss a handshake, hello or admission may take a few tries) for a line of its output for which it holds.
     private func launch(_ name: String, role: MeshModel.Role, room: Int?, arguments: [String],
                         until what: String = "", _ done: ((JSONValue) -> Bool)? = nil) async throws -> String {
         var arguments = arguments + ["--json", "--ephemeral", "--parent-pid", String(getpid())]
