@@ -259,6 +259,16 @@ struct ReceiverScenarioTests {
         #expect(run.stuckWakeups == 0)
     }
 
+    @Test("At 30% loss both ways some frames cannot be repaired in time, and the frame after each skip says so")
+    func afterLossMarksEverySkip() throws {
+        let run = try runVideo(seconds: 8, loss: 0.30, delay: .milliseconds(10), jitter: .milliseconds(10), seed: 77)
+        let skips = zip(run.decoded.dropFirst(), run.decoded).map { $0 - $1 > 1 }
+        print("video at 30% loss: decoded \(run.decoded.count)/\(run.framesSent), skips \(skips.filter { $0 }.count), skipped \(run.stats.skippedFrames)")
+        #expect(skips.contains(true))
+        #expect(Array(run.afterLoss.dropFirst()) == skips)
+        #expect(run.unreadable == 0 && run.stats.decodeErrors == 0)
+    }
+
     @Test("Video on a clean link: the jitter buffer adds ≤ 5 ms (p95) and nothing is repaired")
     func videoCleanLink() throws {
         let run = try runVideo(seconds: 5, loss: 0, delay: .milliseconds(10), jitter: .zero, seed: 1)
