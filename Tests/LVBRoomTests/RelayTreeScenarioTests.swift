@@ -51,6 +51,28 @@ private final class Tree {
     func parent(_ i: Int) -> NodeID? { viewers[i].node.tree?.parent }
     func children(of id: NodeID) -> [Int] { viewers.indices.filter { parent($0) == id } }
     func pictures(_ i: Int, since: Instant) -> Int { pictures[i].filter { $0 >= since }.count }
+
+    /// Kills the first viewer with children that `which` accepts; expects each
+    /// of its children below another parent, with a picture since, within
+    /// `within`; then, after `settle`, at least 50 pictures in 2 s at every
+    /// other viewer. Returns the victim and its orphans.
+    @discardableResult
+    func killRelay(where which: (Int) -> Bool = { _ in true }, within: Duration, settle: Duration) throws -> (victim: Int, orphans: [Int]) {
+        let victim = try #require(viewers.indices.first { which($0) && !children(of: viewers[$0].id).isEmpty })
+        let orphans = children(of: viewers[victim].id)
+        viewers[victim].crash()
+        let diedAt = net.clock.now()
+        #expect(net.run(until: {
+            orphans.allSatisfy { self.parent($0) != self.viewers[victim].id && self.parent($0) != nil && (self.pictures[$0].last ?? diedAt) > diedAt }
+        }, timeout: within), "orphans \(orphans) still below the dead relay or without pictures")
+        net.run(for: settle)
+        let since = net.clock.now()
+        net.run(for: .seconds(2))
+        for i in viewers.indices where i != victim {
+            #expect(pictures(i, since: since) >= 50, "viewer \(i): \(pictures(i, since: since)) pictures in 2 s after the repair")
+        }
+        return (victim, orphans)
+    }
 }
 
 @Suite struct RelayTreeScenarioTests {
@@ -83,19 +105,7 @@ private final class Tree {
         #expect(t.net.run(until: { t.viewers.allSatisfy { $0.node.tree?.parent != nil } }, timeout: .seconds(15)))
         t.net.run(for: .seconds(4))
         // A relay with children dies.
-        let victim = try #require(t.viewers.indices.first { t.parent($0) == t.host.id && !t.children(of: t.viewers[$0].id).isEmpty })
-        let orphans = t.children(of: t.viewers[victim].id)
-        t.viewers[victim].crash()
-        let diedAt = t.net.clock.now()
-        #expect(t.net.run(until: {
-            orphans.allSatisfy { t.parent($0) != t.viewers[victim].id && t.parent($0) != nil && (t.pictures[$0].last ?? diedAt) > diedAt }
-        }, timeout: .seconds(2)), "orphans \(orphans) still below the dead relay or without pictures")
-        t.net.run(for: .seconds(2))
-        let since = t.net.clock.now()
-        t.net.run(for: .seconds(2))
-        for i in t.viewers.indices where i != victim {
-            #expect(t.pictures(i, since: since) >= 50, "viewer \(i): \(t.pictures(i, since: since)) pictures in 2 s after the repair")
-        }
+        let (_, orphans) = try t.killRelay(where: { t.parent($0) == t.host.id }, within: .seconds(2), settle: .seconds(2))
         #expect(orphans.allSatisfy { (t.viewers[$0].node.tree?.failovers ?? 0) >= 1 })
     }
 
@@ -110,19 +120,7 @@ private final class Tree {
         #expect(t.net.run(until: { t.viewers.indices.allSatisfy { t.parent($0) != nil && !t.pictures[$0].isEmpty } }, timeout: .seconds(4)),
                 "\(t.viewers.indices.filter { t.parent($0) == nil || t.pictures[$0].isEmpty }) without a parent or a picture after 4 s")
         t.net.run(for: .seconds(2))
-        let victim = try #require(t.viewers.indices.first { !t.children(of: t.viewers[$0].id).isEmpty })
-        let orphans = t.children(of: t.viewers[victim].id)
-        t.viewers[victim].crash()
-        let diedAt = t.net.clock.now()
-        #expect(t.net.run(until: {
-            orphans.allSatisfy { t.parent($0) != t.viewers[victim].id && t.parent($0) != nil && (t.pictures[$0].last ?? diedAt) > diedAt }
-        }, timeout: .seconds(3)), "orphans \(orphans) still below the dead relay or without pictures")
-        t.net.run(for: .seconds(1))
-        let since = t.net.clock.now()
-        t.net.run(for: .seconds(2))
-        for i in t.viewers.indices where i != victim {
-            #expect(t.pictures(i, since: since) >= 50, "viewer \(i): \(t.pictures(i, since: since)) pictures in 2 s")
-        }
+        try t.killRelay(within: .seconds(3), settle: .seconds(1))
     }
 
     @Test func aViewerThatDecodesNothingStillRelays() throws {
