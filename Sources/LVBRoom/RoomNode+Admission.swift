@@ -34,15 +34,21 @@ extension RoomNode {
         send(.admission(.response(AdmissionResponse(room: room, result: .admitted(pass: pass)))), to: peer)
     }
 
+    /// Whether `gap` has passed since `peer`'s entry in `last`; if so, it is
+    /// now. Entries older than `gap` go once 256 pile up (peers come and go).
+    private static func isDue(_ peer: NodeID, in last: inout [NodeID: Instant], every gap: Duration, now: Instant) -> Bool {
+        if let at = last[peer], now - at < gap { return false }
+        if last.count >= 256 { last = last.filter { now - $0.value < gap } }
+        last[peer] = now
+        return true
+    }
+
     /// `peer` holds no pass of ours: shown again at once, even if one just
     /// went (it may have been lost); the pass is no secret, and the asker's
     /// own pace (`passWantedInterval`) bounds how often an honest one asks.
     private func answerPassWanted(_ wanted: RoomID, from peer: NodeID) {
-        guard wanted == room, pass != nil else { return }
-        let now = clock.now()
-        if let last = passAnsweredAt[peer], now - last < RoomConstants.passWantedInterval / 5 { return }
-        if passAnsweredAt.count >= 256 { passAnsweredAt = passAnsweredAt.filter { now - $0.value < RoomConstants.passWantedInterval } }
-        passAnsweredAt[peer] = now
+        guard wanted == room, pass != nil, Self.isDue(peer, in: &passAnsweredAt, every: RoomConstants.passWantedInterval / 5, now: clock.now())
+        else { return }
         presentPass(to: peer, force: true)
     }
 
@@ -51,11 +57,8 @@ extension RoomNode {
     /// nothing else would make it show it again. The host needs none: it
     /// verified every member it admitted.
     func askForPass(of peer: NodeID) {
-        guard pass != nil, !isHost, peer != host, peer != core.nodeID, state?.isKicked(peer) != true else { return }
-        let now = clock.now()
-        if let last = passWantedAt[peer], now - last < RoomConstants.passWantedInterval { return }
-        if passWantedAt.count >= 256 { passWantedAt = passWantedAt.filter { now - $0.value < RoomConstants.passWantedInterval } }
-        passWantedAt[peer] = now
+        guard pass != nil, !isHost, peer != host, peer != core.nodeID, state?.isKicked(peer) != true,
+              Self.isDue(peer, in: &passWantedAt, every: RoomConstants.passWantedInterval, now: clock.now()) else { return }
         passesWanted += 1
         send(.passWanted(room: room), to: peer)
     }
