@@ -217,6 +217,10 @@ public enum ReceiverConstants {
     public static let latenessPercentile = 0.95
     /// Upper bound of the target delay.
     public static let maxTargetDelay: Duration = .milliseconds(400)
+    /// A video stream silent this long had an outage (a relay died, a link
+    /// went down), not jitter: the frames that come after it, a new relay's
+    /// GOP burst first, start a new baseline rather than count as late.
+    public static let videoOutageSilence: Duration = .milliseconds(400)
 
     // MARK: Tuning — video
 

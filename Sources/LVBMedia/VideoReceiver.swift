@@ -7,8 +7,10 @@ import LVBCore
 /// Complete frames wait in decode order and go to the decoder once every
 /// earlier frame is decoded or skipped and their jitter-buffer time has come.
 /// A gap in decode order is waited for while NACKs repair it; past a deadline
-/// the receiver skips to the next keyframe and asks for one (PLI) if none is
-/// queued. The owner calls `receive` per packet, then `poll`, and `poll` again
+/// the receiver skips to the next keyframe, or, if none is queued, asks for
+/// one (PLI) and keeps what it holds: a repair that comes later still (a new
+/// relay's GOP burst after the old one died) resumes decoding without a
+/// skip. The owner calls `receive` per packet, then `poll`, and `poll` again
 /// at `nextWakeup`.
 public final class VideoReceiver {
     public let ssrc: UInt32
@@ -38,7 +40,12 @@ public final class VideoReceiver {
     private var lastPLI: Instant?
     /// When decoding first stalled on the current decode-order gap.
     private var gapSince: Instant?
+    /// The gap wait ran out with no keyframe queued: a keyframe is wanted, but
+    /// the queue is kept, and the gap filling after all resumes decoding.
+    private var lateRepairWelcome = false
     private var nextReport: Instant?
+    /// When the last packet of the stream arrived (a long silence is an outage).
+    private var lastPacketAt: Instant?
 
     public init(clock: Clock, ssrc: UInt32, config: VideoReceiverConfig = .init()) throws(MediaError) {
         self.clock = clock
@@ -78,6 +85,8 @@ public final class VideoReceiver {
         guard packet.ssrc == mediaSSRC else { counters.foreignPackets += 1; return }
         counters.packets += 1
         counters.bytes += packet.payload.count
+        if let last = lastPacketAt, now - last >= ReceiverConstants.videoOutageSilence { jitter.resetBaseline() }
+        lastPacketAt = now
         let arrival = statistics?.record(packet, at: now)
         let answersNACK = nack.insert(packet.sequenceNumber, at: now)
         guard arrival != .duplicate else { return }
@@ -152,6 +161,12 @@ public final class VideoReceiver {
         return !head.follows(last)
     }
 
+    /// The gap given up on has filled after all: the head follows the last decoded frame.
+    private var gapFilledLate: Bool {
+        guard lateRepairWelcome, let last = lastDecoded, let head = buffer.ready.first else { return false }
+        return head.follows(last)
+    }
+
     private func releaseTime(_ frame: QueuedVideoFrame) -> Instant {
         jitter.releaseTime(timestamp: frame.timestamp) ?? frame.arrival
     }
@@ -159,6 +174,12 @@ public final class VideoReceiver {
     private func decodeDue(now: Instant, into out: inout [VideoReceiverOutput]) {
         while true {
             if needKeyframe {
+                if gapFilledLate {
+                    needKeyframe = false
+                    lateRepairWelcome = false
+                    keyframeWantedAt = nil
+                    continue
+                }
                 guard let k = buffer.ready.firstIndex(where: \.isKeyframe) else { break }
                 for _ in 0..<k { drop() }
                 guard let head = buffer.ready.first, releaseTime(head) <= now else { break }
@@ -178,15 +199,15 @@ public final class VideoReceiver {
         }
     }
 
-    /// Gives up on a decode-order gap: resumes at the next queued keyframe, or
-    /// drops everything and asks for one.
+    /// Gives up waiting on a decode-order gap: resumes at the next queued
+    /// keyframe, or asks for one and keeps the queue in case the gap still fills.
     private func skipToKeyframe(now: Instant) {
         gapSince = nil
         needKeyframe = true
         if let k = buffer.ready.firstIndex(where: \.isKeyframe) {
             for _ in 0..<k { drop() }
         } else {
-            while !buffer.ready.isEmpty { drop() }
+            lateRepairWelcome = true
             keyframeWantedAt = now
         }
     }
@@ -202,6 +223,7 @@ public final class VideoReceiver {
             counters.decodeErrors += 1
             countDropped(frame)
             needKeyframe = true
+            lateRepairWelcome = false
             keyframeWantedAt = now
             return
         }
@@ -212,6 +234,7 @@ public final class VideoReceiver {
         gapSince = nil
         if frame.isKeyframe {
             needKeyframe = false
+            lateRepairWelcome = false
             keyframeWantedAt = nil
             nack.removeBefore(UInt16(truncatingIfNeeded: frame.firstSeq))
         }
@@ -241,6 +264,7 @@ public final class VideoReceiver {
 
     private var decodeWakeup: Instant? {
         if needKeyframe {
+            if gapFilledLate, let head = buffer.ready.first { return releaseTime(head) }
             return buffer.ready.first(where: \.isKeyframe).map(releaseTime)
         }
         guard let head = buffer.ready.first, let last = lastDecoded else { return nil }

@@ -259,11 +259,11 @@ struct ReceiverScenarioTests {
         #expect(run.stuckWakeups == 0)
     }
 
-    @Test("At 30% loss both ways some frames cannot be repaired in time, and the frame after each skip says so")
+    @Test("At 50% loss both ways some frames cannot be repaired, and the frame after each skip says so")
     func afterLossMarksEverySkip() throws {
-        let run = try runVideo(seconds: 8, loss: 0.30, delay: .milliseconds(10), jitter: .milliseconds(10), seed: 77)
+        let run = try runVideo(seconds: 8, loss: 0.50, delay: .milliseconds(10), jitter: .milliseconds(10), seed: 77)
         let skips = zip(run.decoded.dropFirst(), run.decoded).map { $0 - $1 > 1 }
-        print("video at 30% loss: decoded \(run.decoded.count)/\(run.framesSent), skips \(skips.filter { $0 }.count), skipped \(run.stats.skippedFrames)")
+        print("video at 50% loss: decoded \(run.decoded.count)/\(run.framesSent), skips \(skips.filter { $0 }.count), skipped \(run.stats.skippedFrames)")
         #expect(skips.contains(true))
         #expect(Array(run.afterLoss.dropFirst()) == skips)
         #expect(run.unreadable == 0 && run.stats.decodeErrors == 0)
@@ -395,9 +395,10 @@ struct ReceiverScenarioTests {
     }
 
     /// Sends frames `range` of `sender` straight to `receiver` at 30 fps (no loss), answering
-    /// PLIs with a keyframe; `alter` may change a frame's packets. Returns the frame numbers shown.
+    /// PLIs with a keyframe unless `answerPLIs` is false (the sender is gone); `alter` may
+    /// change a frame's packets. Returns the frame numbers shown.
     private func stream(_ range: Range<Int>, from sender: TestVideoSender, to receiver: VideoReceiver,
-                        clock: ManualClock, plis: inout [Instant],
+                        clock: ManualClock, plis: inout [Instant], answerPLIs: Bool = true,
                         alter: (Int, inout [RTPPacket]) -> Void = { _, _ in }) throws -> [Int] {
         var shown: [Int] = []
         for n in range {
@@ -412,12 +413,39 @@ struct ReceiverScenarioTests {
                 case let .feedback(rtcp):
                     for case .pli in rtcp {
                         plis.append(clock.now())
-                        sender.keyframeRequested = true
+                        sender.keyframeRequested = answerPLIs
                     }
                 }
             }
         }
         return shown
+    }
+
+    @Test("A relay dies with a frame missing and later ones queued: the gap wait runs out during the outage, yet the new relay's GOP burst fills the gap and nothing is skipped")
+    func gapFilledAfterItsWaitResumesWithoutSkip() throws {
+        let clock = ManualClock()
+        let receiver = try VideoReceiver(clock: clock, ssrc: 0xC0FF_EE0A)
+        let sender = try TestVideoSender(clock: clock)
+        var plis: [Instant] = []
+        var sent: [[UInt8]] = []
+        // Frame 10 is lost, 11 and 12 arrive, then the relay is silent for a second (13–39):
+        // no repair and no keyframe reach the viewer.
+        var shown = try stream(0..<40, from: sender, to: receiver, clock: clock, plis: &plis, answerPLIs: false) { n, packets in
+            sent += packets.map { $0.serialized() }
+            if n == 10 || n >= 13 { packets.removeAll() }
+        }
+        #expect(shown == Array(0..<10))
+        #expect(!plis.isEmpty)  // a keyframe was asked for once the gap wait ran out
+        // The new relay sends its GOP cache (frames 0–39, from the keyframe at 0), then live frames.
+        for bytes in sent { receiver.receive(try RTPPacket.parse(bytes)) }
+        shown += try stream(40..<70, from: sender, to: receiver, clock: clock, plis: &plis)
+        let s = receiver.stats
+        print("late gap repair: shown \(shown.count) frames, skipped \(s.skippedFrames), PLIs \(plis.count), target \(rounded(s.currentDelay.milliseconds)) ms")
+        #expect(shown == Array(0..<70))
+        #expect(s.skippedFrames == 0)
+        // The burst came a second late because of the outage, not jitter: no added delay after it.
+        #expect(s.currentDelay < .milliseconds(100))
+        #expect(s.decodeErrors == 0)
     }
 
     @Test("A corrupt frame is counted, a keyframe is requested, and decoding resumes with it")
