@@ -63,6 +63,13 @@ public enum MediaConstants {
         /// nothing else; one without it subscribes to the whole stream.
         static let keyframesOnlyName: [UInt8] = Array("LVBK".utf8)
         static let keyframesOnlySubtype: UInt8 = 0
+        /// This project's APP message "resume the video after this packet"
+        /// (a viewer moving to a new parent): name "LVBK", subtype 1, data
+        /// the video's SSRC (4 bytes), the sequence number of the last packet
+        /// the viewer decoded (2 bytes) and 2 reserved bytes; other lengths
+        /// are not this message.
+        static let resumeSubtype: UInt8 = 1
+        static let resumeDataSize = 8
     }
 
     // MARK: Tuning values
@@ -81,6 +88,11 @@ public enum MediaConstants {
     public static let gopCacheMaxPackets = 8192
     /// A viewer gets the GOP cache at most once in this long.
     public static let gopBurstInterval: Duration = .seconds(10)
+    /// A new subscriber that says where it left off (a viewer whose parent
+    /// died) gets the packets after that point from the history instead of
+    /// the GOP cache, when they are at most this many (about 2 s of 2 Mbit/s
+    /// video; a receiver takes a wider gap for a jump, not loss).
+    public static let maxResumePackets = 512
     /// A viewer measures its round trip to the host this often.
     public static let rttProbeInterval: Duration = .seconds(5)
     /// The stream rate a relay sizes its children's repair budgets by (it

@@ -12,6 +12,9 @@ public struct FanOutStats: Sendable, Equatable {
     /// NACKed packets not resent because the subscriber's repair budget was spent.
     public var retransmitsRefused = 0
     public var gopBursts = 0
+    /// New subscribers sent what they missed since the packet they named
+    /// (a resume request) instead of the GOP cache.
+    public var resumeBursts = 0
     /// Keyframes sent to keyframes-only subscribers (one per subscriber per
     /// keyframe, the cached one they start from included).
     public var trickleKeyframes = 0
@@ -77,11 +80,16 @@ public final class FanOut<Peer: Hashable> {
     /// uses up its GOP burst nor asks for a keyframe: a preview must not make
     /// the encoder spend keyframes for everyone. A full subscriber that asks
     /// for keyframes only gets the cached keyframe under the same rule.
+    /// A new full subscriber that says which packet it decoded last
+    /// (`resumeAfter`: it was watching through a parent that died) gets the
+    /// packets after it from the history instead of the GOP, under the same
+    /// once-per-interval rule, when they are at most
+    /// `MediaConstants.maxResumePackets`: its decoder goes on where it
+    /// stopped, nothing is skipped, and a recording has no hole.
     /// Returns true when the peer became a full subscriber and got no picture
-    /// to start from: the origin should
-    /// make a keyframe.
+    /// to start from: the origin should make a keyframe.
     @discardableResult
-    public func subscribe(_ peer: Peer, now: Instant, keyframesOnly: Bool = false) -> Bool {
+    public func subscribe(_ peer: Peer, now: Instant, keyframesOnly: Bool = false, resumeAfter: UInt16? = nil) -> Bool {
         if var s = subscribers[peer] {
             let (upgrade, downgrade) = (s.keyframesOnly && !keyframesOnly, !s.keyframesOnly && keyframesOnly)
             s.lastHeard = now
@@ -92,7 +100,7 @@ public final class FanOut<Peer: Hashable> {
         }
         subscribers[peer] = Subscriber(lastHeard: now, budgetKbps: defaultBudgetKbps, tokensAt: now,
                                        keyframesOnly: keyframesOnly)
-        guard keyframesOnly else { return startFull(peer, now: now, upgrade: false) }
+        guard keyframesOnly else { return startFull(peer, now: now, upgrade: false, resumeAfter: resumeAfter) }
         startPreview(peer, now: now)
         return false
     }
@@ -114,9 +122,19 @@ public final class FanOut<Peer: Hashable> {
     /// Sends the GOP cache to a peer that just became a full subscriber, if
     /// its burst interval (or, for an upgrade, its repair budget) allows; true
     /// when it has nothing to start from.
-    private func startFull(_ peer: Peer, now: Instant, upgrade: Bool) -> Bool {
+    private func startFull(_ peer: Peer, now: Instant, upgrade: Bool, resumeAfter: UInt16? = nil) -> Bool {
         lastBurst = lastBurst.filter { now - $0.value < MediaConstants.gopBurstInterval }
         guard useGOPCache else { return false }
+        if let after = resumeAfter, lastBurst[peer] == nil, let send,
+           let missed = history.packets(after: after, limit: MediaConstants.maxResumePackets) {
+            lastBurst[peer] = now
+            stats.resumeBursts += 1
+            for b in missed {
+                send(peer, .rtp, b)
+                stats.bytesSent += b.count
+            }
+            return false
+        }
         if gop.isComplete, !gop.packets.isEmpty, let send {
             var allowed = lastBurst[peer] == nil
             if !allowed, upgrade, var s = subscribers[peer] {

@@ -156,7 +156,7 @@ public final class MediaOrigin<Peer: Hashable> {
     /// The same, already parsed (a node that also receives from `peer` parses once).
     public func receiveRTCP(_ packets: [RTCPPacket], from peer: Peer) {
         let now = clock.now()
-        let (isFeedback, keyframesOnly, leaving) = RTCPPacket.feedbackMode(of: packets)
+        let (isFeedback, keyframesOnly, leaving, resumeAfter) = RTCPPacket.feedbackMode(of: packets, videoSSRC: videoSSRC)
         if leaving { return unsubscribe(peer) }
         guard isFeedback else { return }
         let isFull = subscribers[peer].map { !$0.keyframesOnly } ?? false
@@ -165,7 +165,7 @@ public final class MediaOrigin<Peer: Hashable> {
             onRefused?(peer)
             return
         }
-        subscribe(peer, keyframesOnly: keyframesOnly)
+        subscribe(peer, keyframesOnly: keyframesOnly, resumeAfter: resumeAfter)
         for packet in packets {
             switch packet {
             case .nack(let nack) where nack.mediaSSRC == videoSSRC:
@@ -199,7 +199,7 @@ public final class MediaOrigin<Peer: Hashable> {
     /// becomes a full subscriber starts its rate control and repair counts
     /// afresh: whatever they held (from before it was a preview, or NACKs
     /// of keyframes) says nothing about the whole stream it now gets.
-    private func subscribe(_ peer: Peer, keyframesOnly: Bool) {
+    private func subscribe(_ peer: Peer, keyframesOnly: Bool, resumeAfter: UInt16? = nil) {
         let now = clock.now()
         let existing = subscribers[peer]
         if existing == nil || (existing?.keyframesOnly == true && !keyframesOnly) {
@@ -211,7 +211,7 @@ public final class MediaOrigin<Peer: Hashable> {
             }
         }
         subscribers[peer]?.keyframesOnly = keyframesOnly
-        if fanOut.subscribe(peer, now: now, keyframesOnly: keyframesOnly) { requestKeyframe(now: now) }
+        if fanOut.subscribe(peer, now: now, keyframesOnly: keyframesOnly, resumeAfter: resumeAfter) { requestKeyframe(now: now) }
     }
 
     /// Forgets a subscriber (its session ended or it left).

@@ -22,9 +22,9 @@ extension MediaRelay {
     /// interval, and not at all when the GOP cache has just started the child.
     public func receiveRTCP(_ packets: [RTCPPacket], from child: Peer) {
         let now = clock.now()
-        let (isFeedback, keyframesOnly, leaving) = RTCPPacket.feedbackMode(of: packets)
+        let (isFeedback, keyframesOnly, leaving, resumeAfter) = RTCPPacket.feedbackMode(of: packets, videoSSRC: videoSSRC)
         if leaving { return unsubscribe(child) }
-        guard isFeedback, let startedFromCache = subscribe(child, keyframesOnly: keyframesOnly, now: now) else { return }
+        guard isFeedback, let startedFromCache = subscribe(child, keyframesOnly: keyframesOnly, resumeAfter: resumeAfter, now: now) else { return }
         for packet in packets {
             switch packet {
             case .nack(let nack) where nack.mediaSSRC == videoSSRC:
@@ -50,9 +50,10 @@ extension MediaRelay {
     }
 
     /// Subscribes `child` in the mode its feedback asked for; nil when it is
-    /// new and every slot is taken, else whether the GOP cache started it now.
+    /// new and every slot is taken, else whether the GOP cache (or what it
+    /// missed, when it asked to resume) started it now.
     /// A preview that becomes a full child starts its loss figures afresh.
-    private func subscribe(_ child: Peer, keyframesOnly: Bool, now: Instant) -> Bool? {
+    private func subscribe(_ child: Peer, keyframesOnly: Bool, resumeAfter: UInt16?, now: Instant) -> Bool? {
         if let existing = childState[child] {
             if fanOut.isKeyframesOnly(child), !keyframesOnly {
                 childState[child] = Child(rtt: existing.rtt)
@@ -66,10 +67,10 @@ extension MediaRelay {
             }
             childState[child] = Child()
         }
-        let bursts = fanOut.stats.gopBursts
+        let bursts = fanOut.stats.gopBursts + fanOut.stats.resumeBursts
         // A full child with nothing to start from: ask upstream for a keyframe.
-        if fanOut.subscribe(child, now: now, keyframesOnly: keyframesOnly) { requestKeyframe(now: now) }
-        return fanOut.stats.gopBursts > bursts
+        if fanOut.subscribe(child, now: now, keyframesOnly: keyframesOnly, resumeAfter: resumeAfter) { requestKeyframe(now: now) }
+        return fanOut.stats.gopBursts + fanOut.stats.resumeBursts > bursts
     }
 
     /// A child's generic NACK (RFC 4585 §6.2.1): resends what the history

@@ -1,3 +1,5 @@
+import LVBCore
+
 /// Application-defined RTCP packet (RFC 3550 §6.7, PT 204): messages of this
 /// project's own, told apart by `name` and `subtype`.
 ///
@@ -14,9 +16,12 @@
 /// |                   application-dependent data                ...
 /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 /// ```
-/// The one this node speaks is `keyframesOnly(ssrc:)`: name "LVBK",
-/// subtype 0, no data — "this subscriber wants keyframes only" (a trickle
-/// subscription, to preview a room). Other APP packets are parsed and ignored.
+/// This node speaks two, both named "LVBK": `keyframesOnly(ssrc:)`, subtype
+/// 0, no data — "this subscriber wants keyframes only" (a trickle
+/// subscription, to preview a room); and `resume(ssrc:mediaSSRC:after:)`,
+/// subtype 1 — "I last decoded this packet of that video" (a viewer
+/// subscribing to a new parent, which then sends what it missed rather
+/// than the GOP cache). Other APP packets are parsed and ignored.
 public struct RTCPApp: Equatable, Sendable {
     /// 0...31 (the 5-bit count field), checked by `init`.
     public private(set) var subtype: UInt8
@@ -54,23 +59,49 @@ public struct RTCPApp: Equatable, Sendable {
     public var isKeyframesOnly: Bool {
         name == MediaConstants.RTCP.keyframesOnlyName && subtype == MediaConstants.RTCP.keyframesOnlySubtype
     }
+
+    /// "Resume video `mediaSSRC` after packet `after`, the last I decoded"
+    /// (`MediaConstants.RTCP.resumeSubtype`), from the subscriber `ssrc`.
+    public static func resume(ssrc: UInt32, mediaSSRC: UInt32, after: UInt16) -> RTCPApp {
+        var w = ByteWriter()
+        w.write(mediaSSRC)
+        w.write(after)
+        w.write(UInt16(0))
+        return RTCPApp(checkedSubtype: MediaConstants.RTCP.resumeSubtype, ssrc: ssrc,
+                       name: MediaConstants.RTCP.keyframesOnlyName, data: w.bytes)
+    }
+
+    /// The video and packet a resume request names; nil for any other APP
+    /// packet, a resume of another length included.
+    public var resumePoint: (mediaSSRC: UInt32, after: UInt16)? {
+        guard name == MediaConstants.RTCP.keyframesOnlyName, subtype == MediaConstants.RTCP.resumeSubtype,
+              data.count == MediaConstants.RTCP.resumeDataSize else { return nil }
+        var r = ByteReader(data[...])
+        guard let ssrc = try? r.readUInt32(), let after = try? r.readUInt16() else { return nil }
+        return (ssrc, after)
+    }
 }
 
 extension RTCPPacket {
     /// Whether `packets` are a receiver's feedback (a report, NACK, PLI or
-    /// the keyframes-only request: what subscribes a peer to a stream), and
-    /// whether they ask for keyframes only.
+    /// the keyframes-only request: what subscribes a peer to a stream),
+    /// whether they ask for keyframes only, and where the receiver left off
+    /// in video `videoSSRC` (a resume request).
     /// A goodbye anywhere in them means the peer leaves: not feedback.
-    static func feedbackMode(of packets: [RTCPPacket]) -> (isFeedback: Bool, keyframesOnly: Bool, leaving: Bool) {
+    static func feedbackMode(of packets: [RTCPPacket], videoSSRC: UInt32?)
+        -> (isFeedback: Bool, keyframesOnly: Bool, leaving: Bool, resumeAfter: UInt16?) {
         var isFeedback = false, keyframesOnly = false
+        var resumeAfter: UInt16?
         for packet in packets {
             switch packet {
             case .receiverReport, .nack, .pli: isFeedback = true
             case .app(let app) where app.isKeyframesOnly: (isFeedback, keyframesOnly) = (true, true)
-            case .bye: return (false, false, true)
-            case .senderReport, .app: break
+            case .app(let app):
+                if let point = app.resumePoint, point.mediaSSRC == videoSSRC { resumeAfter = point.after }
+            case .bye: return (false, false, true, nil)
+            case .senderReport: break
             }
         }
-        return (isFeedback, keyframesOnly, false)
+        return (isFeedback, keyframesOnly, false, resumeAfter)
     }
 }

@@ -8,6 +8,8 @@ public struct SendHistory: Sendable {
     }
 
     private var slots: [Slot?]
+    /// The most advanced sequence number stored (in wrapping order).
+    public private(set) var newest: UInt16?
 
     public init(capacity: Int = MediaConstants.sendHistoryPackets) {
         slots = Array(repeating: nil, count: max(1, capacity))
@@ -15,6 +17,19 @@ public struct SendHistory: Sendable {
 
     public mutating func store(_ sequence: UInt16, _ bytes: [UInt8]) {
         slots[Int(sequence) % slots.count] = Slot(sequence: sequence, bytes: bytes)
+        if newest.map({ Int16(bitPattern: sequence &- $0) > 0 }) ?? true { newest = sequence }
+    }
+
+    /// The packets held after `sequence` up to the newest, in order (holes
+    /// skipped): none when `sequence` is the newest or a little ahead of it
+    /// (by at most `limit`); nil when more than `limit` would come, or the
+    /// ring no longer reaches back that far, or nothing is held.
+    public func packets(after sequence: UInt16, limit: Int) -> [[UInt8]]? {
+        guard let newest else { return nil }
+        let span = Int(Int16(bitPattern: newest &- sequence))
+        guard span > 0 else { return span >= -limit ? [] : nil }
+        guard span <= min(limit, slots.count) else { return nil }
+        return (1...span).compactMap { packet(sequence &+ UInt16($0)) }
     }
 
     /// The packet sent with `sequence`, if it is still held.

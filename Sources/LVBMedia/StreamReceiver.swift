@@ -129,11 +129,16 @@ public final class StreamReceiver {
     }
 
     /// Starts (or keeps up) the subscription: an empty receiver report says
-    /// "keep sending to me".
+    /// "keep sending to me"; once a picture was decoded, a resume request
+    /// says after which packet a new parent should go on.
     public func subscribe() {
         subscribed = true
         guard let rr = try? RTCPReceiverReport(ssrc: video.ssrc) else { return }
-        send([.receiverReport(rr)])
+        var packets: [RTCPPacket] = [.receiverReport(rr)]
+        if let media = video.mediaSSRC, let after = video.resumePoint {
+            packets.append(.app(.resume(ssrc: video.ssrc, mediaSSRC: media, after: after)))
+        }
+        send(packets)
     }
 
     /// Runs the pipelines and keeps the subscription alive; call with the node's tick.

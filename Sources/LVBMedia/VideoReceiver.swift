@@ -72,6 +72,12 @@ public final class VideoReceiver {
         return s
     }
 
+    /// The sequence number of the last packet of the last frame decoded: a
+    /// new parent resumes the stream after it (nil before the first picture).
+    public var resumePoint: UInt16? {
+        lastDecoded.map { UInt16(truncatingIfNeeded: $0.lastSeq) }
+    }
+
     /// Call for every RTP packet that arrives for this stream.
     public func receive(_ packet: RTPPacket) {
         let now = clock.now()

@@ -315,6 +315,52 @@ struct MediaRelayTests {
         #expect(lower.relay.stats.receiverReports > 0 && tree.relay.stats.receiverReports == 1)
     }
 
+    @Test("a viewer whose relay dies resumes under another where it stopped: the new relay sends what it missed, across a keyframe; nothing is skipped, no keyframe asked for")
+    func orphanResumesWhereItStopped() throws {
+        let tree = try Tree()
+        try tree.publish(10)
+        // A second relay below the first, and a viewer below that one.
+        let lower = Hop(clock: tree.clock)
+        tree.hops.append(lower)
+        tree.hops[0].deliver[2] = { lower.relay.receiveRTP($0[...]) }
+        tree.hops[0].feedback(from: 2)
+        tree.flush()
+        let viewer = try Viewer(lower, id: 1, clock: tree.clock)
+        viewer.stream.subscribe()
+        try tree.publish(10)
+        viewer.stream.poll()
+        #expect(viewer.shown == Array(0..<20))
+
+        // The lower relay dies. Frames 20–44 go on without the viewer (a keyframe at 30).
+        tree.hops.removeLast()
+        tree.hops[0].deliver[2] = nil
+        for _ in 20..<45 {
+            try tree.publish()
+            viewer.stream.tick()
+        }
+        #expect(viewer.shown == Array(0..<20))
+
+        // It subscribes to the upper relay, saying where it stopped.
+        viewer.stream.sendFeedback = { [unowned tree] in tree.relay.receiveRTCP($0[...], from: 1) }
+        tree.hops[0].deliver[1] = { [unowned viewer] in viewer.stream.receiveRTP($0[...]) }
+        let bursts = tree.relay.fanOut.stats.gopBursts
+        viewer.stream.subscribe()
+        tree.flush()
+        viewer.stream.poll()
+        #expect(viewer.shown == Array(0..<45))
+        #expect(tree.relay.fanOut.stats.resumeBursts == 1 && tree.relay.fanOut.stats.gopBursts == bursts)
+        for _ in 45..<70 {
+            try tree.publish()
+            viewer.stream.tick()
+        }
+        tree.clock.advance(by: .milliseconds(500))
+        viewer.stream.poll()
+        #expect(viewer.shown == Array(0..<70))
+        let s = viewer.stream.video.stats
+        #expect(s.skippedFrames == 0 && s.decodeErrors == 0)
+        #expect(!tree.relay.takeKeyframeRequest() && !tree.origin.takeKeyframeRequest())
+    }
+
     @Test("a child's NACK is answered from the relay's history; what the relay lost goes upstream once and its retransmission reaches the children")
     func nackRepairHopByHop() throws {
         let tree = try Tree()
