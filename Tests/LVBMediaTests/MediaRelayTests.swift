@@ -141,6 +141,16 @@ private final class Tree {
     }
 
     func wire(_ n: Int) -> [[UInt8]] { frames[n].packets.map { $0.serialized() } }
+
+    /// A second relay, child `id` of the first, subscribed to it (the GOP cache starts it).
+    func addLowerRelay(id: Int = 2) -> Hop {
+        let lower = Hop(clock: clock)
+        hops.append(lower)
+        hops[0].deliver[id] = { lower.relay.receiveRTP($0[...]) }
+        hops[0].feedback(from: id)
+        flush()
+        return lower
+    }
 }
 
 /// A child that decodes: a `StreamReceiver` fed by `hop`, its feedback sent to
@@ -284,11 +294,7 @@ struct MediaRelayTests {
         let tree = try Tree()
         try tree.publish(10)
         // A second relay joins the first mid-GOP (its GOP cache fills from the burst) ...
-        let lower = Hop(clock: tree.clock)
-        tree.hops.append(lower)
-        tree.hops[0].deliver[2] = { lower.relay.receiveRTP($0[...]) }
-        tree.hops[0].feedback(from: 2)
-        tree.flush()
+        let lower = tree.addLowerRelay()
         try tree.publish(10)
         // ... and a viewer joins the second one, mid-GOP too.
         let viewer = try Viewer(lower, id: 1, clock: tree.clock)
@@ -320,11 +326,7 @@ struct MediaRelayTests {
         let tree = try Tree()
         try tree.publish(10)
         // A second relay below the first, and a viewer below that one.
-        let lower = Hop(clock: tree.clock)
-        tree.hops.append(lower)
-        tree.hops[0].deliver[2] = { lower.relay.receiveRTP($0[...]) }
-        tree.hops[0].feedback(from: 2)
-        tree.flush()
+        let lower = tree.addLowerRelay()
         let viewer = try Viewer(lower, id: 1, clock: tree.clock)
         viewer.stream.subscribe()
         try tree.publish(10)

@@ -104,9 +104,13 @@ private final class Tree {
         let t = try Tree(viewers: 10, slots: 2, seed: 302, impairment: Impairment(delay: .milliseconds(5)))
         #expect(t.net.run(until: { t.viewers.allSatisfy { $0.node.tree?.parent != nil } }, timeout: .seconds(15)))
         t.net.run(for: .seconds(4))
+        let skipped = { (i: Int) in t.viewers[i].node.media.receivers[t.host.id]?.video.stats.skippedFrames ?? -1 }
+        let before = t.viewers.indices.map(skipped)
         // A relay with children dies.
         let (_, orphans) = try t.killRelay(where: { t.parent($0) == t.host.id }, within: .seconds(2), settle: .seconds(2))
         #expect(orphans.allSatisfy { (t.viewers[$0].node.tree?.failovers ?? 0) >= 1 })
+        // Each went on from the last packet it decoded: its new parent sent what it missed.
+        for o in orphans { #expect(skipped(o) == before[o], "orphan \(o) skipped \(skipped(o) - before[o]) frames") }
     }
 
     /// At 10 % loss on every link, each way: a lost subscription, handshake
