@@ -243,6 +243,13 @@ public enum ReceiverConstants {
     /// (at 10 % loss) to a skip and a keyframe wait, four leave 1 in 800.
     public static let gapRepairRounds = 4
     public static let maxGapWait: Duration = .milliseconds(500)
+    /// When the first packet of a stream does not start a keyframe (the
+    /// first packets of a GOP burst were lost), the receiver asks for this
+    /// many packets before it, then twice as many each time the lowest one
+    /// asked for comes back without a keyframe's start, up to
+    /// `maxBackfillPackets` in all.
+    public static let backfillStep = 4
+    public static let maxBackfillPackets = 64
     /// Keyframe requests (PLI): no closer than max(RTT, this) for a new loss,
     /// repeated this often while no keyframe comes, and the first one this long
     /// after the first packet if the stream did not start with a keyframe.

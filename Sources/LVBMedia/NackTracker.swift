@@ -65,6 +65,23 @@ public struct NackTracker: Sendable {
         return entry.tries > 0
     }
 
+    /// Counts the `count` packets before `sequenceNumber` as missing too,
+    /// those not tracked already: the stream's first packet did not start its
+    /// frame, so the frame's start was lost where no gap can show it (a GOP
+    /// burst whose first packets were lost).
+    public mutating func expect(_ count: Int, before sequenceNumber: UInt16, at now: Instant) {
+        guard count > 0, unwrapper.newest != nil else { return }
+        let first = unwrapper.peek(sequenceNumber)
+        let added = ((first - Int64(count))..<first).filter { index(of: $0) == nil }.map { Entry(seq: $0, detectedAt: now) }
+        guard !added.isEmpty else { return }
+        entries = (added + entries).sorted { $0.seq < $1.seq }
+        let excess = entries.count - ReceiverConstants.nackMaxTracked
+        if excess > 0 {
+            givenUp += excess
+            entries.removeFirst(excess)
+        }
+    }
+
     /// Sequence numbers to request now (at most `limit`, oldest first); marks them sent.
     public mutating func poll(now: Instant, limit: Int = ReceiverConstants.nackMaxPerFeedback) -> [UInt16] {
         expire(now: now)

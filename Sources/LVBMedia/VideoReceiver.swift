@@ -44,6 +44,9 @@ public final class VideoReceiver {
     /// the queue is kept, and the gap filling after all resumes decoding.
     private var lateRepairWelcome = false
     private var nextReport: Instant?
+    /// The first keyframe's start is being asked for: the packets before the
+    /// first that arrived (`lowest` is the lowest asked for so far).
+    private var backfill: (lowest: Int64, asked: Int)?
     /// When the last packet of the stream arrived (a long silence is an outage).
     private var lastPacketAt: Instant?
 
@@ -98,6 +101,7 @@ public final class VideoReceiver {
         guard arrival != .duplicate else { return }
 
         let seq = sequences.unwrap(packet.sequenceNumber)
+        askForFirstKeyframeStart(packet, seq: seq, now: now)
         do {
             switch try buffer.insert(packet, seq: seq, repaired: answersNACK, at: now) {
             case let .complete(frame):
@@ -112,6 +116,38 @@ public final class VideoReceiver {
             counters.malformedPackets += 1
         }
         trimQueue()
+    }
+
+    /// A new subscriber's stream starts with a keyframe (the GOP cache, or a
+    /// keyframe the sender makes for it). When the first packet is not a
+    /// keyframe's start, that start was lost where no gap can show it: the
+    /// packets before the first are asked for, 4 then twice as many each
+    /// time the lowest asked for comes back, until a keyframe's start comes,
+    /// a keyframe is decoded, or `maxBackfillPackets` were asked for.
+    private func askForFirstKeyframeStart(_ packet: RTPPacket, seq: Int64, now: Instant) {
+        if counters.packets == 1 {
+            guard !Self.startsKeyframe(packet) else { return }
+            backfill = (seq, 0)
+        } else if let b = backfill, seq < b.lowest + Int64(b.asked) {
+            // One of the packets asked for (later ones are not the search's business).
+            if !needKeyframe || Self.startsKeyframe(packet) { backfill = nil }
+            guard seq == b.lowest, backfill != nil else { return }
+        } else {
+            return
+        }
+        guard let b = backfill else { return }
+        let step = min(max(ReceiverConstants.backfillStep, b.asked), ReceiverConstants.maxBackfillPackets - b.asked)
+        guard step > 0 else { backfill = nil; return }
+        nack.expect(step, before: UInt16(truncatingIfNeeded: b.lowest), at: now)
+        backfill = (b.lowest - Int64(step), b.asked + step)
+    }
+
+    /// The first packet of a keyframe: the start of partition 0 (RFC 7741
+    /// §4.2) with the VP8 frame tag's P bit clear (RFC 6386 §9.1).
+    private static func startsKeyframe(_ packet: RTPPacket) -> Bool {
+        guard let (d, frame) = try? VP8PayloadDescriptor.parse(packet.payload),
+              d.startOfPartition, d.partitionIndex == 0, let tag = frame.first else { return false }
+        return tag & 0x01 == 0
     }
 
     /// Call for RTCP from the media sender; sender reports feed LSR/DLSR.

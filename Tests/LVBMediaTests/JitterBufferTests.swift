@@ -262,6 +262,24 @@ extension JitterBufferTests {
             for seq: UInt16 in [65534, 65535, 2] { nack.insert(seq, at: .ms(0)) }
             #expect(nack.missing == [0, 1])
         }
+
+        /// Packets before the first one seen, asked for when it did not start a keyframe.
+        @Test func packetsBeforeTheFirstCanBeExpectedAcrossTheWrap() {
+            var nack = NackTracker()
+            nack.expect(4, before: 1, at: .ms(0))  // nothing seen yet: nothing to anchor on
+            #expect(nack.missing.isEmpty)
+            for seq: UInt16 in [1, 3] { nack.insert(seq, at: .ms(0)) }
+            nack.expect(4, before: 1, at: .ms(0))
+            #expect(nack.missing == [65533, 65534, 65535, 0, 2])
+            nack.expect(6, before: 1, at: .ms(0))  // those already tracked are not added twice
+            #expect(nack.missing == [65531, 65532, 65533, 65534, 65535, 0, 2])
+            // They are requested at once (reordering cannot explain them; 2 waits out its reorder time).
+            let asked = nack.poll(now: .ms(0))
+            #expect(asked == [65531, 65532, 65533, 65534, 65535, 0])
+            let answered = nack.insert(65535, at: .ms(5))
+            #expect(answered)
+            #expect(nack.missing == [65531, 65532, 65533, 65534, 0, 2])
+        }
     }
 
     /// The target kept by inserting and removing in a sorted list equals the

@@ -327,6 +327,83 @@ struct ReceiverScenarioTests {
         #expect(target <= 1)
     }
 
+    @Test("A GOP burst whose first packets were lost: the receiver asks for those before the first it got, a few at a time, and shows the whole GOP from its keyframe")
+    func burstMissingItsStartIsBackfilled() throws {
+        let clock = ManualClock()
+        let receiver = try VideoReceiver(clock: clock, ssrc: 0xC0FF_EE0B)
+        // 100-byte payloads: the keyframe spans many packets.
+        let sender = try TestVideoSender(clock: clock, maxPayloadSize: 100)
+        let start = clock.now()
+        var cached: [[UInt8]] = []
+        for n in 0..<60 {
+            clock.advance(to: start + .nanoseconds(Int64(n) * 1_000_000_000 / 30))
+            cached += try sender.capture(n, wall: clock.wallTime())
+        }
+        // The first 9 packets of the burst (the keyframe's start) are lost on the way.
+        clock.advance(to: start + .milliseconds(2010))
+        for bytes in cached.dropFirst(9) { receiver.receive(try RTPPacket.parse(bytes)) }
+        var shown: [Int] = []
+        var nacked: [UInt16] = []
+        for _ in 0..<20 {
+            for output in receiver.poll() {
+                switch output {
+                case let .frame(frame):
+                    shown.append(SyntheticVideo.readFrameNumber(frame.image) ?? -1)
+                case let .feedback(rtcp):
+                    for case let .nack(n) in rtcp { nacked += n.lostSequenceNumbers }
+                    let answers = try sender.handleFeedback(RTCPPacket.serializeCompound(rtcp))
+                    for bytes in answers { receiver.receive(try RTPPacket.parse(bytes)) }
+                }
+            }
+            clock.advance(by: .milliseconds(10))
+        }
+        let firstSeq = try RTPPacket.parse(cached[0]).sequenceNumber
+        print("burst without its first 9 packets: shown \(shown.count), asked for \(Set(nacked).count) packets before the first received")
+        #expect(shown == Array(0..<60))
+        // It asked for the 9 lost packets in steps of 4, 4 and 8: the last step reaches 7
+        // before the burst, which the sender never had.
+        #expect(Set((0..<9).map { firstSeq &+ UInt16($0) }).isSubset(of: Set(nacked)))
+        #expect(Set(nacked).count <= 16)
+        let s = receiver.stats
+        #expect(s.skippedFrames == 0 && s.keyframeRequests == 0 && s.decodeErrors == 0)
+    }
+
+    @Test("A stream joined mid-GOP, far from its keyframe, asks at most 64 packets back, then starts at the next keyframe")
+    func joinFarFromTheKeyframeAsksBoundedlyBack() throws {
+        let clock = ManualClock()
+        let receiver = try VideoReceiver(clock: clock, ssrc: 0xC0FF_EE0C)
+        let sender = try TestVideoSender(clock: clock, maxPayloadSize: 100)
+        var packets: [[UInt8]] = []
+        for n in 0..<55 {
+            clock.advance(to: ManualClock.defaultStart + .nanoseconds(Int64(n) * 1_000_000_000 / 30))
+            packets += try sender.capture(n, wall: clock.wallTime())
+        }
+        try #require(packets.count > 2 * ReceiverConstants.maxBackfillPackets)
+        // The receiver's first packet is the last one of frame 54, a delta frame (keyframes at 0 and 60).
+        receiver.receive(try RTPPacket.parse(packets[packets.count - 1]))
+        var nacked: Set<UInt16> = []
+        var plis = 0
+        var shown: [Int] = []
+        for n in 55..<80 {
+            clock.advance(to: ManualClock.defaultStart + .nanoseconds(Int64(n) * 1_000_000_000 / 30))
+            for bytes in try sender.capture(n, wall: clock.wallTime()) { receiver.receive(try RTPPacket.parse(bytes)) }
+            for output in receiver.poll() {
+                switch output {
+                case let .frame(frame): shown.append(SyntheticVideo.readFrameNumber(frame.image) ?? -1)
+                case let .feedback(rtcp):
+                    for case let .nack(n) in rtcp { nacked.formUnion(n.lostSequenceNumbers) }
+                    for case .pli in rtcp { plis += 1 }
+                    for bytes in try sender.handleFeedback(RTCPPacket.serializeCompound(rtcp)) { receiver.receive(try RTPPacket.parse(bytes)) }
+                }
+            }
+        }
+        let before = Set(packets.dropLast().suffix(ReceiverConstants.maxBackfillPackets).map { try! RTPPacket.parse($0).sequenceNumber })
+        #expect(nacked == before)
+        // The next keyframe (frame 60, before the PLI's 300 ms were up) is where the picture starts.
+        #expect(plis == 0)
+        #expect(shown == Array(60..<(60 + shown.count)) && shown.count >= 19)  // the last may still wait in the buffer
+    }
+
     @Test("Audio over 10% loss and 0–30 ms jitter: one frame per 20 ms slot, FEC and PLC cover the losses")
     func audioUnderLossAndJitter() throws {
         let run = try runAudio(frames: 1000, loss: 0.10, jitter: .milliseconds(30), seed: 77)
