@@ -142,6 +142,17 @@ private final class Tree {
 
     func wire(_ n: Int) -> [[UInt8]] { frames[n].packets.map { $0.serialized() } }
 
+    /// Publishes frames until `until` with `viewer` keeping its subscription
+    /// up, then lets its buffer release what is due.
+    func play(to viewer: Viewer, until: Int) throws {
+        while frames.count < until {
+            try publish()
+            viewer.stream.tick()
+        }
+        clock.advance(by: .milliseconds(500))
+        viewer.stream.poll()
+    }
+
     /// A second relay, child `id` of the first, subscribed to it (the GOP cache starts it).
     func addLowerRelay(id: Int = 2) -> Hop {
         let lower = Hop(clock: clock)
@@ -307,12 +318,7 @@ struct MediaRelayTests {
         #expect(!tree.origin.takeKeyframeRequest() && tree.origin.stats.plisReceived == 0)
 
         // The live stream follows, through both hops, across the next keyframe.
-        for _ in 20..<70 {
-            try tree.publish()
-            viewer.stream.tick()
-        }
-        tree.clock.advance(by: .milliseconds(500))
-        viewer.stream.poll()
+        try tree.play(to: viewer, until: 70)
         #expect(viewer.shown == Array(0..<70))
         let s = viewer.stream.video.stats
         #expect(s.decodeErrors == 0 && s.keyframeRequests == 0 && s.nacksSent == 0)
@@ -351,12 +357,7 @@ struct MediaRelayTests {
         viewer.stream.poll()
         #expect(viewer.shown == Array(0..<45))
         #expect(tree.relay.fanOut.stats.resumeBursts == 1 && tree.relay.fanOut.stats.gopBursts == bursts)
-        for _ in 45..<70 {
-            try tree.publish()
-            viewer.stream.tick()
-        }
-        tree.clock.advance(by: .milliseconds(500))
-        viewer.stream.poll()
+        try tree.play(to: viewer, until: 70)
         #expect(viewer.shown == Array(0..<70))
         let s = viewer.stream.video.stats
         #expect(s.skippedFrames == 0 && s.decodeErrors == 0)

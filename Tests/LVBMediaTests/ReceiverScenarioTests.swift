@@ -291,11 +291,7 @@ struct ReceiverScenarioTests {
         let sender = try TestVideoSender(clock: clock)
         let start = clock.now()
         // The host's cache: the 60 frames of the current GOP, captured before we joined.
-        var cached: [[UInt8]] = []
-        for n in 0..<60 {
-            clock.advance(to: start + .nanoseconds(Int64(n) * 1_000_000_000 / 30))
-            cached += try sender.capture(n, wall: clock.wallTime())
-        }
+        let cached = try capture(0..<60, from: sender, clock: clock)
         clock.advance(to: start + .milliseconds(2010))
         for bytes in cached { receiver.receive(try RTPPacket.parse(bytes)) }
         let burst = receiver.poll().compactMap { output -> Int? in
@@ -334,11 +330,7 @@ struct ReceiverScenarioTests {
         // 100-byte payloads: the keyframe spans many packets.
         let sender = try TestVideoSender(clock: clock, maxPayloadSize: 100)
         let start = clock.now()
-        var cached: [[UInt8]] = []
-        for n in 0..<60 {
-            clock.advance(to: start + .nanoseconds(Int64(n) * 1_000_000_000 / 30))
-            cached += try sender.capture(n, wall: clock.wallTime())
-        }
+        let cached = try capture(0..<60, from: sender, clock: clock)
         // The first 9 packets of the burst (the keyframe's start) are lost on the way.
         clock.advance(to: start + .milliseconds(2010))
         for bytes in cached.dropFirst(9) { receiver.receive(try RTPPacket.parse(bytes)) }
@@ -373,11 +365,7 @@ struct ReceiverScenarioTests {
         let clock = ManualClock()
         let receiver = try VideoReceiver(clock: clock, ssrc: 0xC0FF_EE0C)
         let sender = try TestVideoSender(clock: clock, maxPayloadSize: 100)
-        var packets: [[UInt8]] = []
-        for n in 0..<55 {
-            clock.advance(to: ManualClock.defaultStart + .nanoseconds(Int64(n) * 1_000_000_000 / 30))
-            packets += try sender.capture(n, wall: clock.wallTime())
-        }
+        let packets = try capture(0..<55, from: sender, clock: clock)
         try #require(packets.count > 2 * ReceiverConstants.maxBackfillPackets)
         // The receiver's first packet is the last one of frame 54, a delta frame (keyframes at 0 and 60).
         receiver.receive(try RTPPacket.parse(packets[packets.count - 1]))
@@ -469,6 +457,17 @@ struct ReceiverScenarioTests {
         #expect(s.discarded >= 89)
         #expect(delays.count == 100)
         #expect((delays.max() ?? .infinity) <= 1)
+    }
+
+    /// Captures frames `range` of `sender`, each at its time (30 fps from the
+    /// clock's start), and returns their packets as the sender put them on the wire.
+    private func capture(_ range: Range<Int>, from sender: TestVideoSender, clock: ManualClock) throws -> [[UInt8]] {
+        var packets: [[UInt8]] = []
+        for n in range {
+            clock.advance(to: ManualClock.defaultStart + .nanoseconds(Int64(n) * 1_000_000_000 / 30))
+            packets += try sender.capture(n, wall: clock.wallTime())
+        }
+        return packets
     }
 
     /// Sends frames `range` of `sender` straight to `receiver` at 30 fps (no loss), answering
