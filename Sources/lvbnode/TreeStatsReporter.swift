@@ -25,6 +25,9 @@ final class TreeStatsReporter {
         o.add("forwarded_kbps", rounded(Double(sent) * 8 / 1000 / max(0.001, (now - since.at).seconds)))
         o.add("attachments", tree.attachments)
         o.add("failovers", tree.failovers)
+        // Children that resumed where they stopped (their parent had died) rather than from the GOP cache.
+        let fanOut = node.room.isHost ? node.media.publisher?.fanOut : node.media.relay?.fanOut
+        o.add("resumes", fanOut?.stats.resumeBursts ?? 0)
         if !final { last = (now, bytes) }
         return o.text
     }
