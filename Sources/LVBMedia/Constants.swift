@@ -56,15 +56,16 @@ public enum MediaConstants {
         static let reportBlockSize = 24
         /// APP data that still fits the 16-bit length field (words after the header, SSRC and name).
         static let maxAppData = 4 * (Int(UInt16.max) - 2)
+        /// The name of this project's APP messages, told apart by subtype.
+        static let appName: [UInt8] = Array("LVBK".utf8)
         /// This project's APP message "this subscriber wants keyframes only"
-        /// (a trickle subscription, to preview a room): name "LVBK", subtype 0,
-        /// no data (any data is reserved and ignored). A feedback compound that
+        /// (a trickle subscription, to preview a room): subtype 0, no data
+        /// (any data is reserved and ignored). A feedback compound that
         /// carries it subscribes its sender to each keyframe of the video and
         /// nothing else; one without it subscribes to the whole stream.
-        static let keyframesOnlyName: [UInt8] = Array("LVBK".utf8)
         static let keyframesOnlySubtype: UInt8 = 0
         /// This project's APP message "resume the video after this packet"
-        /// (a viewer moving to a new parent): name "LVBK", subtype 1, data
+        /// (a viewer moving to a new parent): subtype 1, data
         /// the video's SSRC (4 bytes), the sequence number of the last packet
         /// the viewer decoded (2 bytes) and 2 reserved bytes; other lengths
         /// are not this message.

@@ -15,6 +15,8 @@ public struct FanOutStats: Sendable, Equatable {
     /// New subscribers sent what they missed since the packet they named
     /// (a resume request) instead of the GOP cache.
     public var resumeBursts = 0
+    /// Subscribers started at once, from the GOP cache or by a resume.
+    public var startBursts: Int { gopBursts + resumeBursts }
     /// Keyframes sent to keyframes-only subscribers (one per subscriber per
     /// keyframe, the cached one they start from included).
     public var trickleKeyframes = 0
@@ -113,7 +115,12 @@ public final class FanOut<Peer: Hashable> {
         guard useGOPCache, lastPreview[peer] == nil, gop.isComplete, gop.keyframePackets > 0, let send else { return }
         lastPreview[peer] = now
         stats.trickleKeyframes += 1
-        for b in gop.keyframe {
+        burst(gop.keyframe, to: peer, send)
+    }
+
+    /// Sends `packets` to `peer` at once (a GOP, a keyframe, what it missed).
+    private func burst(_ packets: some Sequence<[UInt8]>, to peer: Peer, _ send: (Peer, MediaChannel, [UInt8]) -> Void) {
+        for b in packets {
             send(peer, .rtp, b)
             stats.bytesSent += b.count
         }
@@ -129,10 +136,7 @@ public final class FanOut<Peer: Hashable> {
            let missed = history.packets(after: after, limit: MediaConstants.maxResumePackets) {
             lastBurst[peer] = now
             stats.resumeBursts += 1
-            for b in missed {
-                send(peer, .rtp, b)
-                stats.bytesSent += b.count
-            }
+            burst(missed, to: peer, send)
             return false
         }
         if gop.isComplete, !gop.packets.isEmpty, let send {
@@ -148,8 +152,7 @@ public final class FanOut<Peer: Hashable> {
             if allowed {
                 lastBurst[peer] = now
                 stats.gopBursts += 1
-                for b in gop.packets { send(peer, .rtp, b) }
-                stats.bytesSent += gop.bytes
+                burst(gop.packets, to: peer, send)
                 return false
             }
         }

@@ -67,13 +67,13 @@ public struct GOPCache: Sendable {
     @discardableResult
     public mutating func insert(_ packet: [UInt8], sequence: UInt16, timestamp: UInt32, startsKeyframe: Bool) -> [[UInt8]] {
         if order.count != packets.count { clear() }
-        if startsKeyframe, lastStart.map({ Self.precedes($0, sequence) }) ?? true {
+        if startsKeyframe, lastStart.map({ sequencePrecedes($0, sequence) }) ?? true {
             return restart(packet, sequence: sequence, timestamp: timestamp)
         }
         // Before the first keyframe, in an over-long GOP, or older than this GOP: not cached.
-        guard isComplete, let start = order.first, !Self.precedes(sequence, start.sequence) else { return [] }
+        guard isComplete, let start = order.first, !sequencePrecedes(sequence, start.sequence) else { return [] }
         var i = order.count
-        while i > 0, Self.precedes(sequence, order[i - 1].sequence) { i -= 1 }
+        while i > 0, sequencePrecedes(sequence, order[i - 1].sequence) { i -= 1 }
         guard i == 0 || order[i - 1].sequence != sequence else { return [] }
         guard bytes + packet.count <= maxBytes, packets.count < maxPackets else {
             dropOverlong()
@@ -88,7 +88,7 @@ public struct GOPCache: Sendable {
 
     /// A new GOP from the packet that starts its keyframe, with the cached packets after it.
     private mutating func restart(_ packet: [UInt8], sequence: UInt16, timestamp: UInt32) -> [[UInt8]] {
-        let firstAfter = order.firstIndex { Self.precedes(sequence, $0.sequence) } ?? order.count
+        let firstAfter = order.firstIndex { sequencePrecedes(sequence, $0.sequence) } ?? order.count
         let keptPackets = packets[firstAfter...], keptOrder = order[firstAfter...]
         let early = keptOrder.prefix { $0.timestamp == timestamp }.count
         let keptBytes = keptPackets.reduce(packet.count) { $0 + $1.count }
@@ -120,7 +120,5 @@ public struct GOPCache: Sendable {
         isComplete = false
     }
 
-    /// `a` comes before `b` in 16-bit sequence space (RFC 3550 §A.1 reasoning).
-    private static func precedes(_ a: UInt16, _ b: UInt16) -> Bool { Int16(bitPattern: a &- b) < 0 }
 }
 

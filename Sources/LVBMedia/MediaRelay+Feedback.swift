@@ -67,10 +67,10 @@ extension MediaRelay {
             }
             childState[child] = Child()
         }
-        let bursts = fanOut.stats.gopBursts + fanOut.stats.resumeBursts
+        let bursts = fanOut.stats.startBursts
         // A full child with nothing to start from: ask upstream for a keyframe.
         if fanOut.subscribe(child, now: now, keyframesOnly: keyframesOnly, resumeAfter: resumeAfter) { requestKeyframe(now: now) }
-        return fanOut.stats.gopBursts + fanOut.stats.resumeBursts > bursts
+        return fanOut.stats.startBursts > bursts
     }
 
     /// A child's generic NACK (RFC 4585 §6.2.1): resends what the history

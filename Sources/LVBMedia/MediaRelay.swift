@@ -127,16 +127,12 @@ public final class MediaRelay<Peer: Hashable> {
     private func relay(_ header: RTPHeader, _ bytes: ArraySlice<UInt8>) {
         switch header.payloadType {
         case MediaConstants.videoPayloadType:
-            // RFC 7741 §4.2, §4.3: a keyframe starts in the packet with S = 1,
-            // PID = 0, whose first VP8 byte has P (bit 0) clear.
             guard let (descriptor, data) = try? VP8PayloadDescriptor.parse(header.payload) else {
                 stats.malformedRTP += 1
                 log.debug("relay: malformed VP8 payload descriptor")
                 return
             }
-            let startsKeyframe = descriptor.startOfPartition && descriptor.partitionIndex == 0
-                && (data.first ?? 1) & 0x01 == 0
-            relayVideo(header, bytes, startsKeyframe: startsKeyframe)
+            relayVideo(header, bytes, startsKeyframe: descriptor.startsKeyframe(data))
         case MediaConstants.audioPayloadType:
             guard isNew(header, bytes) else { return }
             audioSSRC = header.ssrc

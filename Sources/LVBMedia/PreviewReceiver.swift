@@ -142,8 +142,8 @@ public final class PreviewReceiver {
         frame.packets[seq] = Array(payload)
         frame.bytes += payload.count
         pendingBytes += payload.count
-        if Self.precedes(seq, frame.lowest) { frame.lowest = seq }
-        if Self.precedes(frame.highest, seq) { frame.highest = seq }
+        if sequencePrecedes(seq, frame.lowest) { frame.lowest = seq }
+        if sequencePrecedes(frame.highest, seq) { frame.highest = seq }
         frame.lastPacket = now
         if descriptor.startOfPartition && descriptor.partitionIndex == 0 {
             frame.start = seq
@@ -163,8 +163,6 @@ public final class PreviewReceiver {
         if pending[key] != nil { complete(key, now: now) }
     }
 
-    /// `a` comes before `b` in 16-bit sequence space.
-    private static func precedes(_ a: UInt16, _ b: UInt16) -> Bool { Int16(bitPattern: a &- b) < 0 }
 
     /// Packets from the start packet to the marker packet, once both are known.
     private func span(_ frame: Pending) -> Int? {

@@ -48,16 +48,16 @@ public struct RTCPApp: Equatable, Sendable {
         self.data = data
     }
 
-    /// "This subscriber wants keyframes only" (`MediaConstants.RTCP.keyframesOnlyName`,
+    /// "This subscriber wants keyframes only" (`MediaConstants.RTCP.appName`,
     /// subtype 0, no data), from the subscriber `ssrc`.
     public static func keyframesOnly(ssrc: UInt32) -> RTCPApp {
         RTCPApp(checkedSubtype: MediaConstants.RTCP.keyframesOnlySubtype, ssrc: ssrc,
-                name: MediaConstants.RTCP.keyframesOnlyName, data: [])
+                name: MediaConstants.RTCP.appName, data: [])
     }
 
     /// True for the keyframes-only request (its data, reserved, is not looked at).
     public var isKeyframesOnly: Bool {
-        name == MediaConstants.RTCP.keyframesOnlyName && subtype == MediaConstants.RTCP.keyframesOnlySubtype
+        name == MediaConstants.RTCP.appName && subtype == MediaConstants.RTCP.keyframesOnlySubtype
     }
 
     /// "Resume video `mediaSSRC` after packet `after`, the last I decoded"
@@ -68,13 +68,13 @@ public struct RTCPApp: Equatable, Sendable {
         w.write(after)
         w.write(UInt16(0))
         return RTCPApp(checkedSubtype: MediaConstants.RTCP.resumeSubtype, ssrc: ssrc,
-                       name: MediaConstants.RTCP.keyframesOnlyName, data: w.bytes)
+                       name: MediaConstants.RTCP.appName, data: w.bytes)
     }
 
     /// The video and packet a resume request names; nil for any other APP
     /// packet, a resume of another length included.
     public var resumePoint: (mediaSSRC: UInt32, after: UInt16)? {
-        guard name == MediaConstants.RTCP.keyframesOnlyName, subtype == MediaConstants.RTCP.resumeSubtype,
+        guard name == MediaConstants.RTCP.appName, subtype == MediaConstants.RTCP.resumeSubtype,
               data.count == MediaConstants.RTCP.resumeDataSize else { return nil }
         var r = ByteReader(data[...])
         guard let ssrc = try? r.readUInt32(), let after = try? r.readUInt16() else { return nil }

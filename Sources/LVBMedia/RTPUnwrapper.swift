@@ -23,4 +23,11 @@ struct RTPUnwrapper<Counter: FixedWidthInteger & UnsignedInteger>: Sendable {
 }
 
 typealias SequenceUnwrapper = RTPUnwrapper<UInt16>
+
+/// How far `b` is ahead of `a` in 16-bit sequence space (negative: behind),
+/// within half the range (RFC 3550 §A.1 reasoning).
+func sequenceDistance(from a: UInt16, to b: UInt16) -> Int { Int(Int16(bitPattern: b &- a)) }
+
+/// `a` comes before `b` in 16-bit sequence space (at exactly half the range apart, `a` does).
+func sequencePrecedes(_ a: UInt16, _ b: UInt16) -> Bool { Int16(bitPattern: a &- b) < 0 }
 typealias TimestampUnwrapper = RTPUnwrapper<UInt32>

@@ -17,7 +17,7 @@ public struct SendHistory: Sendable {
 
     public mutating func store(_ sequence: UInt16, _ bytes: [UInt8]) {
         slots[Int(sequence) % slots.count] = Slot(sequence: sequence, bytes: bytes)
-        if newest.map({ Int16(bitPattern: sequence &- $0) > 0 }) ?? true { newest = sequence }
+        if newest.map({ sequenceDistance(from: $0, to: sequence) > 0 }) ?? true { newest = sequence }
     }
 
     /// The packets held after `sequence` up to the newest, in order (holes
@@ -26,7 +26,7 @@ public struct SendHistory: Sendable {
     /// ring no longer reaches back that far, or nothing is held.
     public func packets(after sequence: UInt16, limit: Int) -> [[UInt8]]? {
         guard let newest else { return nil }
-        let span = Int(Int16(bitPattern: newest &- sequence))
+        let span = sequenceDistance(from: sequence, to: newest)
         guard span > 0 else { return span >= -limit ? [] : nil }
         guard span <= min(limit, slots.count) else { return nil }
         return (1...span).compactMap { packet(sequence &+ UInt16($0)) }

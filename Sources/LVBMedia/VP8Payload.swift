@@ -64,6 +64,13 @@ public struct VP8PayloadDescriptor: Equatable, Sendable {
 
     /// Splits an RTP payload into its descriptor and the VP8 data after it;
     /// a payload with no data after the descriptor is truncated.
+    /// Whether the packet with this descriptor and `frameData` after it
+    /// starts a keyframe (RFC 7741 §4.2, §4.3): S = 1, PID = 0, and the VP8
+    /// frame tag's P bit (RFC 6386 §9.1) clear.
+    public func startsKeyframe(_ frameData: ArraySlice<UInt8>) -> Bool {
+        startOfPartition && partitionIndex == 0 && (frameData.first ?? 1) & 0x01 == 0
+    }
+
     public static func parse(_ payload: ArraySlice<UInt8>) throws(MediaError) -> (VP8PayloadDescriptor, ArraySlice<UInt8>) {
         var r = ByteReader(payload)
         let b0 = try r.mediaRead8("VP8 payload descriptor")
@@ -225,14 +232,12 @@ public struct VP8FrameAssembler: Sendable {
         self.maxPacketsPerFrame = max(1, maxPacketsPerFrame)
     }
 
-    /// `a` comes before `b` in 16-bit sequence space (RFC 3550 §A.1 style).
-    private static func precedes(_ a: UInt16, _ b: UInt16) -> Bool { Int16(bitPattern: a &- b) < 0 }
 
     /// Adds one packet; fails (and keeps no state) when its VP8 descriptor is bad.
     public mutating func insert(_ packet: RTPPacket) throws(MediaError) -> [VP8AssemblerOutput] {
         let (descriptor, data) = try VP8PayloadDescriptor.parse(packet.payload)
         let seq = packet.sequenceNumber
-        if let lastDelivered, !Self.precedes(lastDelivered, seq) { return [] }
+        if let lastDelivered, !sequencePrecedes(lastDelivered, seq) { return [] }
         var out: [VP8AssemblerOutput] = []
         var frame = pending[packet.timestamp] ?? Pending(lowest: seq, highest: seq)
         if pending[packet.timestamp] == nil, pending.count >= maxPendingFrames, let oldest = oldestTimestamp() {
@@ -240,8 +245,8 @@ public struct VP8FrameAssembler: Sendable {
         }
         guard frame.packets[seq] == nil else { return out }
         frame.packets[seq] = (descriptor, data)
-        if Self.precedes(seq, frame.lowest) { frame.lowest = seq }
-        if Self.precedes(frame.highest, seq) { frame.highest = seq }
+        if sequencePrecedes(seq, frame.lowest) { frame.lowest = seq }
+        if sequencePrecedes(frame.highest, seq) { frame.highest = seq }
         if descriptor.startOfPartition && descriptor.partitionIndex == 0 { frame.start = seq }
         if packet.marker { frame.end = seq }
         pending[packet.timestamp] = frame
@@ -258,7 +263,7 @@ public struct VP8FrameAssembler: Sendable {
             bytes += chunk
         }
         pending[packet.timestamp] = nil
-        for (ts, other) in pending where Self.precedes(other.lowest, start) { out.append(giveUp(ts)) }
+        for (ts, other) in pending where sequencePrecedes(other.lowest, start) { out.append(giveUp(ts)) }
         lastDelivered = end
         let first = frame.packets[start]?.0.pictureID?.value
         out.append(.frame(VP8AssembledFrame(timestamp: packet.timestamp, data: bytes,
@@ -274,7 +279,7 @@ public struct VP8FrameAssembler: Sendable {
     }
 
     private func oldestTimestamp() -> UInt32? {
-        pending.min { Self.precedes($0.value.lowest, $1.value.lowest) }?.key
+        pending.min { sequencePrecedes($0.value.lowest, $1.value.lowest) }?.key
     }
 
     private mutating func giveUp(_ timestamp: UInt32) -> VP8AssemblerOutput {

@@ -40,9 +40,6 @@ public final class VideoReceiver {
     private var lastPLI: Instant?
     /// When decoding first stalled on the current decode-order gap.
     private var gapSince: Instant?
-    /// The gap wait ran out with no keyframe queued: a keyframe is wanted, but
-    /// the queue is kept, and the gap filling after all resumes decoding.
-    private var lateRepairWelcome = false
     private var nextReport: Instant?
     /// The first keyframe's start is being asked for: the packets before the
     /// first that arrived (`lowest` is the lowest asked for so far).
@@ -142,12 +139,9 @@ public final class VideoReceiver {
         backfill = (b.lowest - Int64(step), b.asked + step)
     }
 
-    /// The first packet of a keyframe: the start of partition 0 (RFC 7741
-    /// §4.2) with the VP8 frame tag's P bit clear (RFC 6386 §9.1).
     private static func startsKeyframe(_ packet: RTPPacket) -> Bool {
-        guard let (d, frame) = try? VP8PayloadDescriptor.parse(packet.payload),
-              d.startOfPartition, d.partitionIndex == 0, let tag = frame.first else { return false }
-        return tag & 0x01 == 0
+        guard let (descriptor, data) = try? VP8PayloadDescriptor.parse(packet.payload) else { return false }
+        return descriptor.startsKeyframe(data)
     }
 
     /// Call for RTCP from the media sender; sender reports feed LSR/DLSR.
@@ -203,9 +197,13 @@ public final class VideoReceiver {
         return !head.follows(last)
     }
 
-    /// The gap given up on has filled after all: the head follows the last decoded frame.
+    /// Waiting for a keyframe, the gap given up on has filled after all: the
+    /// head follows the last decoded frame. Only such a gap can: after a
+    /// decode error the corrupt frame, consumed, stands between the last
+    /// decoded frame and any later one, and before the first picture there
+    /// is no last decoded frame.
     private var gapFilledLate: Bool {
-        guard lateRepairWelcome, let last = lastDecoded, let head = buffer.ready.first else { return false }
+        guard needKeyframe, let last = lastDecoded, let head = buffer.ready.first else { return false }
         return head.follows(last)
     }
 
@@ -218,7 +216,6 @@ public final class VideoReceiver {
             if needKeyframe {
                 if gapFilledLate {
                     needKeyframe = false
-                    lateRepairWelcome = false
                     keyframeWantedAt = nil
                     continue
                 }
@@ -249,7 +246,6 @@ public final class VideoReceiver {
         if let k = buffer.ready.firstIndex(where: \.isKeyframe) {
             for _ in 0..<k { drop() }
         } else {
-            lateRepairWelcome = true
             keyframeWantedAt = now
         }
     }
@@ -265,7 +261,6 @@ public final class VideoReceiver {
             counters.decodeErrors += 1
             countDropped(frame)
             needKeyframe = true
-            lateRepairWelcome = false
             keyframeWantedAt = now
             return
         }
@@ -276,7 +271,6 @@ public final class VideoReceiver {
         gapSince = nil
         if frame.isKeyframe {
             needKeyframe = false
-            lateRepairWelcome = false
             keyframeWantedAt = nil
             nack.removeBefore(UInt16(truncatingIfNeeded: frame.firstSeq))
         }
