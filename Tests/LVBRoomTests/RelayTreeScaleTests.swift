@@ -165,7 +165,12 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
             }
             return healedAt.count == orphans.count
         }, timeout: .seconds(2))
-        #expect(healed, "\(orphans.count - healedAt.count) of \(orphans.count) orphans without a live parent or a new picture 2 s after the kill")
+        let unhealed = orphans.filter { healedAt[$0] == nil }.map { o in
+            let p = c.parent(o)
+            return "\(o.short): parent \(p?.short ?? "none")\(p.map { victims.contains($0) ? " (dead)" : orphans.contains($0) ? " (an orphan)" : "" } ?? ""), "
+                + "failovers \(c.viewers[o]?.node.tree?.failovers ?? -1), last picture \(c.lastPicture(o).map { "\(($0 - killedAt).milliseconds) ms after the kill" } ?? "none")"
+        }
+        #expect(healed, "\(orphans.count - healedAt.count) of \(orphans.count) orphans without a live parent or a new picture 2 s after the kill: \(unhealed)")
         let repairs = healedAt.values.map { ($0 - killedAt).milliseconds }.sorted()
         print("200 viewers: worst delivery \(worst), depth max \(depths.max() ?? 0), host copies at most \(c.hostCopiesMax);"
               + " \(orphans.count) orphans of 20 killed relays re-attached in \(repairs.first ?? 0)...\(repairs.last ?? 0) ms")
