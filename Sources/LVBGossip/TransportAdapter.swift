@@ -6,6 +6,10 @@ import LVBTransport
 public final class TransportGossipAdapter: GossipTransport {
     public let core: TransportCore
 
+    /// Who may introduce this node to a neighbour it holds no session with
+    /// (the room's host); every rendezvous is asked too.
+    public var coordinators: () -> [NodeID] = { [] }
+
     public init(core: TransportCore) { self.core = core }
 
     public func sendGossip(_ payload: [UInt8], to id: NodeID) {
@@ -16,7 +20,7 @@ public final class TransportGossipAdapter: GossipTransport {
 
     public func connect(to peer: PeerRecord) {
         guard peer.id != core.nodeID, !core.isEstablished(with: peer.id) else { return }
-        core.connect(to: peer.address, expecting: peer.id)
+        core.reach(peer.id, at: [peer.address], via: coordinators())
     }
 
     public func address(of id: NodeID) -> PeerAddress? { core.endpoint(of: id) }

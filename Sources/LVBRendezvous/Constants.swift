@@ -117,9 +117,6 @@ public enum RendezvousConstants {
     /// A node asks a rendezvous for one room's thumbnail at most this often
     /// (within the rendezvous's request rate, beside its list requests).
     public static let thumbnailRequestPace: Duration = .milliseconds(150)
-    /// A switching viewer dials a listed host's LAN addresses first and asks
-    /// for an introduction only if no session came up within this long.
-    public static let introduceAfterLocal: Duration = .milliseconds(150)
 
     /// The relay: one pair's share at most (kbit/s; a stream and its repairs),
     /// and how long after its introduction or last relayed datagram a pair may use it.

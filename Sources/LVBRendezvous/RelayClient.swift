@@ -37,6 +37,7 @@ public final class RelayClient: AttachedRole {
             }
             sent += 1
         }
+        core.relayOwner = { [unowned self] address in RelayPath.index(of: address).flatMap { paths[$0]?.server } }
     }
 
     /// The relay path to `peer` through rendezvous `server`.

@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBTransport
 
 /// A message on the rendezvous channel (channel 5) of a session between a
 /// node and a rendezvous (lvbnode-protocol(7), RENDEZVOUS): one type byte,
@@ -231,35 +232,4 @@ public enum RendezvousMessageError: Error, Equatable {
     case unknownType(UInt8)
     /// A known type whose layout is broken.
     case malformed
-}
-
-/// One piece of a relayed session datagram (see types 9 and 10).
-public struct RelayPiece: Equatable, Sendable {
-    /// A datagram goes in at most this many pieces.
-    public static let maxCount: UInt8 = 2
-    /// Bytes a relay message adds in front of its piece, type byte included.
-    public static let header = 1 + 32 + 2 + 1
-
-    public var id: UInt16
-    public var index: UInt8
-    public var count: UInt8
-    public var bytes: [UInt8]
-
-    public init(id: UInt16, index: UInt8, count: UInt8, bytes: [UInt8]) {
-        self.id = id
-        self.index = index
-        self.count = count
-        self.bytes = bytes
-    }
-
-    /// `datagram` cut into pieces whose messages fit `maxPayload`; nil when even two do not.
-    public static func split(_ datagram: [UInt8], id: UInt16, maxPayload: Int) -> [RelayPiece]? {
-        let room = maxPayload - header
-        guard room > 0 else { return nil }
-        if datagram.count <= room { return [RelayPiece(id: id, index: 0, count: 1, bytes: datagram)] }
-        let half = (datagram.count + 1) / 2
-        guard half <= room else { return nil }
-        return [RelayPiece(id: id, index: 0, count: 2, bytes: Array(datagram[..<half])),
-                RelayPiece(id: id, index: 1, count: 2, bytes: Array(datagram[half...]))]
-    }
 }

@@ -26,8 +26,6 @@ public final class RoomSwitcher: AttachedRole {
     private var introducers: [NodeID: RoomIntroducer] = [:]
     private var lastRefresh: Instant?
     private var resolving: RoomID?
-    /// Hosts dialled on their LAN addresses, to be introduced if no session comes up by `due`.
-    private var deferred: [NodeID: (room: RoomAnnouncement, due: Instant)] = [:]
 
     /// - Parameters:
     ///   - browser: the node's view of the list (attached to the node too).
@@ -122,29 +120,20 @@ public final class RoomSwitcher: AttachedRole {
         // Introductions only for hosts still of interest.
         let hosts = Set(node.preloads.values.map(\.host) + [node.room.host])
         introducers = introducers.filter { hosts.contains($0.key) }
-        deferred = deferred.filter { hosts.contains($0.key) }
     }
 
-    /// Opens a session with the room's host unless there is one: LAN
-    /// addresses at once, the rest through an introduction (hole punching,
-    /// the rendezvous's relay), as a join by room id does.
+    /// Opens a session with the room's host unless there is one, through an
+    /// introduction (hole punching, the rendezvous's relay) as a join by
+    /// room id does: nothing goes to the host before it, whatever range its
+    /// addresses are in (a host on our LAN answers the punch's first,
+    /// hop-limited initiation).
     private func dial(_ room: RoomAnnouncement) {
-        guard !node.core.isEstablished(with: room.host), introducers[room.host]?.introduced != false,
-              deferred[room.host] == nil else { return }
-        let local = room.addresses.filter(\.isLocalScope)
+        guard !node.core.isEstablished(with: room.host), introducers[room.host]?.introduced != false else { return }
         guard !browser.servers.isEmpty else {
             node.core.connect(to: room.addresses, expecting: room.host)
             return
         }
-        guard !local.isEmpty else {
-            introduce(room)
-            return
-        }
-        // A host on our own network answers on its LAN address within a
-        // round trip; an introduction (whose punching dial restarts the
-        // handshake) only if it has not by then.
-        node.core.connect(to: local, expecting: room.host)
-        deferred[room.host] = (room, clock.now() + RendezvousConstants.introduceAfterLocal)
+        introduce(room)
     }
 
     private func introduce(_ room: RoomAnnouncement) {
@@ -179,11 +168,6 @@ public final class RoomSwitcher: AttachedRole {
     }
 
     public func tick() {
-        let now = clock.now()
-        for (host, d) in deferred where now >= d.due {
-            deferred[host] = nil
-            if !node.core.isEstablished(with: host) { introduce(d.room) }
-        }
         for introducer in introducers.values { introducer.tick() }
         guard !browser.servers.isEmpty, !node.room.isHost else { return }
         if lastRefresh.map({ clock.now() - $0 >= RendezvousConstants.browseRefresh }) ?? true { refresh() }

@@ -20,6 +20,8 @@ public final class UDPRendezvous: @unchecked Sendable {
                              onEvent: @escaping (TransportEvent) -> Void) async throws -> UDPRendezvous {
         var config = TransportConfig()
         config.hello = Hello(agent: agent, role: .rendezvous)
+        // The same budget relays members' pairs it introduced (introduce channel).
+        config.relayKbps = relayKbps
         let box = ServiceBox()
         let udp = try await UDPNode.start(identity: identity, listen: listen, config: config,
                                           group: MultiThreadedEventLoopGroup.singleton) { event in

@@ -317,8 +317,10 @@ public final class RelayTree {
         trying = (next, now, core.isEstablished(with: next), now)
         heardFrom = heardFrom.filter { $0.key == backup }
         if next == backup { backup = nil }
-        if next != room.host, !core.isEstablished(with: next), let position = placement.tree[next], !position.addresses.isEmpty {
-            core.connect(to: position.addresses, expecting: next)
+        if next != room.host, !core.isEstablished(with: next) {
+            // Introduced by the host (and any rendezvous): behind NATs a relay
+            // is reached only by both dialling at once.
+            core.reach(next, at: placement.tree[next]?.addresses ?? [], via: [room.host])
         }
         // Sent now if the session is up; otherwise again when it comes up (`handle`).
         media.feed(room.host, from: next)
@@ -331,8 +333,8 @@ public final class RelayTree {
             return
         }
         backup = placement.backup(for: core.nodeID, parent: parent, excluding: excluding, silent: silent)
-        if let b = backup, b != room.host, !core.isEstablished(with: b), let position = placement.tree[b], !position.addresses.isEmpty {
-            core.connect(to: position.addresses, expecting: b)
+        if let b = backup, b != room.host, !core.isEstablished(with: b), !core.isReaching(b) {
+            core.reach(b, at: placement.tree[b]?.addresses ?? [], via: [room.host])
         }
     }
 

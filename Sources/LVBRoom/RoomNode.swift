@@ -160,7 +160,8 @@ public final class RoomNode {
         identity = core.identity
         self.instance = instance ?? random.uint64()
         standing = Standing(clock: clock)
-        gossip = GossipNode(id: core.nodeID, transport: TransportGossipAdapter(core: core), clock: clock, random: random)
+        let adapter = TransportGossipAdapter(core: core)
+        gossip = GossipNode(id: core.nodeID, transport: adapter, clock: clock, random: random)
         // Sequence numbers keep growing across restarts of the same identity
         // (latest-wins events and signed-in-elsewhere rely on it): start from
         // the wall clock in microseconds.
@@ -169,6 +170,8 @@ public final class RoomNode {
         lastHeartbeat = clock.now()
         lastSweep = clock.now()
         wireGossip()
+        // Every member holds a session with the host: it introduces neighbours.
+        adapter.coordinators = { [unowned self] in isHost ? [] : [self.host] }
     }
 
     public var isHost: Bool { policy != nil }

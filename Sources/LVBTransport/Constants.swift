@@ -67,6 +67,8 @@ public enum TransportConstants {
     public static let underLoadHandshakesPerSecond = 200
     /// The span over which initiations are counted against `underLoadHandshakesPerSecond`.
     public static let loadWindow: Duration = .seconds(1)
+    /// Addresses one peer is dialled at, at most (introductions' and hints' together).
+    public static let maxCandidates = 16
     /// Messages queued per peer while its session is being set up.
     public static let maxQueuedPerPeer = 128
     /// Responder-side XX handshakes awaiting message 3.
@@ -78,4 +80,26 @@ public enum TransportConstants {
     /// Socket addresses the UDP driver keeps made (one per address it sends
     /// to); past this many it starts afresh.
     public static let socketAddressCacheSize = 1024
+}
+
+/// Introductions between peers (introduce channel, `Introductions.swift`).
+/// All tuning: a second implementation may choose others.
+public enum IntroductionConstants {
+    /// A reach without a session asks its coordinators again this often, this many times at most.
+    public static let askRetry: Duration = .milliseconds(500)
+    public static let askAttempts = 10
+    /// A reach that no coordinator introduced in this long also dials its hints directly.
+    public static let fallbackAfter: Duration = .milliseconds(1500)
+    /// A coordinator tells a target about the same requester again at most this often.
+    public static let retellAfter: Duration = .milliseconds(400)
+    /// Requests a coordinator takes per requester per second (burst), and
+    /// introductions a target dials on per second (burst).
+    public static let requestRate = 20
+    public static let requestBurst = 40
+    public static let dialRate = 20
+    public static let dialBurst = 40
+    /// What one relayed pair may use of a coordinator's relay budget, and how
+    /// long after its introduction or last relayed datagram a pair may use it.
+    public static let relayPairKbps = 2500
+    public static let relayPairLifetime: Duration = .seconds(600)
 }

@@ -13,4 +13,6 @@ public enum DataChannel: UInt8, Sendable, CaseIterable {
     case room = 4
     /// Room announcements and the room list between nodes and a rendezvous (LVBRendezvous).
     case rendezvous = 5
+    /// Introductions and relaying between any two peers of a node (`IntroductionMessage`).
+    case introduce = 6
 }

@@ -37,8 +37,9 @@ final class Peer {
     var lastSent: Instant?
     var lastReceived: Instant?
     var established = false
-    /// The peer's hello has arrived (this session record's first).
+    /// The peer's hello has arrived (this session record's first), and the role it said.
     var helloReceived = false
+    var role: NodeRole?
     /// Until then ours goes again at `at`, each gap twice the last
     /// (`helloRetry` up to `helloRetryMax`): a hello is one datagram, and the
     /// layers above wait for it (a rendezvous is known by its hello's role).

@@ -106,6 +106,8 @@ extension TransportCore {
         stats.messagesIn += 1
         if channel == .control {
             handleControl(payload, from: peer, under: kp)
+        } else if channel == .introduce {
+            handleIntroduce(payload, from: peer)
         } else if let id = peer.id {
             emit(.message(id, channel, payload))
         }
@@ -135,6 +137,7 @@ extension TransportCore {
             }
             peer.helloReceived = true
             peer.helloResend = nil
+            peer.role = h.role
             emit(.hello(id, h))
         case .ping(let nonce):
             sendControl(.pong(nonce), to: peer)

@@ -12,6 +12,7 @@ extension TransportCore {
         for peer in Array(peersByID.values) + anonymousPeers {
             tick(peer, now: now)
         }
+        tickIntroductions(now)
     }
 
     private func tick(_ peer: Peer, now: Instant) {

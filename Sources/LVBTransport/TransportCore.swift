@@ -15,6 +15,13 @@ public struct TransportConfig: Sendable {
     /// them: a lossy link into this node, whatever address each peer uses
     /// (`--inbound-loss`, the demo mesh's `--loss`). 0 in normal use.
     public var inboundLoss = 0.0
+    /// This node's own addresses (its interfaces'), claimed when it asks to
+    /// be introduced; a coordinator passes on only the local-scope ones.
+    public var ownAddresses: [PeerAddress] = []
+    /// Relay the sealed datagrams of pairs this node introduced, up to this
+    /// many kbit/s in all, each pair up to `IntroductionConstants.relayPairKbps`
+    /// of it (0: relays nothing; a rendezvous's `--relay-kbps`). Read once, at start.
+    public var relayKbps = 0
     public init() {}
 }
 
@@ -30,9 +37,11 @@ public final class TransportCore {
     /// Another protocol sharing the socket (STUN on a rendezvous): sees every
     /// datagram first and claims its own.
     public var sideChannel: ((ArraySlice<UInt8>, PeerAddress) -> SideChannelVerdict)?
-    /// Sends a datagram along a relay path (`RelayPath`); without it such
-    /// datagrams are dropped.
+    /// Sends a datagram along a relay path (`RelayPath`) that is not one of
+    /// the transport's own; without it such datagrams are dropped.
     public var relaySend: ((PeerAddress, [UInt8]) -> Void)?
+    /// The node a relay path of `relaySend`'s owner runs through (for `relay(of:)`).
+    public var relayOwner: ((PeerAddress) -> NodeID?)?
     public internal(set) var stats = TransportStats()
 
     let clock: Clock
@@ -53,6 +62,7 @@ public final class TransportCore {
     var lastTimestampSent = TAI64N(seconds: 0, nanoseconds: 0)
     var latestTimestamps: [NodeID: TAI64N] = [:]
     var loadMeter = LoadMeter()
+    var introductions: IntroductionState
 
     public init(identity: Identity, clock: Clock, random: RandomSource, sink: DatagramSink, config: TransportConfig = TransportConfig()) {
         self.identity = identity
@@ -61,6 +71,7 @@ public final class TransportCore {
         self.random = random
         self.sink = sink
         self.config = config
+        introductions = IntroductionState(relayKbps: config.relayKbps)
         ownChecker = CookieChecker(keyMaterial: staticKey.publicKey, clock: clock, random: random,
                                    secretLifetime: TransportConstants.cookieSecretLifetime)
         anonymousChecker = CookieChecker(keyMaterial: MacKeyMaterial.anonymous, clock: clock, random: random,
@@ -84,10 +95,20 @@ public final class TransportCore {
         if let id, let existing = peersByID[id] {
             // An established session keeps the address it authenticated from.
             guard !existing.established else { return }
-            existing.endpoint = address
-            existing.candidates = Array(addresses.dropFirst())
-            if punch, existing.punchAttempts == nil { existing.punchAttempts = 0 }
-            noteDirectCandidates(addresses, of: existing)
+            // The new addresses first, then those already tried: two
+            // coordinators may each know a different way to the peer.
+            let merged = (addresses + [existing.endpoint] + existing.candidates).uniqued(limit: TransportConstants.maxCandidates)
+            existing.endpoint = merged[0]
+            existing.candidates = Array(merged.dropFirst())
+            noteDirectCandidates(merged, of: existing)
+            if punch {
+                // A second introduction while a punch is under way (another
+                // coordinator's) joins it: an initiation now would go out at
+                // full hop limit before the peer's own opener, and could make
+                // the peer's NAT remap the peer's punch.
+                if existing.punchAttempts != nil, let i = existing.initiation, clock.now() - i.sentAt < TransportConstants.punchRetry { return }
+                existing.punchAttempts = 0
+            }
             if existing.current == nil && (existing.initiation == nil || punch) {
                 startInitiation(existing, firstAttempt: existing.initiation?.firstAttempt ?? clock.now())
             }
@@ -137,7 +158,8 @@ public final class TransportCore {
         return peersByID.values.compactMap { p in
             guard let id = p.id else { return nil }
             return PeerInfo(id: id, endpoint: p.endpoint, established: p.established, rtt: p.rtt,
-                            keyAge: p.current.map { now - $0.created }, initiatedCurrentKeys: p.current?.isInitiator ?? false)
+                            keyAge: p.current.map { now - $0.created }, initiatedCurrentKeys: p.current?.isInitiator ?? false,
+                            relayVia: relay(of: id))
         }.sorted { $0.id.text < $1.id.text }
     }
 
@@ -182,7 +204,7 @@ public final class TransportCore {
         stats.bytesOut += datagram.count
         if unauthenticatedReply { stats.bytesSentToUnauthenticated += datagram.count }
         if RelayPath.isRelay(address) {
-            relaySend?(address, datagram)
+            if !sendAlongOwnRelay(datagram, to: address) { relaySend?(address, datagram) }
             return
         }
         if let hopLimit { sink.send(datagram, to: address, hopLimit: hopLimit) } else { sink.send(datagram, to: address) }

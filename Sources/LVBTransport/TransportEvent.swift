@@ -43,6 +43,22 @@ public struct PeerInfo: Sendable {
     public var keyAge: Duration?
     /// True when this node sent the first message of the current keys' handshake.
     public var initiatedCurrentKeys: Bool
+    /// The session runs over a relay path (not straight to the peer), and
+    /// the node it runs through, when known.
+    public var relayed: Bool
+    public var relayVia: NodeID?
+
+    public init(id: NodeID, endpoint: PeerAddress, established: Bool, rtt: Duration?, keyAge: Duration?,
+                initiatedCurrentKeys: Bool, relayVia: NodeID? = nil) {
+        self.id = id
+        self.endpoint = endpoint
+        self.established = established
+        self.rtt = rtt
+        self.keyAge = keyAge
+        self.initiatedCurrentKeys = initiatedCurrentKeys
+        self.relayed = RelayPath.isRelay(endpoint)
+        self.relayVia = relayVia
+    }
 }
 
 /// Counters; every dropped datagram lands in exactly one `dropped…` field.
@@ -54,6 +70,21 @@ public struct TransportStats: Sendable, Equatable {
     public var handshakesCompleted = 0
     /// Handshakes sent to direct addresses while a session ran over a relay path.
     public var directProbes = 0
+    /// Introductions: reaches this node asked coordinators for; pairs it
+    /// introduced as a coordinator (target told); introductions it dialled
+    /// on as a target; requests over their rate.
+    public var introductionsAsked = 0
+    public var introductionsMade = 0
+    public var introductionsTaken = 0
+    public var introductionsRefused = 0
+    /// As a coordinator's relay: datagrams and bytes passed on, and refused
+    /// (pair not introduced here, over budget, peer gone).
+    public var relayedDatagrams = 0
+    public var relayedBytes = 0
+    public var relayRefused = 0
+    /// Datagrams this node sent and got along its own relay paths through coordinators.
+    public var relayPathDatagramsOut = 0
+    public var relayPathDatagramsIn = 0
     public var cookieRepliesSent = 0
     public var keepalivesIn = 0
     public var messagesIn = 0

@@ -246,6 +246,7 @@ struct ConsoleCommands: Sendable {
                 o.add("id", p.id.text)
                 o.add("address", p.endpoint.description)
                 o.add("established", p.established)
+                o.add("path", node.core.path(to: p.id))
                 if let rtt = p.rtt { o.add("rtt_ms", rtt.milliseconds) }
                 if let age = p.keyAge { o.add("key_age_s", age.seconds) }
                 o.add("tree", treeRole(p.id))
@@ -255,7 +256,7 @@ struct ConsoleCommands: Sendable {
             l.addRaw("peers", json)
             if let t = reporters.tree.json(node, final: true) { l.addRaw("tree", t) }
             var human = peers.isEmpty ? "no sessions" : peers.map { p in
-                "\(p.id.text) \(p.endpoint) rtt \(p.rtt.map { $0.millisecondsText + " ms" } ?? "?")" + (treeRole(p.id).map { " · tree \($0)" } ?? "")
+                "\(p.id.text) \(p.endpoint) \(node.core.path(to: p.id)) rtt \(p.rtt.map { $0.millisecondsText + " ms" } ?? "?")" + (treeRole(p.id).map { " · tree \($0)" } ?? "")
             }.joined(separator: "\n    ")
             if let line = TreeStatsReporter.describe(node) { human += "\n    " + line }
             out.emit(l, human: human, kind: "peers")

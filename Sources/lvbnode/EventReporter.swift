@@ -104,6 +104,10 @@ enum StatsJSON {
             ("dropped_malformed", s.droppedMalformed), ("dropped_mac1", s.droppedMAC1), ("dropped_decrypt", s.droppedDecrypt),
             ("dropped_replay", s.droppedReplay), ("dropped_unknown_index", s.droppedUnknownIndex),
             ("dropped_inbound_loss", s.droppedInbound),
+            ("introductions_asked", s.introductionsAsked), ("introductions_made", s.introductionsMade),
+            ("introductions_taken", s.introductionsTaken), ("relayed_datagrams", s.relayedDatagrams),
+            ("relayed_bytes", s.relayedBytes), ("relay_refused", s.relayRefused),
+            ("relay_path_out", s.relayPathDatagramsOut), ("relay_path_in", s.relayPathDatagramsIn),
         ]
         return "{" + fields.map { "\(JSONLine.quote($0.0)):\($0.1)" }.joined(separator: ",") + "}"
     }

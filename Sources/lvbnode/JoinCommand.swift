@@ -129,11 +129,13 @@ struct JoinCommand: AsyncParsableCommand {
             Output.fail("this room is invite-only: ask the host for an invite (/invite YOUR-ID) and pass it with --invite")
             throw ExitCode(64)
         }
-        // Through a rendezvous, the node dials the host's LAN addresses at once
-        // and the rest when introduced: a packet to the host's NAT before the
-        // host sent towards us can make that NAT pick another port for the
-        // host (a Linux conntrack clash), and the hole punching then fails.
-        let dialNow = roomID == nil ? t.addresses : t.addresses.filter(\.isLocalScope)
+        // Through a rendezvous, the node dials the host only when introduced,
+        // whatever range its addresses are in: a packet to the host's NAT
+        // before the host sent towards us can make that NAT pick another
+        // port for the host (a Linux conntrack clash), and the hole punching
+        // then fails. A host on our LAN is reached by the punch's first,
+        // hop-limited initiation.
+        let dialNow = roomID == nil ? t.addresses : []
         var runner = NodeRunner(options: node, setup: .join(room: t.room, host: t.host, proof: proof, addresses: dialNow, access: t.access))
         if roomID != nil { runner.introductionFallback = t.addresses }
         runner.profile = profile.profile

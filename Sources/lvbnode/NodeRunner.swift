@@ -68,6 +68,7 @@ struct NodeRunner {
         do {
             live = try await UDPLiveNode.start(plan: { plan(identity: identity, local: $0) }, identity: identity, listen: listen, config: config,
                                                prepare: { node, local in
+                                                   node.core.config.ownAddresses = options.advertised(for: local)
                                                    reporters.attach(node)
                                                    attachRoles(to: node, local: local, out: out)
                                                }, onOutput: { reporters.report($0) })

@@ -18,6 +18,10 @@ final class TreeStatsReporter {
         let sent = bytes >= since.bytes ? bytes - since.bytes : bytes
         var o = JSONLine()
         if let parent = tree.parent { o.add("parent", parent.text) } else { o.addRaw("parent", "null") }
+        // How the stream comes: straight from the parent, or through a relay (and whose).
+        if let parent = tree.parent, parent != node.core.nodeID {
+            o.add("parent_path", node.core.path(to: parent))
+        }
         if let depth = tree.depth { o.add("depth", depth) } else { o.addRaw("depth", "null") }
         o.add("slots", tree.slots)
         o.add("children", tree.childCount)

@@ -1,6 +1,4 @@
-import LVBCore
-
-extension Array where Element == PeerAddress {
+public extension Array where Element == PeerAddress {
     /// The addresses in order, each once, at most `limit` (what an
     /// announcement or an introduction carries).
     func uniqued(limit: Int) -> [PeerAddress] {

@@ -1,0 +1,106 @@
+import LVBCore
+import LVBCrypto
+
+/// A message on the introduce channel (channel 6; lvbnode-protocol(7),
+/// INTRODUCTIONS): any node brings two of its peers together, the way a
+/// rendezvous introduces a joiner to a host, and may relay their sealed
+/// datagrams when they cannot reach each other. One type byte, then:
+///
+///     1 request       request (4) ‖ peer (32) ‖ count (1) ‖ address…
+///                     A → C: introduce me to `peer`; my own addresses
+///     2 introduction  request (4) ‖ peer (32) ‖ relay (1) ‖ count (1) ‖ address…
+///                     C → A (its request echoed) and C → B (request 0):
+///                     dial `peer` now, there; relay 1: C relays the pair.
+///                     No addresses: C holds no session with `peer`.
+///     3 relay         peer (32) ‖ id (2) ‖ part (1) ‖ piece      A → C
+///     4 relayed       peer (32) ‖ id (2) ‖ part (1) ‖ piece      C → B
+///
+/// An address is family (1: 4 or 6) ‖ address (4 or 16) ‖ port (2); at
+/// most `maxAddresses`. `part` is index << 4 | count (`RelayPiece`).
+public enum IntroductionMessage: Equatable, Sendable {
+    case request(request: UInt32, peer: NodeID, addresses: [PeerAddress])
+    case introduction(request: UInt32, peer: NodeID, relay: Bool, addresses: [PeerAddress])
+    case relay(peer: NodeID, piece: RelayPiece)
+    case relayed(peer: NodeID, piece: RelayPiece)
+
+    public enum Kind: UInt8, Sendable {
+        case request = 1, introduction, relay, relayed
+    }
+
+    /// Addresses one request or introduction carries at most.
+    public static let maxAddresses = 8
+
+    public var encoded: [UInt8] {
+        var w = ByteWriter(capacity: 64)
+        switch self {
+        case let .request(request, peer, addresses):
+            w.write(Kind.request.rawValue)
+            w.write(request)
+            w.write(bytes: peer.publicKey)
+            Self.write(addresses, into: &w)
+        case let .introduction(request, peer, relay, addresses):
+            w.write(Kind.introduction.rawValue)
+            w.write(request)
+            w.write(bytes: peer.publicKey)
+            w.write(UInt8(relay ? 1 : 0))
+            Self.write(addresses, into: &w)
+        case let .relay(peer, piece), let .relayed(peer, piece):
+            if case .relay = self { w.write(Kind.relay.rawValue) } else { w.write(Kind.relayed.rawValue) }
+            w.write(bytes: peer.publicKey)
+            w.write(piece.id)
+            w.write(UInt8(piece.index << 4 | piece.count))
+            w.write(bytes: piece.bytes)
+        }
+        return w.bytes
+    }
+
+    /// Parses one message; every length is checked against what remains.
+    public static func parse(_ bytes: ArraySlice<UInt8>) throws(TransportError) -> IntroductionMessage {
+        var r = ByteReader(bytes)
+        do {
+            let type = try r.readUInt8()
+            guard let kind = Kind(rawValue: type) else { throw TransportError.malformed("unknown introduce message \(type)") }
+            let message: IntroductionMessage
+            switch kind {
+            case .request:
+                let request = try r.readUInt32()
+                let peer = try NodeID(publicKey: Array(try r.readBytes(32)))
+                message = .request(request: request, peer: peer, addresses: try readAddresses(&r))
+            case .introduction:
+                let request = try r.readUInt32()
+                let peer = try NodeID(publicKey: Array(try r.readBytes(32)))
+                let relay = try r.readUInt8()
+                guard relay <= 1 else { throw TransportError.malformed("relay flag \(relay)") }
+                message = .introduction(request: request, peer: peer, relay: relay == 1, addresses: try readAddresses(&r))
+            case .relay, .relayed:
+                let peer = try NodeID(publicKey: Array(try r.readBytes(32)))
+                let id = try r.readUInt16(), part = try r.readUInt8()
+                let piece = Array(r.readRest())
+                let (index, count) = (part >> 4, part & 0x0F)
+                guard !piece.isEmpty, (1...RelayPiece.maxCount).contains(count), index < count else {
+                    throw TransportError.malformed("relay piece \(index) of \(count)")
+                }
+                let p = RelayPiece(id: id, index: index, count: count, bytes: piece)
+                message = kind == .relay ? .relay(peer: peer, piece: p) : .relayed(peer: peer, piece: p)
+            }
+            try r.expectEnd()
+            return message
+        } catch let e as TransportError {
+            throw e
+        } catch {
+            throw .malformed("introduce message: \(error)")
+        }
+    }
+
+    private static func write(_ addresses: [PeerAddress], into w: inout ByteWriter) {
+        let kept = addresses.prefix(maxAddresses)
+        w.write(UInt8(kept.count))
+        for a in kept { w.write(address: a) }
+    }
+
+    private static func readAddresses(_ r: inout ByteReader) throws -> [PeerAddress] {
+        let count = Int(try r.readUInt8())
+        guard count <= maxAddresses else { throw TransportError.malformed("\(count) addresses") }
+        return try (0..<count).map { _ in try r.readAddress() }
+    }
+}

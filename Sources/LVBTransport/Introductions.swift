@@ -1,0 +1,323 @@
+import LVBCore
+import LVBCrypto
+
+/// What a node keeps for introductions (introduce channel): the peers it is
+/// reaching through coordinators, the pairs it introduced (its relay serves
+/// only those), its own relay paths through coordinators, and the budgets.
+struct IntroductionState {
+    /// A peer this node wants a session with, asked of coordinators.
+    struct Reach {
+        /// Addresses known beforehand (a relay position's, a gossip record's):
+        /// dialled with the introduced ones, or alone if nobody introduces.
+        var hints: [PeerAddress]
+        /// Coordinators named by the caller (rendezvous peers are asked too).
+        var via: [NodeID]
+        let request: UInt32
+        let started: Instant
+        var asked: Instant
+        var times: Int
+        /// A coordinator named addresses (we dialled them), and which answered at all.
+        var introduced = false
+        var fellBack = false
+        var answered: Set<NodeID> = []
+    }
+
+    /// A relay path of this node: through `via`, to `peer`.
+    struct Route: Hashable {
+        let via: NodeID
+        let peer: NodeID
+    }
+
+    /// An unordered pair of nodes.
+    struct Pair: Hashable {
+        let a: NodeID, b: NodeID
+        init(_ x: NodeID, _ y: NodeID) { (a, b) = x.text < y.text ? (x, y) : (y, x) }
+    }
+
+    var reaching: [NodeID: Reach] = [:]
+    /// Pairs this node introduced: when it last introduced them or relayed for them.
+    var pairs: [Pair: Instant] = [:]
+    /// When each side of a pair was last told (so a requester's retries
+    /// re-tell the target at most every `retellAfter`).
+    var told: [Pair: Instant] = [:]
+    /// The local-scope addresses each peer claimed for itself in its requests.
+    var claimed: [NodeID: [PeerAddress]] = [:]
+    var routes: [UInt32: Route] = [:]
+    var routeIndex: [Route: UInt32] = [:]
+    var nextRoute: UInt32 = 0
+    var nextPieceID: UInt16 = 0
+    /// First pieces waiting for their second, per path.
+    var halves: [UInt32: RelayPiece] = [:]
+    var requests: RateLimiter<NodeID>
+    var dials: RateLimiter<Int>
+    var pairBytes: RateLimiter<Pair>
+    var totalBytes: RateLimiter<Int>
+
+    init(relayKbps: Int) {
+        requests = RateLimiter(count: IntroductionConstants.requestRate, burst: IntroductionConstants.requestBurst)
+        dials = RateLimiter(count: IntroductionConstants.dialRate, burst: IntroductionConstants.dialBurst)
+        let kbps = max(0, relayKbps)
+        let pairRate = max(1, min(kbps, IntroductionConstants.relayPairKbps) * 125)
+        pairBytes = RateLimiter(count: pairRate, burst: max(pairRate / 4, 2 * CoreConstants.maxDatagram))
+        let totalRate = max(1, kbps * 125)
+        totalBytes = RateLimiter(count: totalRate, burst: max(totalRate / 4, 2 * CoreConstants.maxDatagram))
+    }
+
+    /// Own relay paths are numbered from here, apart from a `relaySend`
+    /// owner's (a rendezvous client numbers its own from 1).
+    static let routeBase: UInt32 = 0x8000_0000
+}
+
+/// Introductions between any two peers, the way DCUtR coordinates a punch
+/// over a relayed connection: a node that wants a session with a peer asks
+/// coordinators it holds sessions with (the room's host, a rendezvous) to
+/// introduce it; a coordinator that holds a session with that peer tells
+/// both sides, at once, where the other is, and both dial (hole punching,
+/// each first initiation hop-limited). Nobody dials a peer's outside
+/// address before being introduced: a datagram that reaches the peer's NAT
+/// before the peer sent towards us can make that NAT map the peer's own
+/// punch to another port (lvbnode-protocol(7), INTRODUCTIONS).
+extension TransportCore {
+    /// Starts (and keeps up) a session with `id`: through introductions by
+    /// `coordinators` and by every rendezvous this node holds a session
+    /// with, dialling `hints` too once introduced; directly at `hints` when
+    /// no coordinator is at hand or none answers.
+    public func reach(_ id: NodeID, at hints: [PeerAddress], via coordinators: [NodeID] = []) {
+        guard id != nodeID, !isEstablished(with: id) else { return }
+        let now = clock.now()
+        let hints = hints.filter { !RelayPath.isRelay($0) }
+        if var r = introductions.reaching[id] {
+            r.hints = (r.hints + hints).uniqued(limit: IntroductionMessage.maxAddresses)
+            r.via = Array(Set(r.via + coordinators))
+            introductions.reaching[id] = r
+            return
+        }
+        let asked = self.coordinators(for: id, named: coordinators)
+        guard !asked.isEmpty else {
+            connect(to: hints, expecting: id)
+            return
+        }
+        let r = IntroductionState.Reach(hints: hints.uniqued(limit: IntroductionMessage.maxAddresses), via: coordinators,
+                                        request: random.uint32(), started: now, asked: now, times: 1)
+        introductions.reaching[id] = r
+        stats.introductionsAsked += 1
+        for c in asked { sendIntroduce(.request(request: r.request, peer: id, addresses: config.ownAddresses), to: c) }
+    }
+
+    /// Whether a session with `id` is being reached through introductions.
+    public func isReaching(_ id: NodeID) -> Bool { introductions.reaching[id] != nil }
+
+    /// The node a relayed session with `id` runs through (nil: direct, or no session).
+    public func relay(of id: NodeID) -> NodeID? {
+        guard let p = peersByID[id], let i = RelayPath.index(of: p.endpoint) else { return nil }
+        return introductions.routes[i]?.via ?? relayOwner?(p.endpoint)
+    }
+
+    /// Coordinators for reaching `id`: those named, then every rendezvous,
+    /// each with a session up.
+    private func coordinators(for id: NodeID, named: [NodeID]) -> [NodeID] {
+        let rendezvous = peersByID.values.filter { $0.role == .rendezvous && $0.established }.compactMap(\.id)
+        var seen = Set<NodeID>()
+        return (named + rendezvous.sorted { $0.text < $1.text }).filter {
+            $0 != id && $0 != nodeID && isEstablished(with: $0) && seen.insert($0).inserted
+        }
+    }
+
+    // MARK: Messages
+
+    func sendIntroduce(_ message: IntroductionMessage, to id: NodeID) {
+        try? send(message.encoded, channel: .introduce, to: id)
+    }
+
+    /// A message on the introduce channel from an authenticated peer.
+    func handleIntroduce(_ payload: ArraySlice<UInt8>, from peer: Peer) {
+        guard let from = peer.id else { return }
+        let message: IntroductionMessage
+        do { message = try IntroductionMessage.parse(payload) } catch {
+            drop(\.droppedMalformed, from: peer.endpoint, "introduce message: \(error)")
+            return
+        }
+        switch message {
+        case let .request(request, target, addresses):
+            coordinate(request: request, target: target, claimed: addresses, from: peer, id: from)
+        case let .introduction(request, other, relay, addresses):
+            introduced(to: other, at: addresses, relay: relay, request: request, by: from)
+        case let .relay(to, piece):
+            forwardRelay(piece, from: from, to: to)
+        case let .relayed(origin, piece):
+            receiveRelayed(piece, from: origin, via: from)
+        }
+    }
+
+    /// Coordinator: tell `target` where the requester is and the requester
+    /// where `target` is, both at once, or the requester that we cannot.
+    private func coordinate(request: UInt32, target: NodeID, claimed: [PeerAddress], from peer: Peer, id requester: NodeID) {
+        let now = clock.now()
+        guard introductions.requests.allow(requester, now: now) else {
+            stats.introductionsRefused += 1
+            return
+        }
+        introductions.claimed[requester] = claimed.filter(\.isLocalScope).uniqued(limit: IntroductionMessage.maxAddresses)
+        if introductions.claimed.count > TransportConstants.maxPeers {
+            introductions.claimed = introductions.claimed.filter { peersByID[$0.key] != nil }
+        }
+        let requesterSeen = RelayPath.isRelay(peer.endpoint) ? [] : [peer.endpoint]
+        guard target != requester, target != nodeID, let other = peersByID[target], other.established else {
+            sendIntroduce(.introduction(request: request, peer: target, relay: false, addresses: []), to: requester)
+            return
+        }
+        let targetSeen = RelayPath.isRelay(other.endpoint) ? [] : [other.endpoint]
+        let toRequester = (targetSeen + (introductions.claimed[target] ?? [])).uniqued(limit: IntroductionMessage.maxAddresses)
+        let toTarget = (requesterSeen + (introductions.claimed[requester] ?? [])).uniqued(limit: IntroductionMessage.maxAddresses)
+        guard !toRequester.isEmpty, !toTarget.isEmpty else {
+            sendIntroduce(.introduction(request: request, peer: target, relay: false, addresses: []), to: requester)
+            return
+        }
+        let pair = IntroductionState.Pair(requester, target)
+        let relay = config.relayKbps > 0
+        if relay { introductions.pairs[pair] = now }
+        // The requester asks again until its session is up: the target is
+        // told again at most every `retellAfter` (each telling restarts its punch).
+        if introductions.told[pair].map({ now - $0 >= IntroductionConstants.retellAfter }) ?? true {
+            introductions.told[pair] = now
+            stats.introductionsMade += 1
+            sendIntroduce(.introduction(request: 0, peer: requester, relay: relay, addresses: toTarget), to: target)
+        }
+        sendIntroduce(.introduction(request: request, peer: target, relay: relay, addresses: toRequester), to: requester)
+    }
+
+    /// Either side: a coordinator says where `other` is. Dial it now (a
+    /// punch), with the relay path through the coordinator when it offers one.
+    private func introduced(to other: NodeID, at addresses: [PeerAddress], relay: Bool, request: UInt32, by coordinator: NodeID) {
+        guard other != nodeID else { return }
+        if request != 0 {
+            guard var r = introductions.reaching[other], r.request == request else { return }
+            r.answered.insert(coordinator)
+            if addresses.isEmpty {
+                introductions.reaching[other] = r
+                return
+            }
+            r.introduced = true
+            introductions.reaching[other] = r
+            guard !isEstablished(with: other) else { return }
+            let path = relay ? [relayPath(to: other, via: coordinator)] : []
+            connect(to: (addresses + r.hints).uniqued(limit: 2 * IntroductionMessage.maxAddresses) + path, expecting: other, punch: true)
+            return
+        }
+        // Told to dial someone who asked for us: at most `dialRate` a second.
+        guard !addresses.isEmpty, !isEstablished(with: other), introductions.dials.allow(0, now: clock.now()) else { return }
+        stats.introductionsTaken += 1
+        let path = relay ? [relayPath(to: other, via: coordinator)] : []
+        connect(to: addresses.filter { !RelayPath.isRelay($0) } + path, expecting: other, punch: true)
+    }
+
+    // MARK: Relay
+
+    /// The relay path to `peer` through `via` (an address in `RelayPath`'s prefix).
+    func relayPath(to peer: NodeID, via: NodeID) -> PeerAddress {
+        let route = IntroductionState.Route(via: via, peer: peer)
+        if let i = introductions.routeIndex[route] { return RelayPath.address(i) }
+        let i = IntroductionState.routeBase | (introductions.nextRoute & 0x7FFF_FFFF)
+        introductions.nextRoute &+= 1
+        introductions.routes[i] = route
+        introductions.routeIndex[route] = i
+        return RelayPath.address(i)
+    }
+
+    /// Sends a datagram along one of our own relay paths; false when
+    /// `address` is not one (another owner's, `relaySend`).
+    func sendAlongOwnRelay(_ datagram: [UInt8], to address: PeerAddress) -> Bool {
+        guard let i = RelayPath.index(of: address), let route = introductions.routes[i] else { return false }
+        // The relay message wraps the sealed datagram: header, peer, id, part.
+        guard let pieces = RelayPiece.split(datagram, id: introductions.nextPieceID, maxPayload: maxPayload) else { return true }
+        introductions.nextPieceID &+= 1
+        stats.relayPathDatagramsOut += 1
+        for piece in pieces { sendIntroduce(.relay(peer: route.peer, piece: piece), to: route.via) }
+        return true
+    }
+
+    /// Coordinator: passes one sealed datagram of a pair it introduced,
+    /// within the pair's and the total budget; what goes on is never larger
+    /// than what came.
+    private func forwardRelay(_ piece: RelayPiece, from: NodeID, to: NodeID) {
+        let now = clock.now()
+        let pair = IntroductionState.Pair(from, to)
+        guard config.relayKbps > 0, let last = introductions.pairs[pair], now - last < IntroductionConstants.relayPairLifetime,
+              isEstablished(with: to), introductions.pairBytes.allow(pair, cost: piece.bytes.count, now: now),
+              introductions.totalBytes.allow(0, cost: piece.bytes.count, now: now) else {
+            stats.relayRefused += 1
+            return
+        }
+        introductions.pairs[pair] = now
+        if piece.index == 0 { stats.relayedDatagrams += 1 }
+        stats.relayedBytes += piece.bytes.count
+        sendIntroduce(.relayed(peer: from, piece: piece), to: to)
+    }
+
+    /// A datagram from `origin` relayed by `via`: into the session layer as
+    /// if it came from the relay path's address.
+    private func receiveRelayed(_ piece: RelayPiece, from origin: NodeID, via: NodeID) {
+        let address = relayPath(to: origin, via: via)
+        guard let i = RelayPath.index(of: address) else { return }
+        var datagram = piece.bytes
+        if piece.count == 2 {
+            // Two pieces: keep the first until the second of the same datagram comes.
+            if piece.index == 0 {
+                introductions.halves[i] = piece
+                return
+            }
+            guard let first = introductions.halves.removeValue(forKey: i), first.id == piece.id else { return }
+            datagram = first.bytes + piece.bytes
+        }
+        stats.relayPathDatagramsIn += 1
+        receive(datagram, from: address)
+    }
+
+    // MARK: Timers
+
+    /// Asks again while a reach has no session (a request, an introduction
+    /// or a punch may be lost; either side may have moved); dials the hints
+    /// alone once no coordinator could introduce; gives up after
+    /// `askAttempts`. Forgets old pairs. Called from `tick()`.
+    func tickIntroductions(_ now: Instant) {
+        for (id, var r) in introductions.reaching {
+            if isEstablished(with: id) || r.times >= IntroductionConstants.askAttempts {
+                introductions.reaching[id] = nil
+                if !isEstablished(with: id), !r.fellBack, !r.hints.isEmpty { connect(to: r.hints, expecting: id) }
+                continue
+            }
+            let asked = coordinators(for: id, named: r.via)
+            // Nobody can introduce (no coordinator, or each said it holds no
+            // session with the peer), or nobody answered for a while: the
+            // hints directly, while still asking.
+            let noneCan = asked.isEmpty || (!r.introduced && asked.allSatisfy(r.answered.contains))
+            if !r.fellBack, !r.hints.isEmpty, noneCan || (!r.introduced && now - r.started >= IntroductionConstants.fallbackAfter) {
+                r.fellBack = true
+                connect(to: r.hints, expecting: id)
+            }
+            if now - r.asked >= IntroductionConstants.askRetry, !asked.isEmpty {
+                r.asked = now
+                r.times += 1
+                for c in asked { sendIntroduce(.request(request: r.request, peer: id, addresses: config.ownAddresses), to: c) }
+            }
+            introductions.reaching[id] = r
+        }
+        if !introductions.pairs.isEmpty {
+            introductions.pairs = introductions.pairs.filter { now - $0.value < IntroductionConstants.relayPairLifetime }
+        }
+        if !introductions.told.isEmpty {
+            introductions.told = introductions.told.filter { now - $0.value < IntroductionConstants.retellAfter }
+        }
+    }
+}
+
+extension TransportCore {
+    /// How the session with `id` runs, for people and scripts: "direct",
+    /// "relay via ID" (through that node), "relay" (through a relay not
+    /// known here), or "none".
+    public func path(to id: NodeID) -> String {
+        guard let p = peersByID[id] else { return "none" }
+        guard RelayPath.isRelay(p.endpoint) else { return "direct" }
+        return relay(of: id).map { "relay via \($0.text)" } ?? "relay"
+    }
+}
