@@ -177,7 +177,7 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRendezvousTests",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia", "LVBRendezvous", "LVBTestSupport", "TestAssertions"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia", "LVBRendezvous", "LVBTestSupport", "LVBTransport", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBMeshTests",

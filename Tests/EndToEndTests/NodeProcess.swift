@@ -155,3 +155,22 @@ func writeSolidY4M(_ path: String, width: Int, height: Int, colour: (UInt8, UInt
     for _ in 0..<30 { try video.write(frame) }
     video.close()
 }
+
+extension Array where Element == NodeProcess {
+    /// Asks every node for `/stats` at once and collects the answers: one
+    /// snapshot of the room, each node's own view within a few milliseconds.
+    func snapshot(timeout: Double = 5) -> [[String: Any]?] {
+        let before = map { $0.events.count }
+        for p in self { p.send("/stats") }
+        return zip(self, before).map { p, n in
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if let answer = p.events.dropFirst(n).first(where: { $0["event"] as? String == "stats" && $0["transport"] != nil }) {
+                    return answer
+                }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            return nil
+        }
+    }
+}

@@ -29,23 +29,6 @@ import Testing
         p.events.last { $0["event"] as? String == "stats" && $0["transport"] == nil && $0["tree"] != nil }?["tree"] as? [String: Any]
     }
 
-    /// Asks every node for `/stats` at once and collects the answers: one
-    /// snapshot of the tree, each node's own view within a few milliseconds.
-    private func snapshot(_ nodes: [NodeProcess], timeout: Double = 5) -> [[String: Any]?] {
-        let before = nodes.map { $0.events.count }
-        for p in nodes { p.send("/stats") }
-        return zip(nodes, before).map { p, n in
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if let answer = p.events.dropFirst(n).first(where: { $0["event"] as? String == "stats" && $0["transport"] != nil }) {
-                    return answer
-                }
-                Thread.sleep(forTimeInterval: 0.01)
-            }
-            return nil
-        }
-    }
-
     private static func tree(_ stats: [String: Any]?) -> [String: Any]? { stats?["tree"] as? [String: Any] }
     private static func parent(_ stats: [String: Any]?) -> String? { tree(stats)?["parent"] as? String }
     private static func frames(_ stats: [String: Any]?) -> Int? { (stats?["media"] as? [String: Any])?["frames"] as? Int }
@@ -87,7 +70,7 @@ import Testing
         let settleBy = Date().addingTimeInterval(10)
         while !settled && Date() < settleBy {
             Thread.sleep(forTimeInterval: 0.5)
-            stats = snapshot(all)
+            stats = all.snapshot()
             let parents = stats.dropFirst().map(Self.parent)
             settled = parents.allSatisfy { $0 != nil } && zip(ids, stats).allSatisfy { id, s in
                 Self.tree(s)?["children"] as? Int == parents.filter { $0 == id }.count
@@ -134,7 +117,7 @@ import Testing
 
         // The victim: a relay (not the host) that decoding viewers name as
         // their parent, the one with the most of them.
-        let now = snapshot(all)
+        let now = all.snapshot()
         let parentNow = Dictionary(uniqueKeysWithValues: zip(viewers.map(\.id), now.dropFirst().map(Self.parent)))
         let decoderParents = decoding.compactMap { parentNow[$0.id] ?? nil }.filter { $0 != hostID }
         let victimID = try #require(Dictionary(grouping: decoderParents, by: { $0 }).max { $0.value.count < $1.value.count }?.key,
@@ -153,7 +136,7 @@ import Testing
         while recovered.count < orphans.count && Date().timeIntervalSince(killedAt) < 4 {
             Thread.sleep(forTimeInterval: 0.1)
             let waiting = orphans.filter { recovered[$0.id] == nil }
-            for (v, s) in zip(waiting, snapshot(waiting.map(\.process), timeout: 1)) {
+            for (v, s) in zip(waiting, waiting.map(\.process).snapshot(timeout: 1)) {
                 if let p = Self.parent(s), p != victimID, (Self.tree(s)?["failovers"] as? Int ?? 0) >= 1 {
                     recovered[v.id] = Date().timeIntervalSince(killedAt)
                 }
@@ -166,13 +149,13 @@ import Testing
 
         // The decoding children go on decoding.
         Thread.sleep(forTimeInterval: 3)
-        for (v, s) in zip(orphanDecoders, snapshot(orphanDecoders.map(\.process))) {
+        for (v, s) in zip(orphanDecoders, orphanDecoders.map(\.process).snapshot()) {
             let before = framesAtKill[v.id] ?? 0, later = Self.frames(s) ?? 0
             #expect(later > before + 2 * Self.fps, "decoded \(before) frames at the kill, \(later) 3 s later")
         }
         // Nobody else lost its place, and the host still serves at most its slots.
         let remaining = viewers.filter { $0.id != victimID }
-        let final = snapshot([host] + remaining.map(\.process))
+        let final = ([host] + remaining.map(\.process)).snapshot()
         for s in final.dropFirst() {
             #expect(Self.parent(s) != nil && Self.parent(s) != victimID, "\(String(describing: Self.tree(s)))")
         }

@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBTransport
 import Testing
 @testable import LVBRendezvous
 
