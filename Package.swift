@@ -173,7 +173,8 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRoomTests",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBTestSupport", "TestAssertions"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBRendezvous", "LVBTestSupport",
+                           "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRendezvousTests",

@@ -51,13 +51,15 @@ public final class AdmissionPolicy {
         self.clock = clock
     }
 
-    /// Decides `request` from the authenticated `peer`. `sessionBinding` is
-    /// `TransportCore.sessionBinding(with: peer)`; `kicked` and `closed` come
-    /// from the room state. A host-signed invite for `peer` is enough in a
-    /// password room too.
-    public func evaluate(_ request: AdmissionRequest, from peer: NodeID, sessionBinding: [UInt8],
+    /// Decides `request` from the authenticated `peer`. `sessionBindings`
+    /// are `TransportCore.sessionBindings(with: peer)`: a proof bound to any
+    /// of the live sessions with `peer` counts (when both sides dialled at
+    /// once, each may be sending under the keys it initiated); `kicked` and
+    /// `closed` come from the room state. A host-signed invite for `peer` is
+    /// enough in a password room too.
+    public func evaluate(_ request: AdmissionRequest, from peer: NodeID, sessionBindings: [[UInt8]],
                          kicked: Bool, closed: Bool) -> AdmissionResponse {
-        let verdict = decide(request, from: peer, sessionBinding: sessionBinding, kicked: kicked, closed: closed)
+        let verdict = decide(request, from: peer, sessionBindings: sessionBindings, kicked: kicked, closed: closed)
         guard let reason = verdict else {
             stats.admitted += 1
             let pass = MembershipPass(host: host, room: room, member: peer, issuedAt: clock.wallTime().milliseconds)
@@ -67,8 +69,14 @@ public final class AdmissionPolicy {
         return AdmissionResponse(room: request.room, result: .denied(reason: reason))
     }
 
+    /// `evaluate` with one session's binding.
+    public func evaluate(_ request: AdmissionRequest, from peer: NodeID, sessionBinding: [UInt8],
+                         kicked: Bool, closed: Bool) -> AdmissionResponse {
+        evaluate(request, from: peer, sessionBindings: [sessionBinding], kicked: kicked, closed: closed)
+    }
+
     /// nil to admit, else why not.
-    private func decide(_ request: AdmissionRequest, from peer: NodeID, sessionBinding: [UInt8],
+    private func decide(_ request: AdmissionRequest, from peer: NodeID, sessionBindings: [[UInt8]],
                         kicked: Bool, closed: Bool) -> AdmissionDenial? {
         guard request.room == room else { return .wrongRoom }
         guard !closed else { return .roomClosed }
@@ -83,7 +91,7 @@ public final class AdmissionPolicy {
         case (.inviteOnly, _):
             return .inviteRequired
         case let (.password(key), .password(mac)):
-            return checkPassword(mac, key: key, from: peer, sessionBinding: sessionBinding) ? nil : .wrongPassword
+            return checkPassword(mac, key: key, from: peer, sessionBindings: sessionBindings) ? nil : .wrongPassword
         case (.password, _):
             return .wrongPassword
         }
@@ -92,14 +100,16 @@ public final class AdmissionPolicy {
     /// Online guessing gets `passwordAttempts` wrong proofs per peer per
     /// `passwordAttemptWindow`; past that, proofs are refused unchecked, so
     /// even the right one fails until the window allows another attempt.
-    private func checkPassword(_ mac: [UInt8], key: [UInt8], from peer: NodeID, sessionBinding: [UInt8]) -> Bool {
+    private func checkPassword(_ mac: [UInt8], key: [UInt8], from peer: NodeID, sessionBindings: [[UInt8]]) -> Bool {
         let now = clock.now()
         guard attempts.wouldAllow(peer, now: now) else {
             stats.throttledPasswords += 1
             return false
         }
-        let expected = AdmissionRequest.joinProof(roomKey: key, sessionBinding: sessionBinding, joiner: peer, room: room)
-        if sessionBinding.count == RoomConstants.sessionBindingLength, constantTimeEqual(mac, expected) { return true }
+        for binding in sessionBindings where binding.count == RoomConstants.sessionBindingLength {
+            let expected = AdmissionRequest.joinProof(roomKey: key, sessionBinding: binding, joiner: peer, room: room)
+            if constantTimeEqual(mac, expected) { return true }
+        }
         stats.failedPasswords += 1
         attempts.take(peer, now: now)
         return false

@@ -91,7 +91,7 @@ extension RoomNode {
         case .request(var request):
             guard let policy, let state else { return }
             if request.room == RoomNode.anyRoom { request.room = room }
-            let response = policy.evaluate(request, from: peer, sessionBinding: core.sessionBinding(with: peer) ?? [],
+            let response = policy.evaluate(request, from: peer, sessionBindings: core.sessionBindings(with: peer),
                                            kicked: state.isKicked(peer), closed: state.isClosed)
             if case .admitted = response.result { verified.insert(peer) }
             send(.admission(.response(response)), to: peer)

@@ -63,6 +63,12 @@ final class Peer {
 
     var keypairs: [Keypair] { [current, next, previous].compactMap { $0 } }
 
+    /// We answered the peer's initiation and wait for its first packet under
+    /// those keys (lately): an initiation of ours now would cross it.
+    func awaitsConfirmation(now: Instant) -> Bool {
+        next.map { now - $0.created < TransportConstants.rekeyTimeout } ?? false
+    }
+
     /// Installs a keypair from a completed handshake. An initiator's keys are
     /// confirmed already; a responder's wait in `next`. As wireguard-go's
     /// BeginSymmetricSession: when both sides dialled at once, the pending

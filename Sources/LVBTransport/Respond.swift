@@ -47,6 +47,7 @@ extension TransportCore {
         let noise = try hs.writeMessage(payload: [])
         let keys = try hs.split()
         rememberTimestamp(timestamp, for: id)
+        yieldSimultaneousOpen(of: peer, to: id)
         noticeReplacement(of: peer, newEndpoint: source)
         let index = newIndex()
         let kp = Keypair(send: keys.send, receive: keys.receive, created: clock.now(), isInitiator: false,
@@ -118,6 +119,20 @@ extension TransportCore {
               let datagram = old.seal(channel: .control, payload: ControlMessage.bye(ControlMessage.ByeReason.replaced).bytes[...])
         else { return }
         transmit(datagram, to: peer.endpoint)
+    }
+
+    /// Both sides dialled at once (an introduction makes them): the node
+    /// with the lower id drops its own pending initiation and takes the
+    /// other's, so both end up under one set of keys. Otherwise each would
+    /// send under the keys it initiated, its own never confirmed by the
+    /// other's data: it would handshake again after `rekeyTimeout` and
+    /// retire the keys the other still sends under (a burst of media lost),
+    /// and the two sides' session bindings would differ.
+    private func yieldSimultaneousOpen(of peer: Peer, to id: NodeID) {
+        guard !peer.established, let pending = peer.initiation, nodeID.publicKey.lexicographicallyPrecedes(id.publicKey) else { return }
+        indices[pending.localIndex] = nil
+        peer.initiation = nil
+        stats.simultaneousOpensYielded += 1
     }
 
     /// The peer record an authenticated incoming handshake attaches to.

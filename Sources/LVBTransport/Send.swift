@@ -18,7 +18,7 @@ extension TransportCore {
                 stats.droppedQueueFull += 1
             }
             peer.queue.append((channel, payload))
-            if peer.initiation == nil { startInitiation(peer, firstAttempt: clock.now()) }
+            if peer.initiation == nil, !peer.awaitsConfirmation(now: clock.now()) { startInitiation(peer, firstAttempt: clock.now()) }
         }
     }
 

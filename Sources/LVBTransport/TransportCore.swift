@@ -109,7 +109,7 @@ public final class TransportCore {
                 if existing.punchAttempts != nil, let i = existing.initiation, clock.now() - i.sentAt < TransportConstants.punchRetry { return }
                 existing.punchAttempts = 0
             }
-            if existing.current == nil && (existing.initiation == nil || punch) {
+            if existing.current == nil && (existing.initiation == nil || punch) && !existing.awaitsConfirmation(now: clock.now()) {
                 startInitiation(existing, firstAttempt: existing.initiation?.firstAttempt ?? clock.now())
             }
             return
@@ -178,6 +178,15 @@ public final class TransportCore {
     public func sessionBinding(with id: NodeID) -> [UInt8]? {
         guard let p = peersByID[id], p.established, let k = p.current else { return nil }
         return k.handshakeHash
+    }
+
+    /// The handshake hashes of every live session with `id` (current, next,
+    /// previous keys): when both sides dialled at once (an introduction),
+    /// each may send under the keys it initiated, so a proof the peer bound
+    /// to its `sessionBinding` matches one of these, not always ours.
+    public func sessionBindings(with id: NodeID) -> [[UInt8]] {
+        guard let p = peersByID[id], p.established else { return [] }
+        return p.keypairs.map(\.handshakeHash).filter { !$0.isEmpty }
     }
 
     // MARK: Internals shared by the extensions

@@ -70,6 +70,8 @@ public struct TransportStats: Sendable, Equatable {
     public var handshakesCompleted = 0
     /// Handshakes sent to direct addresses while a session ran over a relay path.
     public var directProbes = 0
+    /// Own initiations dropped for the peer's, both sent at once (`yieldSimultaneousOpen`).
+    public var simultaneousOpensYielded = 0
     /// Introductions: reaches this node asked coordinators for; pairs it
     /// introduced as a coordinator (target told); introductions it dialled
     /// on as a target; requests over their rate.
