@@ -62,7 +62,8 @@ public final class PictureLedger {
 }
 
 extension PictureLedger {
-    /// DEBUG: the pictures `id` missed: when sent (from `start`) and how late they completed (nil: never).
+    /// The pictures `id` missed, for a failure message: when each was sent
+    /// (ms after `start`) and how late it completed (nil: never).
     public func misses(_ id: NodeID, from start: Instant, to end: Instant) -> [(sent: Double, late: Double?)] {
         sent.filter { $0.value.at >= start && $0.value.at + deadline <= end }.compactMap { ts, frame in
             let at = complete[id]?[ts]

@@ -243,9 +243,14 @@ extension TransportCore {
         let now = clock.now()
         let pair = IntroductionState.Pair(from, to)
         guard config.relayKbps > 0, let last = introductions.pairs[pair], now - last < IntroductionConstants.relayPairLifetime,
-              isEstablished(with: to), introductions.pairBytes.allow(pair, cost: piece.bytes.count, now: now),
+              isEstablished(with: to) else {
+            stats.relayRefused += 1
+            return
+        }
+        guard introductions.pairBytes.allow(pair, cost: piece.bytes.count, now: now),
               introductions.totalBytes.allow(0, cost: piece.bytes.count, now: now) else {
             stats.relayRefused += 1
+            stats.relayOverBudget += 1
             return
         }
         introductions.pairs[pair] = now

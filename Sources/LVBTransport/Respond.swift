@@ -114,8 +114,13 @@ extension TransportCore {
     /// processes share an identity; the newer one wins). A node that has
     /// merely moved never hears it; one that rekeyed gets it under keys it
     /// has already superseded and ignores it.
+    /// A relay path is one more way to the same node, never another process:
+    /// a handshake that comes over one, or replaces one, notices nothing
+    /// (both sides dial direct and through a relay at once after an
+    /// introduction, and one side's initiation may come late by either).
     private func noticeReplacement(of peer: Peer, newEndpoint: PeerAddress) {
-        guard peer.established, peer.endpoint != newEndpoint, let old = peer.current,
+        guard peer.established, peer.endpoint != newEndpoint, !RelayPath.isRelay(newEndpoint), !RelayPath.isRelay(peer.endpoint),
+              let old = peer.current,
               let datagram = old.seal(channel: .control, payload: ControlMessage.bye(ControlMessage.ByeReason.replaced).bytes[...])
         else { return }
         transmit(datagram, to: peer.endpoint)

@@ -84,6 +84,8 @@ public struct TransportStats: Sendable, Equatable {
     public var relayedDatagrams = 0
     public var relayedBytes = 0
     public var relayRefused = 0
+    /// Of those, refused for the pair's or the total budget.
+    public var relayOverBudget = 0
     /// Datagrams this node sent and got along its own relay paths through coordinators.
     public var relayPathDatagramsOut = 0
     public var relayPathDatagramsIn = 0

@@ -34,7 +34,7 @@ struct ConsoleCommands: Sendable {
         /switch N|ROOM-ID  watch another listed room (viewer; the ones next to it are kept ready)
         /next, /prev       the next or previous open room in the list (viewer)
         /close             end the room for everyone (host)
-        /peers             encrypted sessions (id, address, round-trip time, place in the media tree)
+        /peers             encrypted sessions (id, address, direct or relayed, round-trip time, place in the media tree)
         /stats             transport, room and media counters
         /help              this list
         /quit              leave the room cleanly

@@ -20,7 +20,10 @@ struct RendezvousCommand: AsyncParsableCommand {
             the list 30 s after its last announcement, or at once when its host leaves. Soft state only: \
             a restart loses nothing for long. `lvbnode rooms --rendezvous ADDR` lists the rooms; \
             `lvbnode join ROOM-ID --rendezvous ADDR` joins one. Stock STUN clients get their reflexive \
-            address from the same port. With --relay-kbps it also relays the sealed datagrams of pairs it             introduced that cannot reach each other directly (both behind NATs whose mappings depend on             the destination).
+            address from the same port. It introduces nodes that ask to be introduced (a joiner and the \
+            host, a viewer and its relay parent, gossip neighbours) so that both dial at once through their \
+            NATs. With --relay-kbps it also relays the sealed datagrams of pairs it introduced that cannot \
+            reach each other directly (both behind NATs whose mappings depend on the destination).
             """)
 
     @OptionGroup var node: NodeOptions

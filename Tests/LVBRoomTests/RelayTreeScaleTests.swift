@@ -72,7 +72,12 @@ private final class Crowd {
         _ = net.every(.milliseconds(100)) { [unowned self] in
             hostCopiesMax = max(hostCopiesMax, host.node.media.publisher?.fullSubscriberCount ?? 0)
         }
-        for _ in 0..<count { try add() }
+        // A flash crowd: 20 joins a second (the host dials at most 20
+        // introductions a second).
+        for _ in 0..<count {
+            try add()
+            net.run(for: .milliseconds(50))
+        }
     }
 
     enum CrowdError: Error { case notListed }
@@ -162,7 +167,7 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
     /// id through a rendezvous that introduces and relays; parents and
     /// neighbours are reached through the host's and the rendezvous's
     /// introductions. Every chat line reaches every member either way.
-    @Test(arguments: [false])
+    @Test(arguments: [false, true])
     func twoHundredViewersGetThePictureTheHostSendsFourCopiesAndKilledRelaysHeal(behindNATs: Bool) throws {
         let c = try Crowd(viewers: 200, seed: 401, behindNATs: behindNATs)
         let name = behindNATs ? "200 viewers behind NATs" : "200 viewers"
@@ -177,9 +182,10 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
         print("\(name): tree links \(links.tree), gossip links \(links.gossip)")
         #expect(links.tree["missing", default: 0] == 0 && links.gossip["missing", default: 0] == 0, "\(name): \(links)")
         if behindNATs, let rv = c.rendezvous {
+            // The relay's share of every byte the room's members sent (media, gossip, sessions).
             let relayed = rv.sim.core.stats.relayedBytes + rv.service.stats.relayedBytes
-            let forwarded = c.viewers.values.reduce(c.host.node.tree?.forwardedBytes ?? 0) { $0 + ($1.node.tree?.forwardedBytes ?? 0) }
-            print("\(name): the rendezvous relayed \(relayed) bytes, \(Int(100 * Double(relayed) / Double(max(1, forwarded + relayed)))) % of the media tree's")
+            let sent = c.viewers.values.reduce(c.host.sim.core.stats.bytesOut) { $0 + $1.sim.core.stats.bytesOut }
+            print("\(name): the rendezvous relayed \(relayed) bytes, \(Int(100 * Double(relayed) / Double(max(1, sent)))) % of the \(sent) bytes the members sent")
         }
         // Ten viewers chat: every member gets every line.
         let speakers = Array(c.viewers.values.sorted { $0.id.text < $1.id.text }.prefix(10))
@@ -198,13 +204,24 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
         for id in c.viewers.keys {
             let d = c.delivered(id, from: start, to: c.net.clock.now())
             worst = min(worst, Double(d.got) / Double(max(1, d.of)))
-            #expect(Double(d.got) >= 0.995 * Double(d.of), "viewer \(id.short): \(d.got) of \(d.of) pictures \(c.ledger.misses(id, from: start, to: c.net.clock.now())) failovers \(c.viewers[id]!.node.tree!.failovers) attachments \(c.viewers[id]!.node.tree!.attachments) depth \(c.viewers[id]!.node.tree!.depth ?? -1)")
+            // Behind NATs a few viewers still lose a picture now and then
+            // (issue 26 stays open for it): a known issue there, a hard check here.
+            withKnownIssue("behind NATs a picture is lost now and then below a relayed link", isIntermittent: true) {
+                #expect(Double(d.got) >= 0.995 * Double(d.of),
+                        "\(name): viewer \(id.short): \(d.got) of \(d.of) pictures \(c.ledger.misses(id, from: start, to: c.net.clock.now()))")
+            } when: { behindNATs }
         }
         #expect(c.hostCopiesMax <= 4, "the host served \(c.hostCopiesMax) at once")
         #expect(c.children(of: c.host.id).count <= 4)
-        let placement = TreePlacement(host: c.host.id, tree: c.host.room.state?.tree ?? [:])
-        let depths = c.viewers.keys.compactMap { placement.depth(of: $0) }
-        #expect(depths.count == 200)
+        // The host's view of the tree places every viewer (a move just made
+        // reaches it within a publish interval).
+        var depths: [Int] = []
+        let placed = c.net.run(until: {
+            let placement = TreePlacement(host: c.host.id, tree: c.host.room.state?.tree ?? [:])
+            depths = c.viewers.keys.compactMap { placement.depth(of: $0) }
+            return depths.count == 200
+        }, timeout: .seconds(2))
+        #expect(placed, "\(name): the host places \(depths.count) of 200 viewers")
 
         // A tenth of the relays die at once, each with children.
         let relays = c.viewers.keys.filter { !c.children(of: $0).isEmpty }.sorted { $0.text < $1.text }
@@ -228,7 +245,7 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
         }
         #expect(healed, "\(orphans.count - healedAt.count) of \(orphans.count) orphans without a live parent or a new picture 2 s after the kill: \(unhealed)")
         let repairs = healedAt.values.map { ($0 - killedAt).milliseconds }.sorted()
-        print("200 viewers: worst delivery \(worst), depth max \(depths.max() ?? 0), host copies at most \(c.hostCopiesMax);"
+        print("\(name): worst delivery \(worst), depth max \(depths.max() ?? 0), host copies at most \(c.hostCopiesMax);"
               + " \(orphans.count) orphans of 20 killed relays re-attached in \(repairs.first ?? 0)...\(repairs.last ?? 0) ms")
         // Nobody stays without media.
         c.net.run(for: .seconds(2))
@@ -236,7 +253,9 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
         c.net.run(for: .seconds(3))
         for id in c.viewers.keys {
             let d = c.delivered(id, from: after, to: c.net.clock.now())
-            #expect(Double(d.got) >= 0.99 * Double(d.of), "viewer \(id.short) after the kill: \(d.got) of \(d.of)")
+            withKnownIssue("behind NATs a picture is lost now and then below a relayed link", isIntermittent: true) {
+                #expect(Double(d.got) >= 0.99 * Double(d.of), "\(name): viewer \(id.short) after the kill: \(d.got) of \(d.of)")
+            } when: { behindNATs }
         }
         #expect(c.hostCopiesMax <= 4)
     }
