@@ -116,10 +116,7 @@ public enum RendezvousMessage: Equatable, Sendable {
             Self.write(addresses, into: &w)
         case let .relay(peer, piece), let .relayed(peer, piece):
             if case .relay = self { w.write(Kind.relay.rawValue) } else { w.write(Kind.relayed.rawValue) }
-            w.write(bytes: peer.publicKey)
-            w.write(piece.id)
-            w.write(UInt8(piece.index << 4 | piece.count))
-            w.write(bytes: piece.bytes)
+            piece.write(peer: peer, into: &w)
         case .observed(let address):
             w.write(Kind.observed.rawValue)
             w.write(address: address)
@@ -200,12 +197,7 @@ public enum RendezvousMessage: Equatable, Sendable {
             case .observed:
                 message = .observed(try r.readAddress())
             case .relay, .relayed:
-                guard let peer = try? NodeID(publicKey: Array(try r.readBytes(32))) else { throw RendezvousMessageError.malformed }
-                let id = try r.readUInt16(), part = try r.readUInt8()
-                let bytes = Array(r.readRest())
-                let (index, count) = (part >> 4, part & 0x0F)
-                guard !bytes.isEmpty, (1...RelayPiece.maxCount).contains(count), index < count else { throw RendezvousMessageError.malformed }
-                let piece = RelayPiece(id: id, index: index, count: count, bytes: bytes)
+                guard let (peer, piece) = try RelayPiece.read(&r) else { throw RendezvousMessageError.malformed }
                 message = kind == .relay ? .relay(peer: peer, piece: piece) : .relayed(peer: peer, piece: piece)
             case .thumbnail:
                 let room = try RoomID(bytes: Array(try r.readBytes(16)))

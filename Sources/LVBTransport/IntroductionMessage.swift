@@ -46,10 +46,7 @@ public enum IntroductionMessage: Equatable, Sendable {
             Self.write(addresses, into: &w)
         case let .relay(peer, piece), let .relayed(peer, piece):
             if case .relay = self { w.write(Kind.relay.rawValue) } else { w.write(Kind.relayed.rawValue) }
-            w.write(bytes: peer.publicKey)
-            w.write(piece.id)
-            w.write(UInt8(piece.index << 4 | piece.count))
-            w.write(bytes: piece.bytes)
+            piece.write(peer: peer, into: &w)
         }
         return w.bytes
     }
@@ -73,15 +70,8 @@ public enum IntroductionMessage: Equatable, Sendable {
                 guard relay <= 1 else { throw TransportError.malformed("relay flag \(relay)") }
                 message = .introduction(request: request, peer: peer, relay: relay == 1, addresses: try readAddresses(&r))
             case .relay, .relayed:
-                let peer = try NodeID(publicKey: Array(try r.readBytes(32)))
-                let id = try r.readUInt16(), part = try r.readUInt8()
-                let piece = Array(r.readRest())
-                let (index, count) = (part >> 4, part & 0x0F)
-                guard !piece.isEmpty, (1...RelayPiece.maxCount).contains(count), index < count else {
-                    throw TransportError.malformed("relay piece \(index) of \(count)")
-                }
-                let p = RelayPiece(id: id, index: index, count: count, bytes: piece)
-                message = kind == .relay ? .relay(peer: peer, piece: p) : .relayed(peer: peer, piece: p)
+                guard let (peer, piece) = try RelayPiece.read(&r) else { throw TransportError.malformed("relay piece") }
+                message = kind == .relay ? .relay(peer: peer, piece: piece) : .relayed(peer: peer, piece: piece)
             }
             try r.expectEnd()
             return message

@@ -1,4 +1,5 @@
 import LVBCore
+import LVBCrypto
 
 /// One piece of a relayed session datagram: a rendezvous's relay (its
 /// messages 9 and 10) and a member's (introduce channel, messages 3 and 4)
@@ -31,5 +32,27 @@ public struct RelayPiece: Equatable, Sendable {
         guard half <= room else { return nil }
         return [RelayPiece(id: id, index: 0, count: 2, bytes: Array(datagram[..<half])),
                 RelayPiece(id: id, index: 1, count: 2, bytes: Array(datagram[half...]))]
+    }
+}
+
+extension RelayPiece {
+    /// A relay message's body after its type byte: peer (32) ‖ id (2) ‖
+    /// part (1, index << 4 | count) ‖ piece (to the end).
+    public func write(peer: NodeID, into w: inout ByteWriter) {
+        w.write(bytes: peer.publicKey)
+        w.write(id)
+        w.write(UInt8(index << 4 | count))
+        w.write(bytes: bytes)
+    }
+
+    /// Reads what `write(peer:into:)` wrote, to the end of the message; nil
+    /// when the peer is no key, the piece empty or its part out of range.
+    public static func read(_ r: inout ByteReader) throws(CoreError) -> (peer: NodeID, piece: RelayPiece)? {
+        guard let peer = try? NodeID(publicKey: Array(try r.readBytes(32))) else { return nil }
+        let id = try r.readUInt16(), part = try r.readUInt8()
+        let bytes = Array(r.readRest())
+        let (index, count) = (part >> 4, part & 0x0F)
+        guard !bytes.isEmpty, (1...maxCount).contains(count), index < count else { return nil }
+        return (peer, RelayPiece(id: id, index: index, count: count, bytes: bytes))
     }
 }

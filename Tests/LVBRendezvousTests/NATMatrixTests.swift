@@ -28,13 +28,7 @@ import Testing
 
     static func join(host hostNAT: NATBehavior?, joiner joinerNAT: NATBehavior?, seed: UInt64, relayKbps: Int = 0) throws -> Outcome {
         let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(delay: .milliseconds(20)))
-        var config = TransportConfig()
-        config.hello = Hello(agent: "test", role: .rendezvous)
-        let server = net.makeNodes(1, seed: seed ^ 1, config: config)[0]
-        let service = RendezvousService(core: server.core, clock: net.clock, relayKbps: relayKbps)
-        server.recordsEvents = false
-        server.onTransportEvent = { service.handle($0) }
-        let ticker = net.every(.seconds(1)) { service.tick() }
+        let (server, service, ticker) = rendezvous(on: net, seed: seed ^ 1, relayKbps: relayKbps)
         defer { ticker.cancel() }
 
         let nats = [hostNAT.map { net.makeNAT(behavior: $0) }, joinerNAT.map { net.makeNAT(behavior: $0) }]
@@ -181,4 +175,17 @@ import Testing
         net.run(for: RendezvousConstants.stunRefresh + .seconds(1))
         #expect(services[1].stats.stunAnswered == answered + 1 && heard.count == 1)
     }
+}
+
+/// A public rendezvous on `net` that introduces, and relays up to
+/// `relayKbps` (its members' pairs too), ticked every second.
+func rendezvous(on net: VirtualNetwork, seed: UInt64, relayKbps: Int) -> (SimulatedNode, RendezvousService, TimerHandle) {
+    var config = TransportConfig()
+    config.hello = Hello(agent: "test", role: .rendezvous)
+    config.relayKbps = relayKbps
+    let server = net.makeNodes(1, seed: seed, config: config)[0]
+    let service = RendezvousService(core: server.core, clock: net.clock, relayKbps: relayKbps)
+    server.recordsEvents = false
+    server.onTransportEvent = { service.handle($0) }
+    return (server, service, net.every(.seconds(1)) { service.tick() })
 }

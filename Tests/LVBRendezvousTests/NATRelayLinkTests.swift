@@ -24,14 +24,7 @@ import Testing
 
     static func link(parent parentNAT: NATBehavior?, child childNAT: NATBehavior?, seed: UInt64, relayKbps: Int) throws -> Outcome {
         let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(delay: .milliseconds(20)))
-        var config = TransportConfig()
-        config.hello = Hello(agent: "test", role: .rendezvous)
-        config.relayKbps = relayKbps
-        let server = net.makeNodes(1, seed: seed ^ 1, config: config)[0]
-        let service = RendezvousService(core: server.core, clock: net.clock, relayKbps: relayKbps)
-        server.recordsEvents = false
-        server.onTransportEvent = { service.handle($0) }
-        let ticker = net.every(.seconds(1)) { service.tick() }
+        let (server, service, ticker) = rendezvous(on: net, seed: seed ^ 1, relayKbps: relayKbps)
         defer { ticker.cancel() }
 
         let sims = net.makeNodes(behind: [nil, parentNAT.map { net.makeNAT(behavior: $0) }, childNAT.map { net.makeNAT(behavior: $0) }],

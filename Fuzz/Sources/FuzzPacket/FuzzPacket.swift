@@ -38,6 +38,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let message = try? ControlMessage.parse(bytes[...]) {
         fuzzCheck(message.bytes == bytes, "FuzzPacket", "control message \(message) does not re-encode to its input")
     }
+    // So does the introduce channel.
+    if let message = try? IntroductionMessage.parse(bytes[...]) {
+        fuzzCheck(message.encoded == bytes, "FuzzPacket", "introduce message \(message) does not re-encode to its input")
+    }
 
     if let (id, timestamp) = try? HandshakePayload.parseInitiator(bytes, remoteStatic: knownStatic) {
         fuzzCheck(id.noiseStaticKey == knownStatic, "FuzzPacket", "initiator identity not bound to the static key")

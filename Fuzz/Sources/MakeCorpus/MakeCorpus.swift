@@ -126,6 +126,10 @@ import LVBTransport
         seeds["control-hello"] = ControlMessage.hello(Hello(agent: "lvbnode/0.1.0", role: .host)).bytes
         seeds["control-ping"] = ControlMessage.ping(0x0102_0304_0506_0708).bytes
         seeds["control-bye"] = ControlMessage.bye(1).bytes
+        let v4 = PeerAddress.ipv4(192, 168, 1, 2, port: 7400), v6 = PeerAddress(host: .v6([0xFD] + [UInt8](repeating: 1, count: 15)), port: 9)
+        seeds["introduce-request"] = IntroductionMessage.request(request: 7, peer: ik[0].id, addresses: [v4, v6]).encoded
+        seeds["introduce-introduction"] = IntroductionMessage.introduction(request: 7, peer: ik[0].id, relay: true, addresses: [v4]).encoded
+        seeds["introduce-relay"] = IntroductionMessage.relay(peer: ik[0].id, piece: RelayPiece(id: 3, index: 1, count: 2, bytes: [1, 2, 3])).encoded
         let id = ik[0].id
         seeds["payload-initiator"] = HandshakePayload.initiator(id: id, timestamp: TAI64N(ManualClock.defaultWallStart))
         seeds["payload-responder"] = id.publicKey

@@ -1,0 +1,51 @@
+import LVBCore
+import LVBCrypto
+import Testing
+@testable import LVBTransport
+
+/// The introduce channel's messages (lvbnode-protocol(7), INTRODUCTIONS):
+/// exact layouts, round trips, and the malformed ones each refused.
+@Suite struct IntroductionMessageTests {
+    static let peer = try! Identity(seed: [UInt8](repeating: 7, count: 32)).nodeID  // invariant: any 32 bytes are a valid seed
+    static let lan = PeerAddress.ipv4(192, 168, 1, 2, port: 7400)
+
+    @Test func aRequestHasTheExactLayout() {
+        let bytes = IntroductionMessage.request(request: 0x0102_0304, peer: Self.peer, addresses: [Self.lan]).encoded
+        #expect(bytes == [1, 1, 2, 3, 4] + Self.peer.publicKey + [1, 4, 192, 168, 1, 2, 0x1C, 0xE8])
+    }
+
+    @Test func anIntroductionCarriesTheRelayByte() {
+        let bytes = IntroductionMessage.introduction(request: 0, peer: Self.peer, relay: true, addresses: []).encoded
+        #expect(bytes == [2, 0, 0, 0, 0] + Self.peer.publicKey + [1, 0])
+    }
+
+    @Test func everyKindRoundTrips() throws {
+        let v6 = PeerAddress(host: .v6([0xFD] + [UInt8](repeating: 7, count: 15)), port: 1)
+        let messages: [IntroductionMessage] = [
+            .request(request: 9, peer: Self.peer, addresses: [Self.lan, v6]),
+            .introduction(request: 9, peer: Self.peer, relay: false, addresses: Array(repeating: Self.lan, count: 8)),
+            .relay(peer: Self.peer, piece: RelayPiece(id: 513, index: 0, count: 1, bytes: [9, 9])),
+            .relayed(peer: Self.peer, piece: RelayPiece(id: 1, index: 1, count: 2, bytes: [1])),
+        ]
+        for m in messages { #expect(try IntroductionMessage.parse(m.encoded[...]) == m) }
+    }
+
+    @Test func malformedMessagesAreRefused() {
+        let good = IntroductionMessage.introduction(request: 1, peer: Self.peer, relay: true, addresses: [Self.lan]).encoded
+        var badRelay = good
+        badRelay[37] = 2
+        var tooMany = IntroductionMessage.request(request: 1, peer: Self.peer, addresses: []).encoded
+        tooMany[tooMany.count - 1] = 9
+        let relay = IntroductionMessage.relay(peer: Self.peer, piece: RelayPiece(id: 1, index: 0, count: 1, bytes: [5])).encoded
+        var badPart = relay
+        badPart[35] = 0x22  // piece 2 of 2
+        let cases: [[UInt8]] = [
+            [], [0], [5] + good.dropFirst(), good + [0], Array(good.dropLast()), badRelay, tooMany,
+            Array(relay.dropLast()),  // an empty piece
+            badPart,
+        ]
+        for bytes in cases {
+            #expect(throws: TransportError.self) { try IntroductionMessage.parse(bytes[...]) }
+        }
+    }
+}
