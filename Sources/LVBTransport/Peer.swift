@@ -30,6 +30,9 @@ final class Peer {
     var previous: Keypair?
 
     var initiation: PendingInitiation?
+    /// When this node last withdrew its own initiation for the peer's (both
+    /// dialled at once): its handshake counts as under way for a while after.
+    var yieldedAt: Instant?
     var cookies: CookieGenerator
 
     /// When this record was made; bounds the life of a session that never confirms.

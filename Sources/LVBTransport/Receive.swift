@@ -157,7 +157,10 @@ extension TransportCore {
                 // start and at another for what they start, as behind a
                 // relay or a flow-mapping NAT). A real second process is
                 // still told apart by the room's signed joins (their instance).
-                guard keys === peer.current, peer.initiation == nil else { return }
+                // Our initiation withdrawn for theirs (both dialled) counts
+                // as under way for `rekeyTimeout` after.
+                let yieldedLately = peer.yieldedAt.map { clock.now() - $0 < TransportConstants.rekeyTimeout } ?? false
+                guard keys === peer.current, peer.initiation == nil, !yieldedLately else { return }
                 remove(peer, reason: .replaced)
             } else {
                 remove(peer, reason: .bye)

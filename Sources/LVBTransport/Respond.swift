@@ -137,6 +137,7 @@ extension TransportCore {
         guard !peer.established, let pending = peer.initiation, nodeID.publicKey.lexicographicallyPrecedes(id.publicKey) else { return }
         indices[pending.localIndex] = nil
         peer.initiation = nil
+        peer.yieldedAt = clock.now()
         stats.simultaneousOpensYielded += 1
     }
 

@@ -163,7 +163,11 @@ import Testing
             net.run(for: .milliseconds(100))
             #expect(nodes[1].received.map(\.2) == [[1]], "seed \(seed)")
             #expect(nodes[0].received.map(\.2) == [[2]], "seed \(seed)")
-            #expect(nodes[0].core.stats.droppedUnknownIndex + nodes[1].core.stats.droppedUnknownIndex == 0, "seed \(seed)")
+            // The node with the lower id withdraws its initiation for the
+            // other's; the other answers it all the same (it cannot know),
+            // and that one answer is dropped.
+            #expect(nodes[0].core.stats.droppedUnknownIndex + nodes[1].core.stats.droppedUnknownIndex <= 1, "seed \(seed)")
+            #expect(nodes[0].core.stats.simultaneousOpensYielded + nodes[1].core.stats.simultaneousOpensYielded <= 1, "seed \(seed)")
         }
     }
 }
