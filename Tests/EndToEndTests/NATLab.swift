@@ -90,11 +90,6 @@ struct NATLab {
                         prefix: ["netns", "exec", tag + (site == "rv" ? "rv" : "h\(site)"), NodeProcess.binary.path])
     }
 
-    /// What a router's connection tracking holds for UDP (what its NAT did).
-    func conntrack(_ site: Int) -> String {
-        Self.shell("ip netns exec \(tag)r\(site) cat /proc/net/nf_conntrack 2>/dev/null | grep udp || true", output: true).1
-    }
-
     func remove() {
         let names = ["net", "rv"] + (1...max(sites, 1)).flatMap { ["r\($0)", "h\($0)"] }
         _ = Self.shell(names.map { "ip netns del \(tag)\($0) 2>/dev/null" }.joined(separator: "; ") + "; true")
@@ -102,21 +97,16 @@ struct NATLab {
 
     struct LabError: Error { let message: String }
 
-    /// Runs a bash script; its status and its stderr (or stdout with `output`).
+    /// Runs a bash script; its status and its stderr.
     @discardableResult
-    static func shell(_ script: String, output: Bool = false) -> (Int32, String) {
+    static func shell(_ script: String) -> (Int32, String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/bash")
         p.arguments = ["-c", script]
         p.environment = ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
         let pipe = Pipe()
-        if output {
-            p.standardOutput = pipe
-            p.standardError = FileHandle.nullDevice
-        } else {
-            p.standardError = pipe
-            p.standardOutput = FileHandle.nullDevice
-        }
+        p.standardError = pipe
+        p.standardOutput = FileHandle.nullDevice
         do { try p.run() } catch { return (-1, "\(error)") }
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
