@@ -53,7 +53,7 @@ public final class RendezvousService {
     /// The relay's budget in kbit/s (0: no relay), and the pairs it may relay
     /// for: introduced here, within `relayPairLifetime` of their last use.
     public let relayKbps: Int
-    private var relayPairs: [RelayPair: Instant] = [:]
+    private var relayPairs: [NodePair: Instant] = [:]
     /// Pairs introduced lately (joiner, host), where each was seen then and
     /// when the host was last told: a joiner still without a session asks
     /// again, and the host hears of it again when either side has moved.
@@ -62,14 +62,8 @@ public final class RendezvousService {
     struct Introduced: Hashable {
         let joiner: NodeID, host: NodeID
     }
-    private var pairBytes: RateLimiter<RelayPair>
+    private var pairBytes: RateLimiter<NodePair>
     private var totalBytes: RateLimiter<Int>
-
-    /// An unordered pair of nodes.
-    struct RelayPair: Hashable {
-        let a: NodeID, b: NodeID
-        init(_ x: NodeID, _ y: NodeID) { (a, b) = x.text < y.text ? (x, y) : (y, x) }
-    }
 
     /// - Parameter relayKbps: relay introduced pairs' sealed datagrams up to
     ///   this many kbit/s in all (`--relay-kbps`; 0: no relay), each pair up
@@ -184,7 +178,7 @@ public final class RendezvousService {
         }
         let now = clock.now()
         let relay = relayKbps > 0
-        if relay { relayPairs[RelayPair(joiner, host)] = now }
+        if relay { relayPairs[NodePair(joiner, host)] = now }
         let joinerAddresses = ([joinerSeen] + claimed.filter(\.isLocalScope)).uniqued(limit: RendezvousConstants.maxIntroducedAddresses)
         let hostAddresses = ([hostSeen] + listing.announcement.addresses).uniqued(limit: RendezvousConstants.maxIntroducedAddresses)
         // The host dials the joiner afresh on each introduction: tell it again
@@ -221,7 +215,7 @@ public final class RendezvousService {
     /// and the total budget; the answer is never larger than what was sent.
     private func forward(_ piece: RelayPiece, from: NodeID, to: NodeID) {
         let now = clock.now()
-        let pair = RelayPair(from, to)
+        let pair = NodePair(from, to)
         guard relayKbps > 0, let last = relayPairs[pair], now - last < RendezvousConstants.relayPairLifetime,
               core.isEstablished(with: to), pairBytes.allow(pair, cost: piece.bytes.count, now: now),
               totalBytes.allow(0, cost: piece.bytes.count, now: now) else {

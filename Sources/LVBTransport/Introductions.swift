@@ -28,11 +28,7 @@ struct IntroductionState {
         let peer: NodeID
     }
 
-    /// An unordered pair of nodes.
-    struct Pair: Hashable {
-        let a: NodeID, b: NodeID
-        init(_ x: NodeID, _ y: NodeID) { (a, b) = x.text < y.text ? (x, y) : (y, x) }
-    }
+    typealias Pair = NodePair
 
     var reaching: [NodeID: Reach] = [:]
     /// Pairs this node introduced: when it last introduced them or relayed for them.
@@ -68,6 +64,12 @@ struct IntroductionState {
     static let routeBase: UInt32 = 0x8000_0000
 }
 
+/// An unordered pair of nodes (a pair a coordinator introduced or relays for).
+public struct NodePair: Hashable, Sendable {
+    public let a: NodeID, b: NodeID
+    public init(_ x: NodeID, _ y: NodeID) { (a, b) = x.text < y.text ? (x, y) : (y, x) }
+}
+
 /// Introductions between any two peers, the way DCUtR coordinates a punch
 /// over a relayed connection: a node that wants a session with a peer asks
 /// coordinators it holds sessions with (the room's host, a rendezvous) to
@@ -92,7 +94,7 @@ extension TransportCore {
             introductions.reaching[id] = r
             return
         }
-        let asked = self.coordinators(for: id, named: coordinators)
+        let asked = self.coordinators(for: id, named: coordinators, rendezvous: rendezvousPeers())
         guard !asked.isEmpty else {
             connect(to: hints, expecting: id)
             return
@@ -113,12 +115,16 @@ extension TransportCore {
         return introductions.routes[i]?.via ?? relayOwner?(p.endpoint)
     }
 
+    /// Every rendezvous this node holds a session with, in a stable order.
+    private func rendezvousPeers() -> [NodeID] {
+        peersByID.values.filter { $0.role == .rendezvous && $0.established }.compactMap(\.id).sorted { $0.text < $1.text }
+    }
+
     /// Coordinators for reaching `id`: those named, then every rendezvous,
     /// each with a session up.
-    private func coordinators(for id: NodeID, named: [NodeID]) -> [NodeID] {
-        let rendezvous = peersByID.values.filter { $0.role == .rendezvous && $0.established }.compactMap(\.id)
+    private func coordinators(for id: NodeID, named: [NodeID], rendezvous: [NodeID]) -> [NodeID] {
         var seen = Set<NodeID>()
-        return (named + rendezvous.sorted { $0.text < $1.text }).filter {
+        return (named + rendezvous).filter {
             $0 != id && $0 != nodeID && isEstablished(with: $0) && seen.insert($0).inserted
         }
     }
@@ -285,13 +291,14 @@ extension TransportCore {
     /// alone once no coordinator could introduce; gives up after
     /// `askAttempts`. Forgets old pairs. Called from `tick()`.
     func tickIntroductions(_ now: Instant) {
+        let rendezvous = introductions.reaching.isEmpty ? [] : rendezvousPeers()
         for (id, var r) in introductions.reaching {
             if isEstablished(with: id) || r.times >= IntroductionConstants.askAttempts {
                 introductions.reaching[id] = nil
                 if !isEstablished(with: id), !r.fellBack, !r.hints.isEmpty { connect(to: r.hints, expecting: id) }
                 continue
             }
-            let asked = coordinators(for: id, named: r.via)
+            let asked = coordinators(for: id, named: r.via, rendezvous: rendezvous)
             // Nobody can introduce (no coordinator, or each said it holds no
             // session with the peer), or nobody answered for a while: the
             // hints directly, while still asking.
