@@ -195,7 +195,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             // LVBCrypto and LVBTransport craft real handshakes to flood the binary with.
-            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBMedia", "LVBTestSupport", "TestAssertions"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBMedia", "LVBMesh", "LVBTestSupport", "TestAssertions"],
             swiftSettings: swift5),
     ]
 )

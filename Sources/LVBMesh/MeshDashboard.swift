@@ -11,8 +11,12 @@ public enum MeshDashboard {
         let length = config.duration.map { " of \(Int($0)) s" } ?? " (Ctrl-C stops)"
         out.append("lvbnode mesh · \(plural(config.rooms, "room")), \(plural(config.viewers, "viewer")), \(plural(config.guests, "guest"))"
                    + " · loss \(Int((config.loss * 100).rounded())) % · \(Int(now)) s\(length) · \(plural(running, "process", "processes")) running")
+        if let nat = model.nat {
+            out.append("behind NATs: \(plural(nat.homes.count, "home")), each its own NAT (\(nat.hard.count) hard, marked *: a new port for every destination),"
+                       + " on a \(nat.internet); the rendezvous relays pairs that cannot punch")
+        }
         out.append("")
-        let header = "  " + pad("node", 24) + pad("depth", 7) + pad("fps", 7) + pad("p95 ms", 8) + pad("loss", 8) + pad("repaired", 10) + "children"
+        let header = "  " + pad("node", 24) + pad("depth", 7) + pad("link", 20) + pad("fps", 7) + pad("p95 ms", 8) + pad("loss", 8) + pad("repaired", 10) + "children"
         for room in 0..<config.rooms {
             guard let host = model.nodes(in: room).first(where: { $0.role == .host }) else { continue }
             out.append("Mesh room \(room + 1) · \(host.name) · likes \(model.likes[room] ?? 0)")
@@ -22,7 +26,7 @@ public enum MeshDashboard {
             let loose = model.nodes(in: room).filter { $0.isViewer && !shown.contains($0.name) }
             for n in loose {
                 let state = n.killedAt != nil ? "killed" : !n.isRunning ? "exited" : n.admitted == nil ? "joining" : "finding a parent"
-                out.append("  " + pad("· \(n.name) (\(state))", 24) + figures(n))
+                out.append("  " + pad("· \(n.name) (\(state))", 24) + figures(n, model))
             }
             out.append("")
         }
@@ -40,8 +44,9 @@ public enum MeshDashboard {
                              shown: inout Set<String>) -> [String] {
         shown.insert(node.name)
         let branch = isRoot ? "" : prefix + (last ? "└─ " : "├─ ")
-        let label = node.name + (node.onStage ? " (on stage)" : "") + (node.killedAt != nil ? " ✕" : "")
-        var out = ["  " + pad(branch + label, 24) + figures(node)]
+        let hard = model.nat.map { nat in nat.homes[node.name].map { nat.hard.contains($0) } ?? false } ?? false
+        let label = node.name + (hard ? " *" : "") + (node.onStage ? " (on stage)" : "") + (node.killedAt != nil ? " ✕" : "")
+        var out = ["  " + pad(branch + label, 24) + figures(node, model)]
         guard let id = node.id else { return out }
         let kids = model.nodes(in: room).filter { model.feeder(of: $0) == id && $0.isRunning && !shown.contains($0.name) }
         let inner = isRoot ? "" : prefix + (last ? "   " : "│  ")
@@ -51,13 +56,14 @@ public enum MeshDashboard {
         return out
     }
 
-    private static func figures(_ n: MeshModel.Node) -> String {
+    private static func figures(_ n: MeshModel.Node, _ model: MeshModel) -> String {
         let depth = n.role == .host ? "0" : n.depth.map(String.init) ?? "–"
+        let link = model.link(of: n) ?? "–"
         let fps = n.fps.map { String(format1($0)) } ?? "–"
         let p95 = n.latencyP95.map { format1($0) } ?? "–"
         let loss = n.loss.map { format1($0 * 100) + " %" } ?? "–"
         let repaired = n.role == .host ? "–" : String(n.repaired)
-        return pad(depth, 7) + pad(fps, 7) + pad(p95, 8) + pad(loss, 8) + pad(repaired, 10) + String(n.children)
+        return pad(depth, 7) + pad(link, 20) + pad(fps, 7) + pad(p95, 8) + pad(loss, 8) + pad(repaired, 10) + String(n.children)
     }
 
     // MARK: JSON lines (--json)
@@ -93,6 +99,11 @@ public enum MeshDashboard {
                     "listen": n.listen.map(quote) ?? "null",
                     "depth": n.role == .host ? "0" : n.depth.map(String.init) ?? "null",
                     "parent": model.feeder(of: n).flatMap { model.name(of: $0) }.map(quote) ?? "null",
+                    "parent_path": model.link(of: n).map(quote) ?? "null",
+                    "home": model.nat?.homes[n.name].map(String.init) ?? "null",
+                    "hard_nat": model.nat.map { nat in nat.homes[n.name].map { nat.hard.contains($0) } ?? false } == true ? "true" : "false",
+                    "sessions_direct": n.sessionsDirect.map(String.init) ?? "null",
+                    "sessions_relayed": n.sessionsRelayed.map(String.init) ?? "null",
                     "fps": n.fps.map(num) ?? "null", "latency_p95_ms": n.latencyP95.map(num) ?? "null",
                     "loss": n.loss.map(num) ?? "null", "repaired": String(n.repaired), "children": String(n.children),
                     "on_stage": n.onStage ? "true" : "false", "running": n.isRunning ? "true" : "false"])
@@ -123,6 +134,8 @@ public enum MeshDashboard {
             "depths": "[" + depths.joined(separator: ",") + "]",
             "killed": s.killed.map(quote) ?? "null", "repairs": "[" + repairs.joined(separator: ",") + "]",
             "children_recovered": s.childrenRecovered ? "true" : "false",
+            "tree_links_direct": String(s.treeLinksDirect), "tree_links_relayed": String(s.treeLinksRelayed),
+            "sessions_direct": String(s.sessionsDirect), "sessions_relayed": String(s.sessionsRelayed),
             "text": "[" + s.text.map(quote).joined(separator: ",") + "]",
         ])
     }

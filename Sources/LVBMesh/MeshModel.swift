@@ -24,6 +24,11 @@ public final class MeshModel {
         /// `first_frame`'s own figure: join (or start) to the first picture, ms.
         public var firstFrameMs: Double?
         public var parent: String?
+        /// How the stream comes from the parent: "direct", "relay via ID", "relay" (`tree.parent_path` of its stats).
+        public var parentPath: String?
+        /// Its established sessions straight to the peer, and through a relay (its last stats line).
+        public var sessionsDirect: Int?
+        public var sessionsRelayed: Int?
         public var depth: Int?
         public var children = 0
         public var failovers = 0
@@ -43,6 +48,8 @@ public final class MeshModel {
         public var finalP95: Double?
         public var finalDepth: Int?
         public var depthAtStop: Int?
+        /// Its link to its parent as the mesh began to stop (`link(of:)`).
+        public var linkAtStop: String?
         /// How it ended: its exit status, or killed by the mesh on purpose.
         public var exitStatus: Int32?
         public var killedAt: Double?
@@ -89,6 +96,16 @@ public final class MeshModel {
         public var recovered: [String: Double] = [:]
     }
 
+    /// `--nat`: which home each node is behind and which NATs are hard.
+    public struct NATPlan: Sendable {
+        public let internet: String
+        public let homes: [String: Int]
+        public let hard: Set<Int>
+    }
+
+    public internal(set) var nat: NATPlan?
+    /// The mesh is stopping its processes.
+    public private(set) var isStopping = false
     public private(set) var order: [String] = []
     public private(set) var nodes: [String: Node] = [:]
     public private(set) var feed: [Said] = []
@@ -127,6 +144,16 @@ public final class MeshModel {
         order.first { nodes[$0]?.id == id }
     }
 
+    /// A node's link to its parent for people: "direct", "relay via NAME" (the
+    /// node relaying: the rendezvous, a member), "relay"; nil when unknown.
+    public func link(of node: Node) -> String? {
+        guard node.parent != nil, let path = node.parentPath else { return nil }
+        let prefix = "relay via "
+        guard path.hasPrefix(prefix) else { return path }
+        let id = String(path.dropFirst(prefix.count))
+        return "relay via " + (name(of: id) ?? String(id.prefix(8)))
+    }
+
     public func nodes(in room: Int) -> [Node] {
         order.compactMap { nodes[$0] }.filter { $0.room == room }
     }
@@ -162,9 +189,13 @@ public final class MeshModel {
     /// summary (as everyone leaves at once, the exit lines' own depths are
     /// those of a tree coming apart).
     public func stopping() {
+        isStopping = true
         for name in order {
-            let depth = nodes[name]?.depth
-            nodes[name]?.depthAtStop = depth
+            guard let node = nodes[name] else { continue }
+            // (Worked out first: assigning through `nodes[name]?` holds the dictionary while the right side runs.)
+            let link = link(of: node)
+            nodes[name]?.depthAtStop = node.depth
+            nodes[name]?.linkAtStop = link
         }
     }
 
@@ -251,6 +282,12 @@ public final class MeshModel {
             node.children = Int(tree["children"]?.number ?? 0)
             if let depth = tree["depth"]?.number { node.depth = Int(depth) }
             if let parent = tree["parent"]?.string { node.parent = parent }
+            node.parentPath = tree["parent_path"]?.string
+        }
+        // (Once the mesh stops, sessions end one by one: the counts as it ran stand.)
+        if let sessions = value["sessions"], !isStopping {
+            node.sessionsDirect = sessions["direct"]?.number.map { Int($0) }
+            node.sessionsRelayed = sessions["relayed"]?.number.map { Int($0) }
         }
         guard let media = value["media"] else { return }
         node.fps = media["fps"]?.number

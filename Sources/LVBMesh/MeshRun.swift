@@ -22,6 +22,24 @@ public struct MeshConfig: Sendable {
     public var executable: String
     /// Children each host and viewer feeds in the media tree: 2 grows a tree a few levels deep.
     public var slots = 2
+    /// Every node behind its own real NAT (`--nat`; root only), nil: all on 127.0.0.1.
+    public var nat: NAT?
+
+    /// `--nat`: each host, viewer and guest in its own home behind a NAT
+    /// (nftables masquerade), the rendezvous on the "internet" between them,
+    /// relaying for pairs that cannot punch.
+    public struct NAT: Sendable {
+        /// Homes whose NAT picks a random port for every destination (`masquerade random,fully-random`).
+        public var hard: Int
+        public var internet: NATLab.Internet
+        /// The rendezvous relays each pair of members up to this (kbit/s), in all up to 50 times it.
+        public var relayKbps = 4000
+
+        public init(hard: Int, internet: NATLab.Internet) {
+            self.hard = hard
+            self.internet = internet
+        }
+    }
 
     public init(executable: String) { self.executable = executable }
 }
@@ -39,6 +57,9 @@ public final class MeshRun: @unchecked Sendable {
     private let started: NIODeadline
     private var children: [String: MeshChild] = [:]
     private var rendezvous: String?
+    /// `--nat`: the namespaces, and the home of each node.
+    private var lab: NATLab?
+    private var homes: [String: Int] = [:]
     private var hostNames: [String] = []
     private var tasks: [RepeatedTask] = []
     private var turn = 0
@@ -70,7 +91,12 @@ public final class MeshRun: @unchecked Sendable {
     /// Starts everything, in order; throws what kept a piece from starting.
     public func start() async throws {
         await onLoop { self.tasks.append(self.loop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { _ in self.reap() }) }
-        let rv = try await launch("rendezvous", role: .rendezvous, room: nil, arguments: ["rendezvous", "--listen", "127.0.0.1:0"],
+        var rendezvousArguments = ["rendezvous", "--listen", "127.0.0.1:0"]
+        if let nat = config.nat {
+            try buildLab(nat)
+            rendezvousArguments = ["rendezvous", "--listen", lab!.rendezvous, "--relay-kbps", String(nat.relayKbps * 50)]
+        }
+        let rv = try await launch("rendezvous", role: .rendezvous, room: nil, arguments: rendezvousArguments,
                                   until: "ready") { $0["event"]?.string == "ready" }
         guard let listen = model.nodes[rv]?.listen else { throw MeshError.failedToStart(rv, "it printed no address") }
         rendezvous = listen
@@ -89,7 +115,8 @@ public final class MeshRun: @unchecked Sendable {
             // The viewer whose studio page the mesh page links to is a leaf:
             // the midway kill of a relay never stalls the picture shown, and
             // always finds another relay with children.
-            let shown = i == 0 && config.web != nil
+            // (Behind a NAT its page would be out of reach of this machine's browser.)
+            let shown = i == 0 && config.web != nil && config.nat == nil
             var arguments = ["--relay-slots", shown ? "0" : String(config.slots)]
             if shown, let web = config.web { arguments += ["--web", web] }
             try await join(name, role: .viewer, room: room, extra: arguments)
@@ -115,7 +142,7 @@ public final class MeshRun: @unchecked Sendable {
     private func launch(_ name: String, role: MeshModel.Role, room: Int?, arguments: [String],
                         until what: String = "", _ done: ((JSONValue) -> Bool)? = nil) async throws -> String {
         var arguments = arguments + ["--json", "--ephemeral", "--parent-pid", String(getpid())]
-        if role != .rendezvous { arguments += ["--listen", "127.0.0.1:0"] }
+        if role != .rendezvous { arguments += ["--listen", lab == nil ? "127.0.0.1:0" : "0.0.0.0:0"] }
         // Loss on every link, each way: each node drops that share of what it
         // receives. (An impairment relay in front of each node impaired only
         // the flows that entered through it: nodes also learn each other's
@@ -123,7 +150,13 @@ public final class MeshRun: @unchecked Sendable {
         if role != .rendezvous, config.loss > 0 { arguments += ["--inbound-loss", String(config.loss)] }
         let ready = done.map { _ in OncePromise(loop.makePromise(of: Void.self)) }
         try await onLoop {
-            let child = try MeshChild.spawn(name, executable: self.config.executable, arguments: arguments, loop: self.loop,
+            // Behind a NAT: the same program in its home's namespace (`ip netns exec` becomes it).
+            var command = (executable: self.config.executable, arguments: arguments)
+            if let lab = self.lab {
+                let site = role == .rendezvous ? "rv" : String(self.homes[name] ?? 0)
+                command = lab.command(in: site, [self.config.executable] + arguments)
+            }
+            let child = try MeshChild.spawn(name, executable: command.executable, arguments: command.arguments, loop: self.loop,
                                             onLine: { [unowned self] line in
                                                 let value = try? JSONValue.parse(line.readableBytesView)
                                                 self.model.ingest(name, value, at: self.now)
@@ -146,6 +179,24 @@ public final class MeshRun: @unchecked Sendable {
             throw MeshError.failedToStart(name, "no sign of \(what) within 20 s")
         }
         return name
+    }
+
+    /// The namespaces for `--nat`: a home for each host, viewer and guest
+    /// (hosts first), the hard NATs spread among the viewers' and guests' homes.
+    private func buildLab(_ nat: MeshConfig.NAT) throws {
+        let names = (0..<config.rooms).map { "host-\($0 + 1)" } + (0..<config.viewers).map { "viewer-\($0 + 1)" }
+            + (0..<config.guests).map { "guest-\($0 + 1)" }
+        for (i, name) in names.enumerated() { homes[name] = i + 1 }
+        let others = Array((config.rooms + 1)...names.count)
+        let hard = min(nat.hard, others.count)
+        // Evenly spread: every (others / hard)-th of the others' homes, from the last.
+        let picked = hard == 0 ? [] : (0..<hard).map { others[others.count - 1 - $0 * others.count / hard] }
+        do {
+            lab = try NATLab(tag: "lvbm\(getpid() % 100_000)", sites: names.count, internet: nat.internet, hard: Set(picked))
+        } catch {
+            throw MeshError.cannotStart("the NAT lab", "\(error)")
+        }
+        model.nat = MeshModel.NATPlan(internet: nat.internet.description, homes: homes, hard: Set(picked))
     }
 
     private func onLoop<T: Sendable>(_ body: @escaping () throws -> T) async throws -> T {
@@ -252,6 +303,8 @@ public final class MeshRun: @unchecked Sendable {
         await onLoop { for task in self.tasks { task.cancel() } }
         // The pipes' last lines (exit lines) are read by now or a moment later.
         try? await Task.sleep(for: .milliseconds(150))
+        lab?.remove()
+        lab = nil
     }
 
     /// The children still running (none after `stop`).

@@ -38,6 +38,12 @@ public struct MeshSummary: Equatable, Sendable {
     public let killed: String?
     public let killedChildren: [String]
     public let repairSeconds: [String: Double]
+    /// Viewers' links to their parents at the end: straight, or through a relay.
+    public let treeLinksDirect: Int
+    public let treeLinksRelayed: Int
+    /// Every node's established sessions at its last stats line, by path (each session counted at both ends).
+    public let sessionsDirect: Int
+    public let sessionsRelayed: Int
 
     public var frameRatio: Double { framesShown + framesSkipped > 0 ? Double(framesShown) / Double(framesShown + framesSkipped) : 0 }
     public var eventRatio: Double { eventsExpected > 0 ? Double(eventsSeen) / Double(eventsExpected) : 1 }
@@ -78,6 +84,12 @@ public struct MeshSummary: Equatable, Sendable {
         killed = model.kill?.name
         killedChildren = model.kill?.children ?? []
         repairSeconds = model.kill?.recovered ?? [:]
+        let running = model.order.compactMap { model.nodes[$0] }.filter { $0.killedAt == nil }
+        let links = running.filter(\.isViewer).compactMap { $0.linkAtStop ?? model.link(of: $0) }
+        treeLinksRelayed = links.filter { $0.hasPrefix("relay") }.count
+        treeLinksDirect = links.count - treeLinksRelayed
+        sessionsDirect = running.reduce(0) { $0 + ($1.sessionsDirect ?? 0) }
+        sessionsRelayed = running.reduce(0) { $0 + ($1.sessionsRelayed ?? 0) }
     }
 
     static func median(_ xs: [Double]) -> Double {
@@ -100,6 +112,10 @@ public struct MeshSummary: Equatable, Sendable {
         out.append("  events   \(eventsSeen) of \(eventsExpected) chat lines and bullet comments shown where sent (\(Self.percent(eventRatio)))")
         if let lo = firstFrameMs.first, let hi = firstFrameMs.last, let mid = Self.quantile(firstFrameMs, 0.5) {
             out.append("  first picture after joining: min \(Self.ms(lo)), median \(Self.ms(mid)), max \(Self.ms(hi))")
+        }
+        if treeLinksDirect + treeLinksRelayed + sessionsDirect + sessionsRelayed > 0 {
+            out.append("  links    tree: \(treeLinksDirect) direct, \(treeLinksRelayed) relayed;"
+                       + " sessions (counted at both ends): \(sessionsDirect) direct, \(sessionsRelayed) relayed")
         }
         for d in depths {
             out.append("  depth \(d.depth)  glass-to-glass p50 \(Self.ms(d.p50)) p95 \(Self.ms(d.p95))  (\(d.viewers) \(d.viewers == 1 ? "viewer" : "viewers"))")

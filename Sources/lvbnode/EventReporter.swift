@@ -85,6 +85,13 @@ extension GoneReason {
 
 /// Transport and room counters as JSON objects.
 enum StatsJSON {
+    /// The established sessions by path: straight to the peer, or through a relay.
+    static func sessions(_ peers: [PeerInfo]) -> String {
+        let up = peers.filter(\.established)
+        let relayed = up.filter(\.relayed).count
+        return "{\"direct\":\(up.count - relayed),\"relayed\":\(relayed)}"
+    }
+
     static func encode(room r: RoomNode) -> String {
         let g = r.gossip.stats
         let fields: [(String, Int)] = [

@@ -20,6 +20,13 @@ struct MeshCommand: AsyncParsableCommand {
             and shows them find another. A dashboard shows the tree with each node's depth, frame rate, \
             glass-to-glass p95, loss and repairs, then a summary: delivery of frames and events, glass-to-glass \
             per depth, first-picture and repair times. Ctrl-C, SIGTERM or --duration stops every process it started.
+
+            With --nat (as root) every host, viewer and guest runs in its own home: a network namespace at 192.168.1.2 \
+            behind its own NAT (nftables masquerade; --hard-nats of them with random ports), the homes and the \
+            rendezvous joined by an "internet" router, numbered from 198.18.0.0/15 or with --private-internet from \
+            10.99.0.0/16. Nodes meet through introductions and punch through; pairs that cannot are relayed by the \
+            rendezvous. The dashboard's link column says how each viewer's stream comes (direct, or relay via whom); \
+            the summary counts direct and relayed links. The namespaces are removed when the mesh stops.
             """)
 
     @Option(name: .long, help: ArgumentHelp("Viewers, relaying to each other in a tree.", valueName: "n"))
@@ -33,6 +40,15 @@ struct MeshCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Loss on every link, each way (0–0.5): each node but the rendezvous drops that share of what it receives (--inbound-loss).", valueName: "p"))
     var loss = 0.0
+
+    @Flag(name: .long, help: "Put every host, viewer and guest behind its own real NAT (a network namespace masquerading with nftables), the rendezvous on an \"internet\" between them, relaying for pairs that cannot punch. Needs root, ip and nft.")
+    var nat = false
+
+    @Option(name: .long, help: ArgumentHelp("With --nat: homes behind hard NATs (a new port for every destination), spread among the viewers and guests (default: one in four).", valueName: "n"))
+    var hardNats: Int?
+
+    @Flag(name: .long, help: "With --nat: number the \"internet\" from 10.99.0.0/16 (a company WAN, a campus) instead of 198.18.0.0/15.")
+    var privateInternet = false
 
     @Option(name: .long, help: ArgumentHelp("Stop after this many seconds (default: run until Ctrl-C).", valueName: "seconds"))
     var duration: Double?
@@ -50,6 +66,8 @@ struct MeshCommand: AsyncParsableCommand {
         guard loss >= 0, loss <= 0.5 else { throw ValidationError("--loss must be from 0 to 0.5 (a share of datagrams, 0.1 is 10 %)") }
         if let duration { guard duration >= 6, duration.isFinite else { throw ValidationError("--duration must be at least 6 seconds") } }
         if let web { _ = try WebAddress(parsing: web) }
+        if !nat, hardNats != nil || privateInternet { throw ValidationError("--hard-nats and --private-internet go with --nat") }
+        if let hardNats { guard (0...(viewers + guests)).contains(hardNats) else { throw ValidationError("--hard-nats must be from 0 to the number of viewers and guests") } }
     }
 
     func run() async throws {
@@ -65,6 +83,13 @@ struct MeshCommand: AsyncParsableCommand {
         config.rooms = rooms
         config.loss = loss
         config.duration = duration
+        if nat {
+            if let why = NATLab.unavailable {
+                Output.fail("--nat puts each node behind a real NAT in a network namespace, but \(why); run it as root with iproute2 and nftables installed, or without --nat")
+                throw ExitCode(1)
+            }
+            config.nat = MeshConfig.NAT(hard: hardNats ?? (viewers + guests) / 4, internet: privateInternet ? .privateRange : .publicRange)
+        }
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let mesh = MeshRun(config: config, loop: loop)
         let screen = MeshScreen(mesh: mesh, json: json)

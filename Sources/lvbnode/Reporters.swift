@@ -45,6 +45,7 @@ final class Reporters: @unchecked Sendable {
             var line = JSONLine(event: "stats")
             if let mediaJSON { line.addRaw("media", mediaJSON) }
             if let treeJSON { line.addRaw("tree", treeJSON) }
+            if let node = media.node { line.addRaw("sessions", StatsJSON.sessions(node.core.peers)) }
             out.emitMachine(line)
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import LVBMesh
 import Testing
 
 /// `lvbnode mesh` as a user runs it: one process that starts a rendezvous,
@@ -71,6 +72,30 @@ import Testing
         #expect(happened(mesh, "is on stage with host-1"), "the guest went on stage")
         let depths = s["depths"] as? [[String: Any]] ?? []
         #expect(depths.contains { $0["depth"] as? Int == 2 }, "a tree more than one level deep: \(depths)")
+    }
+
+    @Test("--nat: every node behind its own real NAT (two hard), the stream and every line still reach every viewer; links direct and relayed; no namespace left",
+          .enabled(if: NATLab.available))
+    func behindRealNATsEveryViewerStillGetsEverything() throws {
+        let mesh = try NodeProcess(["mesh", "--nat", "--viewers", "6", "--guests", "1", "--hard-nats", "2", "--duration", "20", "--json"])
+        let status = mesh.waitExit(timeout: 90)
+        #expect(status == 0, "\(mesh.stderr)")
+        let s = try #require(summary(mesh), "no summary line; stderr: \(mesh.stderr)")
+        print("mesh --nat summary:", (s["text"] as? [String] ?? []).joined(separator: "\n"))
+        #expect(s["every_viewer_got_the_stream"] as? Bool == true)
+        #expect(s["events_seen"] as? Int == s["events_expected"] as? Int, "every chat line and bullet comment shown where sent")
+        #expect((s["frame_ratio"] as? Double ?? 0) >= 0.95)
+        #expect(s["children_recovered"] as? Bool == true, "\(s["repairs"] ?? [])")
+        // Five viewers ran to the end (one relay killed); the guest on stage is fed by its host, off the tree.
+        let direct = s["tree_links_direct"] as? Int ?? 0, relayed = s["tree_links_relayed"] as? Int ?? 0
+        #expect(direct + relayed >= 4, "each viewer's link to its parent known: \(direct) direct, \(relayed) relayed")
+        #expect(direct >= 1, "viewers behind ordinary NATs punch through to each other")
+        #expect((s["sessions_relayed"] as? Int ?? 0) > 0, "the hard NATs' pairs are relayed")
+        let nodes = mesh.events.last { $0["event"] as? String == "mesh_nodes" }?["nodes"] as? [[String: Any]] ?? []
+        #expect(nodes.filter { $0["hard_nat"] as? Bool == true }.count == 2, "\(nodes)")
+        for (name, pid) in pids(mesh) { #expect(!alive(pid), "\(name) (pid \(pid)) outlived the mesh") }
+        let namespaces = NATLab.shell("test -z \"$(ip netns list | grep '^lvbm\(mesh.process.processIdentifier % 100_000)[a-z]')\"")
+        #expect(namespaces.status == 0, "the mesh's namespaces are removed when it stops")
     }
 
     @Test("SIGINT in the middle: every process of the mesh is gone within 2 s")

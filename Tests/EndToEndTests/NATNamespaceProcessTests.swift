@@ -1,4 +1,5 @@
 import Foundation
+import LVBMesh
 import Testing
 
 /// Real NATs: network namespaces made for the test (`NATLab`: an "internet"

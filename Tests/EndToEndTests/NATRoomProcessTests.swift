@@ -1,4 +1,5 @@
 import Foundation
+import LVBMesh
 import Testing
 
 /// A whole room behind real NATs (issue 26): a rendezvous on the

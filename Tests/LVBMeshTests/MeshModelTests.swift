@@ -78,6 +78,36 @@ import Testing
         #expect(parsed?["children_recovered"]?.bool == true)
     }
 
+    @Test func eachViewersLinkToItsParentIsReadFromItsStatsAndNamesTheRelay() {
+        let m = MeshModel()
+        m.add("rendezvous", role: .rendezvous, room: nil, pid: 9)
+        m.add("host-1", role: .host, room: 0, pid: 10)
+        m.add("viewer-1", role: .viewer, room: 0, pid: 11)
+        m.add("viewer-2", role: .viewer, room: 0, pid: 12)
+        let rv = String(repeating: "r", count: 52)
+        feed(m, "rendezvous", #"{"event":"ready","id":"\#(rv)","listen":"x"}"#, at: 0)
+        for (name, id) in [("host-1", host), ("viewer-1", v1), ("viewer-2", v2)] {
+            feed(m, name, #"{"event":"ready","id":"\#(id)","listen":"x"}"#, at: 0)
+        }
+        feed(m, "viewer-1", #"{"event":"stats","tree":{"parent":"\#(host)","parent_path":"direct","depth":1},"sessions":{"direct":3,"relayed":0}}"#, at: 2)
+        feed(m, "viewer-2", #"{"event":"stats","tree":{"parent":"\#(v1)","parent_path":"relay via \#(rv)","depth":2},"sessions":{"direct":1,"relayed":2}}"#, at: 2)
+        #expect(m.link(of: m.nodes["viewer-1"]!) == "direct")
+        #expect(m.link(of: m.nodes["viewer-2"]!) == "relay via rendezvous")
+        #expect(m.link(of: m.nodes["host-1"]!) == nil, "the host has no parent")
+        var config = MeshConfig(executable: "/bin/true")
+        config.viewers = 2
+        config.guests = 0
+        let drawn = MeshDashboard.render(m, config: config, now: 3, width: 140).joined(separator: "\n")
+        #expect(drawn.contains("relay via rendezvous"), "\(drawn)")
+        m.stopping()
+        // Leaving, the nodes' last stats say less: the counts as the mesh ran stand.
+        feed(m, "viewer-2", #"{"event":"stats","tree":{"parent":null,"depth":null},"sessions":{"direct":0,"relayed":0}}"#, at: 3)
+        let s = MeshSummary(m)
+        #expect(s.treeLinksDirect == 1 && s.treeLinksRelayed == 1)
+        #expect(s.sessionsDirect == 4 && s.sessionsRelayed == 2)
+        #expect(s.text.contains { $0.contains("tree: 1 direct, 1 relayed") }, "\(s.text)")
+    }
+
     @Test func theDashboardDrawsTheTreeBelowTheHost() {
         let m = MeshModel()
         m.add("host-1", role: .host, room: 0, pid: 10)
