@@ -26,6 +26,10 @@ public enum RoomConstants {
     /// The media tree: children a node takes by default (`--relay-slots`;
     /// at most `RelayPosition.maxSlots`).
     public static let defaultRelaySlots = 4
+    /// What a host relays, by default, for members it introduced that
+    /// cannot reach each other directly (`--relay-kbps`): about one stream
+    /// at the default bitrate, or the room's events of many pairs.
+    public static let defaultHostRelayKbps = 2500
     /// A parent that sent nothing this long after our subscription is passed
     /// over; a parent we already held a session with answers from its GOP
     /// cache within a round trip, so it gets less.

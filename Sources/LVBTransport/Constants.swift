@@ -90,6 +90,9 @@ public enum IntroductionConstants {
     public static let askAttempts = 10
     /// A reach that no coordinator introduced in this long also dials its hints directly.
     public static let fallbackAfter: Duration = .milliseconds(1500)
+    /// A member's relay (a host's) is the last resort: a reach dials it once
+    /// its punch (and any rendezvous relay) has had this long.
+    public static let memberRelayAfter: Duration = .milliseconds(2000)
     /// A coordinator tells a target about the same requester again at most this often.
     public static let retellAfter: Duration = .milliseconds(400)
     /// Requests a coordinator takes per requester per second (burst), and

@@ -20,6 +20,10 @@ struct IntroductionState {
         var introduced = false
         var fellBack = false
         var answered: Set<NodeID> = []
+        /// A member coordinator (not a rendezvous) offered its relay: dialled
+        /// only after `memberRelayAfter` without a session.
+        var memberRelay: NodeID?
+        var memberRelayDialled = false
     }
 
     /// A relay path of this node: through `via`, to `peer`.
@@ -204,18 +208,25 @@ extension TransportCore {
                 return
             }
             r.introduced = true
+            // A rendezvous's relay races the punch; a member's (its upload is
+            // the room's) waits until the punch and any rendezvous relay had their chance.
+            let member = relay && !isRendezvous(coordinator)
+            if member, r.memberRelay == nil { r.memberRelay = coordinator }
             introductions.reaching[other] = r
             guard !isEstablished(with: other) else { return }
-            let path = relay ? [relayPath(to: other, via: coordinator)] : []
+            let path = relay && !member ? [relayPath(to: other, via: coordinator)] : []
             connect(to: (addresses + r.hints).uniqued(limit: 2 * IntroductionMessage.maxAddresses) + path, expecting: other, punch: true)
             return
         }
         // Told to dial someone who asked for us: at most `dialRate` a second.
         guard !addresses.isEmpty, !isEstablished(with: other), introductions.dials.allow(0, now: clock.now()) else { return }
         stats.introductionsTaken += 1
-        let path = relay ? [relayPath(to: other, via: coordinator)] : []
+        // (Through a member's relay only the requester dials, and only if it must: we answer where it comes from.)
+        let path = relay && isRendezvous(coordinator) ? [relayPath(to: other, via: coordinator)] : []
         connect(to: addresses.filter { !RelayPath.isRelay($0) } + path, expecting: other, punch: true)
     }
+
+    private func isRendezvous(_ id: NodeID) -> Bool { peersByID[id]?.role == .rendezvous }
 
     // MARK: Relay
 
@@ -306,6 +317,11 @@ extension TransportCore {
             if !r.fellBack, !r.hints.isEmpty, noneCan || (!r.introduced && now - r.started >= IntroductionConstants.fallbackAfter) {
                 r.fellBack = true
                 connect(to: r.hints, expecting: id)
+            }
+            if let member = r.memberRelay, !r.memberRelayDialled, now - r.started >= IntroductionConstants.memberRelayAfter,
+               isEstablished(with: member) {
+                r.memberRelayDialled = true
+                dialRelay(relayPath(to: id, via: member), to: id)
             }
             if now - r.asked >= IntroductionConstants.askRetry, !asked.isEmpty {
                 r.asked = now

@@ -122,6 +122,24 @@ public final class TransportCore {
         startInitiation(peer, firstAttempt: clock.now())
     }
 
+    /// Adds a relay path to a dial under way and sends an initiation along
+    /// it now (the direct addresses keep theirs: the first answer wins, and
+    /// a session that starts on the relay still probes them).
+    func dialRelay(_ path: PeerAddress, to id: NodeID) {
+        guard let peer = peersByID[id] else {
+            connect(to: [path], expecting: id)
+            return
+        }
+        guard peer.current == nil else { return }
+        let others = ([peer.endpoint] + peer.candidates).filter { $0 != path }
+        peer.candidates = Array(([path] + others.dropFirst()).prefix(TransportConstants.maxCandidates - 1))
+        if let first = others.first { peer.endpoint = first } else { peer.endpoint = path }
+        noteDirectCandidates([peer.endpoint] + peer.candidates, of: peer)
+        let now = clock.now()
+        guard !peer.awaitsConfirmation(now: now) else { return }
+        startInitiation(peer, firstAttempt: peer.initiation?.firstAttempt ?? now, only: [path])
+    }
+
     /// A dial that races a relay path against direct addresses: remember the
     /// direct ones, to move the session there if it starts on the relay.
     private func noteDirectCandidates(_ addresses: [PeerAddress], of peer: Peer) {

@@ -21,6 +21,9 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The media tree: children this node sends the stream to (a host: viewers it serves directly; a viewer: viewers it relays to, before decoding). 0 makes a viewer a leaf; at most \(RelayPosition.maxSlots).", valueName: "n"))
     var relaySlots: Int = RoomConstants.defaultRelaySlots
 
+    @Option(name: .long, help: ArgumentHelp("Relay, up to this many kbit/s in all (\(IntroductionConstants.relayPairKbps) a pair at most), for members this node introduced that cannot reach each other directly (both behind NATs that pick a new port for every destination, and no relaying rendezvous); 0: never. Default \(RoomConstants.defaultHostRelayKbps) for a host (it introduces its members to each other), 0 for a viewer and for a rendezvous.", valueName: "kbps"))
+    var relayKbps: Int?
+
     @Option(name: .long, help: ArgumentHelp("Serve the studio page (video, chat, bullet comments, likes, viewers, link-mic) to a browser on this machine at [IP:]PORT (IP defaults to 127.0.0.1); the node prints the page's URL with its access token. On stage, a co-host's page can send the browser's own camera and microphone in place of --video/--audio (at once with --video none --audio none).", valueName: "[ip:]port"))
     var web: String?
 
@@ -47,6 +50,7 @@ struct NodeOptions: ParsableArguments {
             throw ValidationError("--relay-slots must be between 0 and \(RelayPosition.maxSlots)")
         }
         if let web { _ = try WebAddress(parsing: web) }
+        if let relayKbps, !(0...1_000_000).contains(relayKbps) { throw ValidationError("--relay-kbps must be 0...1000000") }
         guard inboundLoss >= 0, inboundLoss < 1 else { throw ValidationError("--inbound-loss must be at least 0 and below 1 (0.1 drops a tenth)") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
         guard LogLevelName.parse(logLevel) != nil else {

@@ -64,6 +64,7 @@ struct NodeRunner {
         var config = TransportConfig()
         config.hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: role)
         config.inboundLoss = options.inboundLoss
+        config.relayKbps = options.relayKbps ?? (role == .host ? RoomConstants.defaultHostRelayKbps : 0)
         let live: UDPLiveNode
         do {
             live = try await UDPLiveNode.start(plan: { plan(identity: identity, local: $0) }, identity: identity, listen: listen, config: config,

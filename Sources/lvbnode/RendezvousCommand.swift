@@ -26,14 +26,8 @@ struct RendezvousCommand: AsyncParsableCommand {
             reach each other directly (both behind NATs whose mappings depend on the destination).
             """)
 
+    /// (`--relay-kbps` is among them: a rendezvous relays nothing unless given it.)
     @OptionGroup var node: NodeOptions
-
-    @Option(name: .long, help: ArgumentHelp("Relay introduced pairs that cannot connect directly, up to this many kbit/s in all (each pair at most 2500; default 0: no relay).", valueName: "kbps"))
-    var relayKbps = 0
-
-    func validate() throws {
-        if !(0...1_000_000).contains(relayKbps) { throw ValidationError("--relay-kbps must be 0...1000000") }
-    }
 
     func run() async throws {
         LoggingSystem.bootstrap { label in
@@ -52,7 +46,7 @@ struct RendezvousCommand: AsyncParsableCommand {
         let server: UDPRendezvous
         do {
             server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: "lvbnode/\(CoreConstants.version)",
-                                                   relayKbps: relayKbps) { _ in }
+                                                   relayKbps: node.relayKbps ?? 0) { _ in }
         } catch {
             Output.fail("cannot listen on \(listen): \(describeSocketError(error)); choose another address or port with --listen")
             throw ExitCode(1)
