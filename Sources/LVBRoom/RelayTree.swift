@@ -191,7 +191,7 @@ public final class RelayTree {
             // Moved down: as deep as there is room. Else the backup if it still
             // answers; else, after a silence, the shallowest node we already
             // hold a session with (a dead one costs a short wait, not a dial).
-            let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent)
+            let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent, direct: reachedDirectly)
             let live = backup.flatMap { isAlive($0, now: now) && placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil }
             let next = demotedUntil != nil ? ranked.last
                 : live ?? (parent != nil ? ranked.first { core.isEstablished(with: $0) } : nil) ?? ranked.first
@@ -326,13 +326,17 @@ public final class RelayTree {
         media.feed(room.host, from: next)
     }
 
+    /// A session with `id` is up and runs straight to it (no relay): the
+    /// candidates placement prefers among equally deep ones.
+    private func reachedDirectly(_ id: NodeID) -> Bool { core.isEstablished(with: id) && !core.isRelayed(id) }
+
     /// Keeps a backup parent outside our parent's branch, its session up.
     private func keepBackup(_ placement: TreePlacement) {
         let excluding = Set(excluded.keys), silent = Set(silenced.keys)
         if let b = backup, placement.isCandidate(b, for: core.nodeID, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent) {
             return
         }
-        backup = placement.backup(for: core.nodeID, parent: parent, excluding: excluding, silent: silent)
+        backup = placement.backup(for: core.nodeID, parent: parent, excluding: excluding, silent: silent, direct: reachedDirectly)
         if let b = backup, b != room.host, !core.isEstablished(with: b), !core.isReaching(b) {
             core.reach(b, at: placement.tree[b]?.addresses ?? [], via: [room.host])
         }

@@ -51,21 +51,25 @@ public struct TreePlacement: Sendable {
 
     /// Parents `me` may attach to, best first: nodes with a free slot whose
     /// chain reaches the host without passing through `me`, least depth
-    /// first, then most free slots; equals in an order of their own for each
+    /// first, then those `me` already reaches directly (`direct`: a session
+    /// up, not through a relay: no punch to wait for, no relay to spend),
+    /// then most free slots; equals in an order of their own for each
     /// asker (a hash of both keys), so joiners arriving together spread out.
     /// `excluding`: nodes that refused lately; `silent`: nodes that went
     /// silent, left out with everything below them (fed by them, as far as
     /// the view knows) except the host's: everyone is below the host, and a
     /// host gone quiet towards us says nothing of its other children (one
     /// lost answer to a joiner's subscription left it no parent for 10 s).
-    public func candidates(for me: NodeID, excluding: Set<NodeID> = [], silent: Set<NodeID> = []) -> [NodeID] {
-        var ranked: [(id: NodeID, depth: Int, free: Int, tie: UInt64)] = []
+    public func candidates(for me: NodeID, excluding: Set<NodeID> = [], silent: Set<NodeID> = [],
+                           direct: (NodeID) -> Bool = { _ in false }) -> [NodeID] {
+        var ranked: [(id: NodeID, depth: Int, direct: Bool, free: Int, tie: UInt64)] = []
         for id in Set(tree.keys).union([host]) {
             guard let chain = chain(ifCandidate: id, for: me, excluding: excluding, silent: silent) else { continue }
-            ranked.append((id, chain.count, free(id), Self.tie(me, id)))
+            ranked.append((id, chain.count, direct(id), free(id), Self.tie(me, id)))
         }
         ranked.sort { a, b in
             if a.depth != b.depth { return a.depth < b.depth }
+            if a.direct != b.direct { return a.direct }
             if a.free != b.free { return a.free > b.free }
             return a.tie < b.tie
         }
@@ -89,8 +93,9 @@ public struct TreePlacement: Sendable {
     /// and under another child of the host when there is one), so the
     /// failure that silences the parent is unlikely to silence the backup;
     /// else the best other candidate.
-    public func backup(for me: NodeID, parent: NodeID?, excluding: Set<NodeID> = [], silent: Set<NodeID> = []) -> NodeID? {
-        let options = candidates(for: me, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent)
+    public func backup(for me: NodeID, parent: NodeID?, excluding: Set<NodeID> = [], silent: Set<NodeID> = [],
+                       direct: (NodeID) -> Bool = { _ in false }) -> NodeID? {
+        let options = candidates(for: me, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent, direct: direct)
         guard let parent else { return options.first }
         let branch = self.branch(of: parent)
         return options.first { id in !isBelow(id, parent) && (branch == nil || self.branch(of: id) != branch) }

@@ -53,6 +53,9 @@ import Testing
         #expect(p.candidates(for: ids[20], silent: [host]) == [ids[2], ids[1], ids[3], ids[5]])
         // Before the host says anything, it is the one to ask.
         #expect(TreePlacement(host: host, tree: [:]).candidates(for: ids[20]) == [host])
+        // One reached directly goes first among the equally deep (1 before 2), never before a shallower one (3 stays after both).
+        #expect(p.candidates(for: ids[20], direct: { $0 == ids[1] || $0 == ids[3] }) == [ids[1], ids[2], ids[3], ids[5]])
+        #expect(p.backup(for: ids[20], parent: nil, direct: { $0 == ids[1] }) == ids[1])
     }
 
     @Test func equalCandidatesAreOrderedPerAsker() {
