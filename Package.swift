@@ -16,6 +16,11 @@ let media: [LinkerSetting] = [
 ]
 
 let swift5: [SwiftSetting] = [.swiftLanguageMode(.v5)]
+/// The libraries the virtual-network scenarios run (hundreds of nodes with
+/// real media and crypto) are optimized in debug builds too: unoptimized,
+/// the 200-viewer crowds alone took 14 minutes of the suite. Tests still
+/// build with -enable-testing, as every debug build does.
+let optimizedInDebug: [SwiftSetting] = swift5 + [.unsafeFlags(["-O"], .when(configuration: .debug))]
 
 let package = Package(
     name: "lvbnode",
@@ -52,11 +57,11 @@ let package = Package(
         .target(
             name: "LVBCore",
             dependencies: [.product(name: "Logging", package: "swift-log")],
-            swiftSettings: swift5),
+            swiftSettings: optimizedInDebug),
         .target(
             name: "LVBCrypto",
             dependencies: ["LVBCore", "CSodium"],
-            swiftSettings: swift5, linkerSettings: sodium),
+            swiftSettings: optimizedInDebug, linkerSettings: sodium),
         .target(
             name: "LVBTransport",
             dependencies: [
@@ -66,7 +71,7 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swift5),
+            swiftSettings: optimizedInDebug),
         .target(
             name: "LVBMedia",
             dependencies: [
@@ -74,7 +79,7 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swift5, linkerSettings: media),
+            swiftSettings: optimizedInDebug, linkerSettings: media),
         .target(
             name: "LVBGossip",
             dependencies: [
@@ -82,7 +87,7 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swift5),
+            swiftSettings: optimizedInDebug),
         .target(
             name: "LVBRoom",
             dependencies: [
@@ -93,14 +98,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swift5),
+            swiftSettings: optimizedInDebug),
         .target(
             name: "LVBRendezvous",
             dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")],
-            swiftSettings: swift5),
+            swiftSettings: optimizedInDebug),
         .target(
             name: "LVBWeb",
             dependencies: ["LVBCore", "LVBMedia",
@@ -111,7 +116,7 @@ let package = Package(
                            .product(name: "NIOWebSocket", package: "swift-nio")],
             // The page's sources; the binary carries them as StudioPageFiles.swift (Scripts/embed-page).
             exclude: ["Page"],
-            swiftSettings: swift5),
+            swiftSettings: optimizedInDebug),
         .target(
             name: "LVBMesh",
             dependencies: ["LVBCore", "LVBTransport", "LVBWeb", "CSpawn",

@@ -326,9 +326,14 @@ public final class RelayTree {
         media.feed(room.host, from: next)
     }
 
-    /// A session with `id` is up and runs straight to it (no relay): the
-    /// candidates placement prefers among equally deep ones.
-    private func reachedDirectly(_ id: NodeID) -> Bool { core.isEstablished(with: id) && !core.isRelayed(id) }
+    /// A session with `id` is up, runs straight to it (no relay) and carried
+    /// something within a parent's silence (a node that just died still
+    /// looks established): the candidates placement prefers among equally
+    /// deep ones.
+    private func reachedDirectly(_ id: NodeID) -> Bool {
+        guard core.isEstablished(with: id), !core.isRelayed(id), let heard = core.lastHeard(from: id) else { return false }
+        return clock.now() - heard < RoomConstants.parentSilence
+    }
 
     /// Keeps a backup parent outside our parent's branch, its session up.
     private func keepBackup(_ placement: TreePlacement) {
@@ -336,7 +341,7 @@ public final class RelayTree {
         if let b = backup, placement.isCandidate(b, for: core.nodeID, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent) {
             return
         }
-        backup = placement.backup(for: core.nodeID, parent: parent, excluding: excluding, silent: silent, direct: reachedDirectly)
+        backup = placement.backup(for: core.nodeID, parent: parent, excluding: excluding, silent: silent)
         if let b = backup, b != room.host, !core.isEstablished(with: b), !core.isReaching(b) {
             core.reach(b, at: placement.tree[b]?.addresses ?? [], via: [room.host])
         }

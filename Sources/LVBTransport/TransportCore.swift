@@ -183,6 +183,9 @@ public final class TransportCore {
 
     public func isEstablished(with id: NodeID) -> Bool { peersByID[id]?.established ?? false }
 
+    /// When an authenticated datagram last came from `id` (nil: none, or no such peer).
+    public func lastHeard(from id: NodeID) -> Instant? { peersByID[id]?.lastReceived }
+
     /// Whether a session with `id` exists or is being set up.
     public func knows(_ id: NodeID) -> Bool { peersByID[id] != nil }
 

@@ -161,7 +161,8 @@ private final class Crowd {
 /// in a debug build: `LVBNODE_LONG_TESTS=1 swift test --filter RelayTreeScale`.
 private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "1"
 
-@Suite(.serialized) struct RelayTreeScaleTests {
+/// The cases run side by side: each is one thread of virtual time.
+@Suite struct RelayTreeScaleTests {
     /// Reachable from everywhere, and behind NATs (issue 26): every node,
     /// the host too, behind its own NAT in `NATMix`'s mix, joining by room
     /// id through a rendezvous that introduces and relays; parents and
