@@ -193,8 +193,16 @@ public final class RelayTree {
             // hold a session with (a dead one costs a short wait, not a dial).
             let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent, direct: reachedDirectly)
             let live = backup.flatMap { isAlive($0, now: now) && placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil }
+            // After a silence, one heard from within a parent's silence
+            // first (relays die together, and each dead one that still
+            // looks established costs `attachTimeoutLive`), shallower than
+            // we were: orphans of different relays taking each other
+            // would close a loop, but not when each takes a shallower one.
+            let depth = placement.depth(of: core.nodeID) ?? Int.max
             let next = demotedUntil != nil ? ranked.last
-                : live ?? (parent != nil ? ranked.first { core.isEstablished(with: $0) } : nil) ?? ranked.first
+                : live ?? (parent != nil ? ranked.first { heardLately($0, now: now) && (placement.depth(of: $0) ?? Int.max) < depth }
+                    ?? ranked.first { core.isEstablished(with: $0) } : nil)
+                ?? ranked.first
             if let next { attach(to: next, placement: placement, now: now) }
         }
         keepBackup(placement)
@@ -331,8 +339,13 @@ public final class RelayTree {
     /// looks established): the candidates placement prefers among equally
     /// deep ones.
     private func reachedDirectly(_ id: NodeID) -> Bool {
-        guard core.isEstablished(with: id), !core.isRelayed(id), let heard = core.lastHeard(from: id) else { return false }
-        return clock.now() - heard < RoomConstants.parentSilence
+        !core.isRelayed(id) && heardLately(id, now: clock.now())
+    }
+
+    /// A session with `id` is up and carried something within a parent's silence.
+    private func heardLately(_ id: NodeID, now: Instant) -> Bool {
+        guard core.isEstablished(with: id), let heard = core.lastHeard(from: id) else { return false }
+        return now - heard < RoomConstants.parentSilence
     }
 
     /// Keeps a backup parent outside our parent's branch, its session up.
