@@ -56,6 +56,10 @@ public enum TransportConstants {
     public static let directProbeFirst: Duration = .seconds(1)
     public static let directProbeLast: Duration = .seconds(8)
     public static let directProbeWindow: Duration = .seconds(120)
+    /// A datagram over a relay path takes a session off its direct path
+    /// only once nothing has come straight from the peer for this long (a
+    /// relayed datagram still in flight after the move must not undo it).
+    public static let directPathQuiet: Duration = .seconds(2)
     /// How often the owner must call `TransportCore.tick()`.
     public static let tickInterval: Duration = .milliseconds(100)
     /// Initiations with a valid mac1 per second above which mac2 (a cookie)

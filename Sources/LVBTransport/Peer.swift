@@ -19,6 +19,8 @@ final class Peer {
     /// completes moves the session there (its response proves the path both ways).
     var directCandidates: [PeerAddress] = []
     var directProbe: (next: Instant, gap: Duration, until: Instant)?
+    /// When an authenticated datagram last came straight from the peer (not over a relay path).
+    var lastDirectIn: Instant?
     /// Keep the session up and retry until `rekeyAttemptTime` (we dialled it).
     let persistent: Bool
 

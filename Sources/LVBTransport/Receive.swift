@@ -88,10 +88,10 @@ extension TransportCore {
         }
         kp.receivedAny = true
         peer.lastReceived = now
-        peer.endpoint = source
+        roam(peer, to: source)
         if !peer.established, let id = peer.id {
             peer.established = true
-            emit(.established(PeerInfo(id: id, endpoint: source, established: true, rtt: nil, keyAge: .zero,
+            emit(.established(PeerInfo(id: id, endpoint: peer.endpoint, established: true, rtt: nil, keyAge: .zero,
                                        initiatedCurrentKeys: peer.current?.isInitiator ?? false)))
             sendHello(peer)
             sendPing(peer)

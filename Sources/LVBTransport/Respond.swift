@@ -55,7 +55,7 @@ extension TransportCore {
         kp.handshakeHash = hs.handshakeHash
         indices[index] = .keypair(peer, kp)
         retire(peer.install(kp))
-        peer.endpoint = source
+        roam(peer, to: source)
         var packet = Packet.handshake(type: .ikResponse, sender: index, receiver: m.senderIndex, noise: noise)
         peer.cookies.addMACs(&packet)
         transmit(packet, to: source, unauthenticatedReply: true)
@@ -99,7 +99,7 @@ extension TransportCore {
             indices[kp.localIndex] = .keypair(peer, kp)
             retire(peer.install(kp))
             retire(peer.confirmNext())
-            peer.endpoint = source
+            roam(peer, to: source)
             stats.handshakesCompleted += 1
             if !flushQueue(peer) { sendKeepalive(peer) }
         } catch let e as TransportError {

@@ -140,6 +140,20 @@ public final class TransportCore {
         startInitiation(peer, firstAttempt: peer.initiation?.firstAttempt ?? now, only: [path])
     }
 
+    /// The session with `peer` follows an authenticated datagram or
+    /// handshake to where it came from, as WireGuard's roaming does; but a
+    /// relay path does not take it off a direct path that carried something
+    /// within `directPathQuiet`.
+    func roam(_ peer: Peer, to source: PeerAddress) {
+        let now = clock.now()
+        if RelayPath.isRelay(source) {
+            if !RelayPath.isRelay(peer.endpoint), let last = peer.lastDirectIn, now - last < TransportConstants.directPathQuiet { return }
+        } else {
+            peer.lastDirectIn = now
+        }
+        peer.endpoint = source
+    }
+
     /// A dial that races a relay path against direct addresses: remember the
     /// direct ones, to move the session there if it starts on the relay.
     private func noteDirectCandidates(_ addresses: [PeerAddress], of peer: Peer) {
