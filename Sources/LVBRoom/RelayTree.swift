@@ -191,7 +191,7 @@ public final class RelayTree {
             // Moved down: as deep as there is room. Else the backup if it still
             // answers; else, after a silence, the shallowest node we already
             // hold a session with (a dead one costs a short wait, not a dial).
-            let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent, direct: reachedDirectly)
+            let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent) { reachedDirectly($0, now: now) }
             let live = backup.flatMap { isAlive($0, now: now) && placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil }
             // After a silence, one heard from within a parent's silence
             // first (relays die together, and each dead one that still
@@ -338,8 +338,8 @@ public final class RelayTree {
     /// something within a parent's silence (a node that just died still
     /// looks established): the candidates placement prefers among equally
     /// deep ones.
-    private func reachedDirectly(_ id: NodeID) -> Bool {
-        !core.isRelayed(id) && heardLately(id, now: clock.now())
+    private func reachedDirectly(_ id: NodeID, now: Instant) -> Bool {
+        !core.isRelayed(id) && heardLately(id, now: now)
     }
 
     /// A session with `id` is up and carried something within a parent's silence.

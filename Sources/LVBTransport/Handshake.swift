@@ -96,7 +96,7 @@ extension TransportCore {
                          localIndex: pending.localIndex, remoteIndex: m.senderIndex)
         kp.handshakeHash = pending.handshake.handshakeHash
         target.initiation = nil
-        roam(target, to: source)
+        roam(target, to: source, now: clock.now())
         target.candidates = []
         indices[kp.localIndex] = .keypair(target, kp)
         let rekey = target.established

@@ -88,7 +88,7 @@ extension TransportCore {
         }
         kp.receivedAny = true
         peer.lastReceived = now
-        roam(peer, to: source)
+        roam(peer, to: source, now: now)
         if !peer.established, let id = peer.id {
             peer.established = true
             emit(.established(PeerInfo(id: id, endpoint: peer.endpoint, established: true, rtt: nil, keyAge: .zero,

@@ -55,7 +55,7 @@ extension TransportCore {
         kp.handshakeHash = hs.handshakeHash
         indices[index] = .keypair(peer, kp)
         retire(peer.install(kp))
-        roam(peer, to: source)
+        roam(peer, to: source, now: clock.now())
         var packet = Packet.handshake(type: .ikResponse, sender: index, receiver: m.senderIndex, noise: noise)
         peer.cookies.addMACs(&packet)
         transmit(packet, to: source, unauthenticatedReply: true)
@@ -99,7 +99,7 @@ extension TransportCore {
             indices[kp.localIndex] = .keypair(peer, kp)
             retire(peer.install(kp))
             retire(peer.confirmNext())
-            roam(peer, to: source)
+            roam(peer, to: source, now: clock.now())
             stats.handshakesCompleted += 1
             if !flushQueue(peer) { sendKeepalive(peer) }
         } catch let e as TransportError {

@@ -133,7 +133,7 @@ public final class TransportCore {
         guard peer.current == nil else { return }
         let others = ([peer.endpoint] + peer.candidates).filter { $0 != path }
         peer.candidates = Array(([path] + others.dropFirst()).prefix(TransportConstants.maxCandidates - 1))
-        if let first = others.first { peer.endpoint = first } else { peer.endpoint = path }
+        peer.endpoint = others.first ?? path
         noteDirectCandidates([peer.endpoint] + peer.candidates, of: peer)
         let now = clock.now()
         guard !peer.awaitsConfirmation(now: now) else { return }
@@ -144,8 +144,7 @@ public final class TransportCore {
     /// handshake to where it came from, as WireGuard's roaming does; but a
     /// relay path does not take it off a direct path that carried something
     /// within `directPathQuiet`.
-    func roam(_ peer: Peer, to source: PeerAddress) {
-        let now = clock.now()
+    func roam(_ peer: Peer, to source: PeerAddress, now: Instant) {
         if RelayPath.isRelay(source) {
             if !RelayPath.isRelay(peer.endpoint), let last = peer.lastDirectIn, now - last < TransportConstants.directPathQuiet { return }
         } else {
