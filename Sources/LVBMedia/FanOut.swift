@@ -165,6 +165,8 @@ public final class FanOut<Peer: Hashable> {
 
     /// The repair budget of `peer`: a multiple of what it is sent.
     public func setBudget(_ peer: Peer, kbps: Double) { subscribers[peer]?.budgetKbps = kbps }
+    /// Back to the budget every subscriber starts with.
+    public func resetBudget(_ peer: Peer) { setBudget(peer, kbps: defaultBudgetKbps) }
 
     /// Sends one video frame's packets (`sequences` are their RTP sequence
     /// numbers): a keyframe to every subscriber, a delta frame to full ones.

@@ -48,19 +48,26 @@ public struct RelayStats: Sendable, Equatable {
 /// `keyframeRequestInterval` (`takeKeyframeRequest`). The owner merges them
 /// into its own feedback to the parent; children's receiver reports stop here.
 public final class MediaRelay<Peer: Hashable> {
-    struct Child {
-        var lossFraction = 0.0
-        var rtt: Duration?
+    /// The children, and what they send back.
+    public let downstream: Downstream<Peer>
+    public var fanOut: FanOut<Peer> { downstream.fanOut }
+    /// Full children beyond this many are not taken on (the node's relay slots).
+    public var maxChildren: Int { downstream.maxFullSubscribers }
+    public var stats: RelayStats {
+        var s = counts
+        let d = downstream.stats
+        (s.plisReceived, s.plisAggregated, s.plisIgnored) = (d.plisReceived, d.plisAggregated, d.plisIgnored)
+        (s.keyframeRequests, s.receiverReports, s.malformedRTCP) = (d.keyframeRequests, d.receiverReports, d.malformedRTCP)
+        (s.childrenRefused, s.nacksAnswered) = (d.subscribersRefused, d.nacksAnswered)
+        return s
     }
-
-    public let fanOut: FanOut<Peer>
-    /// Children beyond this many are not taken on (the node's relay slots).
-    public let maxChildren: Int
-    public internal(set) var stats = RelayStats()
     /// A new child's feedback was refused: every slot is taken.
-    public var onRefused: ((Peer) -> Void)?
+    public var onRefused: ((Peer) -> Void)? {
+        get { downstream.onRefused }
+        set { downstream.onRefused = newValue }
+    }
     /// The video SSRC relayed (its history and GOP cache), once one arrived.
-    public private(set) var videoSSRC: UInt32?
+    public var videoSSRC: UInt32? { downstream.videoSSRC }
     /// The audio SSRC last relayed.
     public private(set) var audioSSRC: UInt32?
     /// Round trip to the parent (the owner feeds the transport's estimate): a
@@ -70,7 +77,7 @@ public final class MediaRelay<Peer: Hashable> {
 
     let clock: Clock
     let log = Log.logger("media")
-    var childState: [Peer: Child] = [:]
+    var counts = RelayStats()
     private var seen = DuplicateFilter()
     /// RTP timestamps of the latest keyframes of `videoSSRC` (their later packets are keyframe packets too).
     private var keyframeTimestamps: [UInt32] = []
@@ -78,8 +85,6 @@ public final class MediaRelay<Peer: Hashable> {
     /// Missing sequence numbers asked for upstream, and when; those to ask next.
     var upstreamAsked: [UInt16: Instant] = [:]
     var upstreamPending: Set<UInt16> = []
-    private var keyframeWanted = false
-    private var lastKeyframeRequest: Instant?
     /// Sender reports forwarded to children (middle 32 bits of their NTP time) and when.
     var forwardedReports: [(middle: UInt32, at: Instant)] = []
 
@@ -89,8 +94,10 @@ public final class MediaRelay<Peer: Hashable> {
     ///   - maxChildren: the node's relay slots.
     public init(clock: Clock, repairBudgetKbps: Int, maxChildren: Int = .max, useGOPCache: Bool = true) {
         self.clock = clock
-        self.maxChildren = max(0, maxChildren)
-        fanOut = FanOut(useGOPCache: useGOPCache, budgetKbps: repairBudgetKbps)
+        downstream = Downstream(clock: clock, videoSSRC: nil, useGOPCache: useGOPCache, budgetKbps: repairBudgetKbps)
+        downstream.maxFullSubscribers = max(0, maxChildren)
+        downstream.onNACK = { [unowned self] sequences, _, now in passUp(sequences, now: now) }
+        downstream.roundTrip = { [unowned self] block, now in roundTrip(echoing: block, now: now) }
     }
 
     /// Sends one packet to one child (the owner seals it into the session).
@@ -105,8 +112,8 @@ public final class MediaRelay<Peer: Hashable> {
     public func isKeyframesOnly(_ child: Peer) -> Bool { fanOut.isKeyframesOnly(child) }
     /// Loss a full child reports (before repair), and its round trip from
     /// the sender reports forwarded to it (`receiveUpstreamRTCP`).
-    public func loss(of child: Peer) -> Double? { childState[child]?.lossFraction }
-    public func roundTrip(to child: Peer) -> Duration? { childState[child]?.rtt }
+    public func loss(of child: Peer) -> Double? { downstream.loss(of: child) }
+    public func roundTrip(to child: Peer) -> Duration? { downstream.roundTrip(to: child) }
 
     // MARK: RTP from the parent
 
@@ -114,7 +121,7 @@ public final class MediaRelay<Peer: Hashable> {
     public func receiveRTP(_ bytes: ArraySlice<UInt8>) {
         let header: RTPHeader
         do { header = try RTPHeader(parsing: bytes) } catch {
-            stats.malformedRTP += 1
+            counts.malformedRTP += 1
             log.debug("relay: malformed RTP: \(error)")
             return
         }
@@ -128,7 +135,7 @@ public final class MediaRelay<Peer: Hashable> {
         switch header.payloadType {
         case MediaConstants.videoPayloadType:
             guard let (descriptor, data) = try? VP8PayloadDescriptor.parse(header.payload) else {
-                stats.malformedRTP += 1
+                counts.malformedRTP += 1
                 log.debug("relay: malformed VP8 payload descriptor")
                 return
             }
@@ -138,7 +145,7 @@ public final class MediaRelay<Peer: Hashable> {
             audioSSRC = header.ssrc
             fanOut.sendAudio(Array(bytes))
         default:
-            stats.unknownPayloadTypes += 1
+            counts.unknownPayloadTypes += 1
         }
     }
 
@@ -148,7 +155,7 @@ public final class MediaRelay<Peer: Hashable> {
             // Another stream takes over at its keyframe, or once this one is silent.
             let silent = lastVideo.map { now - $0 >= MediaConstants.streamSwitchSilence } ?? true
             guard startsKeyframe || silent else {
-                stats.foreignVideo += 1
+                counts.foreignVideo += 1
                 return
             }
             adopt(header.ssrc)
@@ -168,14 +175,14 @@ public final class MediaRelay<Peer: Hashable> {
     private func isNew(_ header: RTPHeader, _ bytes: ArraySlice<UInt8>) -> Bool {
         switch seen.check(ssrc: header.ssrc, sequence: header.sequenceNumber) {
         case .duplicate:
-            stats.duplicatesDropped += 1
+            counts.duplicatesDropped += 1
             return false
         case .tooOld:
-            stats.tooOld += 1
+            counts.tooOld += 1
             return false
         case .new:
-            stats.forwardedPackets += 1
-            stats.forwardedBytes += bytes.count
+            counts.forwardedPackets += 1
+            counts.forwardedBytes += bytes.count
             return true
         }
     }
@@ -187,7 +194,7 @@ public final class MediaRelay<Peer: Hashable> {
             seen.forget(old)
             fanOut.resetVideo()
         }
-        videoSSRC = ssrc
+        downstream.videoSSRC = ssrc
         keyframeTimestamps.removeAll()
         upstreamAsked.removeAll()
         upstreamPending.removeAll()
@@ -206,10 +213,7 @@ public final class MediaRelay<Peer: Hashable> {
 
     /// True once after children needed a keyframe the GOP cache could not
     /// give them; the owner sends one PLI to the parent.
-    public func takeKeyframeRequest() -> Bool {
-        defer { keyframeWanted = false }
-        return keyframeWanted
-    }
+    public func takeKeyframeRequest() -> Bool { downstream.takeKeyframeRequest() }
 
     /// Both of the above as RTCP from `senderSSRC` (the owner's receiver
     /// SSRC), for an owner with no feedback of its own to merge them into.
@@ -225,17 +229,6 @@ public final class MediaRelay<Peer: Hashable> {
         return out
     }
 
-    /// Raises a keyframe request for upstream unless one was raised within
-    /// `keyframeRequestInterval`; false when it was aggregated into that one.
-    @discardableResult
-    func requestKeyframe(now: Instant) -> Bool {
-        if let last = lastKeyframeRequest, now - last < MediaConstants.keyframeRequestInterval { return false }
-        lastKeyframeRequest = now
-        keyframeWanted = true
-        stats.keyframeRequests += 1
-        return true
-    }
-
     /// True when `sequence` of the relayed video is a hole the parent can still fill.
     func isMissing(_ sequence: UInt16) -> Bool {
         videoSSRC.map { seen.isMissing(ssrc: $0, sequence: sequence) } ?? false
@@ -244,19 +237,13 @@ public final class MediaRelay<Peer: Hashable> {
     // MARK: Children
 
     /// Forgets a child (its session ended, it left, or it moved to another parent).
-    public func unsubscribe(_ child: Peer) {
-        childState[child] = nil
-        fanOut.unsubscribe(child)
-    }
+    public func unsubscribe(_ child: Peer) { downstream.unsubscribe(child) }
 
     /// Runs timers (call with the node's tick): silent children dropped,
     /// upstream requests given up once too old.
     public func tick() {
         let now = clock.now()
-        for child in fanOut.expire(now: now) {
-            childState[child] = nil
-            log.debug("relay: child timed out")
-        }
+        downstream.expire(now: now)
         upstreamAsked = upstreamAsked.filter { now - $0.value < ReceiverConstants.nackMaxAge }
     }
 }

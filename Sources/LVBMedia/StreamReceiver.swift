@@ -63,6 +63,11 @@ public final class StreamReceiver {
             log.debug("malformed RTP: \(error)")
             return
         }
+        receiveRTP(packet, bytes: payload)
+    }
+
+    /// The same, already parsed (a relaying node parses once for its relay and its receiver).
+    public func receiveRTP(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>) {
         let now = clock.now()
         switch packet.payloadType {
         case MediaConstants.videoPayloadType:

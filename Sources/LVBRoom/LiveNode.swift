@@ -102,7 +102,10 @@ public final class LiveNode {
         if let slots = plan.relaySlots {
             // A viewer does not know the stream's rate ahead: it allows what a rich stream would need.
             let kbps = Int(MediaConstants.retransmitBudgetFactor * Double(plan.publish.flatMap { $0.isEmpty ? nil : $0.bitrateKbps } ?? MediaConstants.relayAssumedKbps))
-            let tree = RelayTree(room: room, media: media, slots: slots, addresses: plan.addresses, repairKbps: kbps, clock: clock)
+            let tree = plan.role == .host
+                ? RelayTree.root(room: room, media: media, slots: slots, addresses: plan.addresses, clock: clock)
+                : RelayTree.member(room: room, media: media, slots: slots, addresses: plan.addresses, repairKbps: kbps, clock: clock)
+            room.onRelaySignal = { [unowned tree] peer, signal in tree.signal(signal, from: peer) }
             tree.onParentChanged = { [unowned self, unowned tree] parent in
                 onOutput?(.treeParent(parent, depth: tree.depth, failovers: tree.failovers))
             }

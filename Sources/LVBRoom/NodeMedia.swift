@@ -174,6 +174,13 @@ public final class NodeMedia {
         subscribe(to: origin)
     }
 
+    /// Whoever this node serves `origin`'s stream to: its own stream's
+    /// subscribers when it is the origin, the children of its relay of that
+    /// stream otherwise (nil: it serves that stream to nobody).
+    public func downstream(of origin: NodeID) -> Downstream<NodeID>? {
+        origin == core.nodeID ? publisher?.downstream : relayedOrigin == origin ? relay?.downstream : nil
+    }
+
     /// Stops relaying (children hear nothing more and move on).
     public func stopRelaying() {
         relay = nil
@@ -227,9 +234,20 @@ public final class NodeMedia {
             }
             lastRTP[origin] = clock.now()
             onRTP?(origin, payload)
-            // Forwarded before anything here looks at it.
-            if origin == relayedOrigin { relay?.receiveRTP(payload) }
-            receivers[origin]?.receiveRTP(payload)
+            // Forwarded before anything here looks at it; parsed once.
+            let relay = origin == relayedOrigin ? relay : nil
+            switch (relay, receivers[origin]) {
+            case let (relay?, receiver?):
+                guard let packet = try? RTPPacket.parse(payload) else {
+                    relay.receiveRTP(payload)  // counted malformed by each, as before
+                    return receiver.receiveRTP(payload)
+                }
+                relay.receiveRTP(packet, bytes: payload)
+                receiver.receiveRTP(packet, bytes: payload)
+            case let (relay?, nil): relay.receiveRTP(payload)
+            case let (nil, receiver?): receiver.receiveRTP(payload)
+            case (nil, nil): break
+            }
         case .rtcp:
             let source = fed(by: peer)
             let receiver = source.flatMap { receivers[$0] }

@@ -30,8 +30,7 @@ final class TreeStatsReporter {
         o.add("attachments", tree.attachments)
         o.add("failovers", tree.failovers)
         // Children that resumed where they stopped (their parent had died) rather than from the GOP cache.
-        let fanOut = node.room.isHost ? node.media.publisher?.fanOut : node.media.relay?.fanOut
-        o.add("resumes", fanOut?.stats.resumeBursts ?? 0)
+        o.add("resumes", tree.resumes)
         if !final { last = (now, bytes) }
         return o.text
     }
@@ -39,7 +38,7 @@ final class TreeStatsReporter {
     /// One line for a person (`/stats`, `/peers`).
     static func describe(_ node: LiveNode) -> String? {
         guard let tree = node.tree else { return nil }
-        if node.room.isHost {
+        if tree.isRoot {
             return "media tree: root · \(tree.childCount) of \(tree.slots) direct viewers"
         }
         let place = tree.parent.map { "depth \(tree.depth.map(String.init) ?? "?") below \($0.short)" } ?? "not attached yet"

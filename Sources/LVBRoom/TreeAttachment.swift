@@ -1,0 +1,255 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBMedia
+import LVBTransport
+
+/// How a node below the root takes the stream in its room's media tree: a
+/// parent chosen by `TreePlacement`, a backup parent kept warm (session up,
+/// passes shown), and a move to the backup, with the node's subtree, when
+/// the parent has been silent for `RoomConstants.parentSilence`. A parent
+/// that refuses (its slots taken), or sends nothing within `attachTimeout`
+/// of our subscription, is left out of placement for
+/// `RoomConstants.refusedFor`. Moved down by its parent, the node attaches
+/// as deep as there is room and takes no children for a while. On stage it
+/// takes the host's mix straight from the host and relays nothing. Part of
+/// its `RelayTree`, which looks after the children.
+final class TreeAttachment {
+    /// The node the stream comes from now (nil: none yet; the host itself for its direct children).
+    private(set) var parent: NodeID? {
+        didSet { if parent != oldValue { tree.onParentChanged?(parent) } }
+    }
+    /// The parent to move to if this one goes silent.
+    private(set) var backup: NodeID?
+    private(set) var attachments = 0
+    private(set) var failovers = 0
+    private(set) var demotions = 0
+
+    private unowned let tree: RelayTree
+    private var room: RoomNode { tree.room }
+    private var media: NodeMedia { tree.media }
+    private var core: TransportCore { tree.core }
+    private var clock: Clock { tree.clock }
+    /// Asked, not yet heard from: who and since when.
+    private var trying: (id: NodeID, since: Instant, sessionUp: Bool, asked: Instant)?
+    /// When the backup (or the node asked) last answered anything: the
+    /// backup is probed, so a dead one is passed over when it is needed.
+    private var heardFrom: [NodeID: Instant] = [:]
+    private var lastBackupProbe: Instant?
+    /// Left out of placement until then: nodes that refused us, and nodes
+    /// that went silent (these with everything below them).
+    private var excluded: [NodeID: Exclusion] = [:]
+    private var silenced: [NodeID: Instant] = [:]
+    /// Moved down by our parent: no children until then.
+    private var demotedUntil: Instant?
+
+    init(tree: RelayTree) { self.tree = tree }
+
+    /// A session came up: a parent (or backup) we dialled sees our pass first, then our subscription.
+    func handle(_ event: TransportEvent) {
+        switch event {
+        case .established(let info) where info.id == trying?.id:
+            trying?.asked = clock.now()
+            media.feed(room.host, from: info.id)
+        case .rtt(let peer, _), .message(let peer, _, _):
+            if peer == backup || peer == trying?.id { heardFrom[peer] = clock.now() }
+        default:
+            break
+        }
+    }
+
+    /// Whether `peer` answered within a parent's silence.
+    private func isAlive(_ peer: NodeID, now: Instant) -> Bool {
+        heardFrom[peer].map { now - $0 < RoomConstants.parentSilence } ?? false
+    }
+
+    /// The tree's tick, for the stream's side (every `treeTickInterval`).
+    func tick(_ state: RoomState, now: Instant) {
+        for (id, var e) in excluded {
+            excluded[id] = e.until > now && !e.hasRoomAgain(state.tree[id]) ? e : nil
+        }
+        silenced = silenced.filter { $0.value > now }
+        if state.isOnStage(core.nodeID) { return takeStageStream(now: now) }
+        if let until = demotedUntil, now >= until { demotedUntil = nil }
+        let slots = openSlots
+        if slots > 0, media.downstream(of: room.host) == nil {
+            media.startRelaying(room.host, slots: slots, repairKbps: tree.repairKbps)
+            if let downstream = media.downstream(of: room.host) { tree.serve(downstream, slots: slots) }
+        }
+        // A leaf that decodes nothing takes no stream at all.
+        guard slots > 0 || media.receivers[room.host] != nil else { return leaveTree() }
+        let placement = TreePlacement(host: room.host, tree: state.tree)
+        let heard = media.lastHeard(from: room.host)
+        if let t = trying {
+            if let heard, heard > t.since {
+                if parent != nil, parent != t.id { failovers += 1 }
+                parent = t.id
+                attachments += 1
+                trying = nil
+            } else if now - t.since >= (t.sessionUp ? RoomConstants.attachTimeoutLive : RoomConstants.attachTimeout) {
+                silenced[t.id] = now + RoomConstants.refusedFor
+                trying = nil
+            } else if now - t.asked >= RoomConstants.attachResubscribe, core.isEstablished(with: t.id) {
+                // Nothing yet: the subscription (or the parent's answer) may
+                // have been lost; a subscription is one small datagram.
+                trying?.asked = now
+                media.feed(room.host, from: t.id)
+            }
+        }
+        let silent = heard.map { now - $0 >= RoomConstants.parentSilence } ?? true
+        let feeder = media.feeder(of: room.host)
+        if trying == nil, parent == nil, !silent, excluded[feeder] == nil {
+            // Already fed (the host took the subscription sent with our admission request).
+            parent = feeder
+            attachments += 1
+        }
+        if trying == nil, parent == nil || silent {
+            if let parent { silenced[parent] = now + RoomConstants.refusedFor }
+            let (excluding, silent) = (Set(excluded.keys), Set(silenced.keys))
+            // Moved down: as deep as there is room. Else the backup if it still
+            // answers; else, after a silence, the shallowest node we already
+            // hold a session with (a dead one costs a short wait, not a dial).
+            let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent) { reachedDirectly($0, now: now) }
+            let live = backup.flatMap { isAlive($0, now: now) && placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil }
+            // After a silence, one heard from within a parent's silence
+            // first (relays die together, and each dead one that still
+            // looks established costs `attachTimeoutLive`), shallower than
+            // we were: orphans of different relays taking each other
+            // would close a loop, but not when each takes a shallower one.
+            let depth = placement.depth(of: core.nodeID) ?? Int.max
+            let next = demotedUntil != nil ? ranked.last
+                : live ?? (parent != nil ? ranked.first { heardLately($0, now: now) && (placement.depth(of: $0) ?? Int.max) < depth }
+                    ?? ranked.first { core.isEstablished(with: $0) } : nil)
+                ?? ranked.first
+            if let next { attach(to: next, placement: placement, now: now) }
+        }
+        keepBackup(placement)
+        if let b = backup, lastBackupProbe.map({ now - $0 >= RoomConstants.backupProbeInterval }) ?? true {
+            lastBackupProbe = now
+            core.probeRoundTrip(to: b)
+        }
+        if let parent, trying == nil {
+            tree.publishIfChanged(RelayPosition(parent: parent, depth: UInt8(RelayTree.depth(below: parent, placement)),
+                                                slots: UInt8(tree.slots), children: UInt8(min(tree.childCount, tree.slots)),
+                                                addresses: tree.addresses), now: now)
+        }
+    }
+
+    /// On stage: a co-host gets its own mix back from the host (without
+    /// itself), straight from the host, so it has nothing to pass on. Its
+    /// children go elsewhere now; the room sees a leaf below the host, and
+    /// after the stage it attaches wherever there is room, like a joiner.
+    private func takeStageStream(now: Instant) {
+        if media.downstream(of: room.host) != nil {
+            tree.tellChildrenToGo()
+            media.stopRelaying()
+        }
+        if media.feeder(of: room.host) != room.host { media.feed(room.host, from: nil) }
+        parent = nil
+        backup = nil
+        trying = nil
+        tree.publishIfChanged(RelayPosition(parent: room.host, depth: 1, slots: 0, children: 0, addresses: tree.addresses), now: now)
+    }
+
+    /// A node left out of placement for a while.
+    private struct Exclusion {
+        var until: Instant
+        /// Kept for the whole time whatever it publishes (it moved us down).
+        var sticky = false
+        /// Its position said it was full since it refused us.
+        var sawFull = false
+
+        /// Whether a node that refused us has since said it was full, then
+        /// that it has a free slot again (a child of its left): worth asking
+        /// again before the time is up, or a node whose every candidate once
+        /// refused waits out `refusedFor` without a stream. (A refusal often
+        /// meets a position that said "free" before the slot was taken.)
+        mutating func hasRoomAgain(_ position: RelayPosition?) -> Bool {
+            guard !sticky, let position else { return false }
+            if position.free <= 0 { sawFull = true }
+            return sawFull && position.free > 0
+        }
+    }
+
+    /// Children this node offers now: none while moved down.
+    private var openSlots: Int { demotedUntil == nil ? tree.slots : 0 }
+
+    /// Takes no stream any more (a leaf that decodes nothing, moved down):
+    /// the parent hears our goodbye, the room sees a leaf with no children.
+    private func leaveTree() {
+        media.stopRelaying()
+        guard let last = parent else { return }
+        media.feed(room.host, from: nil)
+        parent = nil
+        backup = nil
+        trying = nil
+        if let published = tree.publishedPosition, published.slots > 0 {
+            tree.publishIfChanged(RelayPosition(parent: last, depth: published.depth, slots: 0, children: 0, addresses: tree.addresses),
+                                  now: clock.now())
+        }
+    }
+
+    /// Our parent says we cannot keep up: our children go elsewhere at once,
+    /// and we attach as deep as there is room, taking none for a while.
+    func movedDown(by peer: NodeID) {
+        guard parent == peer || trying?.id == peer else { return }
+        let now = clock.now()
+        demotions += 1
+        demotedUntil = now + RoomConstants.demotedFor
+        tree.tellChildrenToGo()
+        media.stopRelaying()
+        excluded[peer] = Exclusion(until: now + RoomConstants.refusedFor, sticky: true)
+        if parent == peer { parent = nil }
+        trying = nil
+    }
+
+    /// Subscribes with `next` (dialling it first unless it is the host or a session is up).
+    private func attach(to next: NodeID, placement: TreePlacement, now: Instant) {
+        trying = (next, now, core.isEstablished(with: next), now)
+        heardFrom = heardFrom.filter { $0.key == backup }
+        if next == backup { backup = nil }
+        if next != room.host, !core.isEstablished(with: next) {
+            // Introduced by the host (and any rendezvous): behind NATs a relay
+            // is reached only by both dialling at once.
+            core.reach(next, at: placement.tree[next]?.addresses ?? [], via: [room.host])
+        }
+        // Sent now if the session is up; otherwise again when it comes up (`handle`).
+        media.feed(room.host, from: next)
+    }
+
+    /// A session with `id` is up, runs straight to it (no relay) and carried
+    /// something within a parent's silence (a node that just died still
+    /// looks established): the candidates placement prefers among equally
+    /// deep ones.
+    private func reachedDirectly(_ id: NodeID, now: Instant) -> Bool {
+        !core.isRelayed(id) && heardLately(id, now: now)
+    }
+
+    /// A session with `id` is up and carried something within a parent's silence.
+    private func heardLately(_ id: NodeID, now: Instant) -> Bool {
+        guard core.isEstablished(with: id), let heard = core.lastHeard(from: id) else { return false }
+        return now - heard < RoomConstants.parentSilence
+    }
+
+    /// Keeps a backup parent outside our parent's branch, its session up.
+    private func keepBackup(_ placement: TreePlacement) {
+        let excluding = Set(excluded.keys), silent = Set(silenced.keys)
+        if let b = backup, placement.isCandidate(b, for: core.nodeID, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent) {
+            return
+        }
+        backup = placement.backup(for: core.nodeID, parent: parent, excluding: excluding, silent: silent)
+        if let b = backup, b != room.host, !core.isEstablished(with: b), !core.isReaching(b) {
+            core.reach(b, at: placement.tree[b]?.addresses ?? [], via: [room.host])
+        }
+    }
+
+    /// The node we asked has no slot for us: try another at once.
+    func refused(by peer: NodeID) {
+        // Noted even when we are not asking it now: the host answers the
+        // subscription sent with our admission request before we try anyone.
+        excluded[peer] = Exclusion(until: clock.now() + RoomConstants.refusedFor)
+        guard trying?.id == peer || parent == peer else { return }
+        if parent == peer { parent = nil }
+        trying = nil
+    }
+}
