@@ -9,7 +9,7 @@ import LVBTransport
 /// it gets back into the transport as if they came from that address. The
 /// session with the peer stays end to end: the rendezvous sees only sealed
 /// datagrams. One per node, shared by its announcer and introducer.
-public final class RelayClient: AttachedRole {
+public final class RelayClient: LiveRole {
     private let core: TransportCore
     private var paths: [UInt32: (server: NodeID, peer: NodeID)] = [:]
     private var byPair: [Pair: UInt32] = [:]
@@ -54,7 +54,8 @@ public final class RelayClient: AttachedRole {
     /// Whether `address` is a relay path (for tests and stats).
     public func isRelayed(_ address: PeerAddress?) -> Bool { address.map(RelayPath.isRelay) ?? false }
 
-    public func handle(_ event: TransportEvent) {
+    public func handle(_ event: NodeEvent) {
+        guard case .transport(let event) = event else { return }
         switch event {
         case let .hello(id, hello) where hello.role == .rendezvous:
             servers.insert(id)

@@ -13,7 +13,7 @@ import LVBTransport
 /// each new thumbnail of the room (`setThumbnail`), signed, to every
 /// rendezvous, and the latest to one that comes up. When a
 /// rendezvous introduces a joiner, dials it at once (hole punching).
-public final class RoomAnnouncer: AttachedRole {
+public final class RoomAnnouncer: LiveRole {
     private let room: RoomNode
     private let core: TransportCore
     private let clock: Clock
@@ -49,7 +49,8 @@ public final class RoomAnnouncer: AttachedRole {
         for address in rendezvous { core.connect(to: address, expecting: nil) }
     }
 
-    public func handle(_ event: TransportEvent) {
+    public func handle(_ event: NodeEvent) {
+        guard case .transport(let event) = event else { return }
         switch event {
         case let .hello(id, hello) where hello.role == .rendezvous:
             guard servers.insert(id).inserted, !done else { return }

@@ -11,7 +11,7 @@ import LVBTransport
 /// place in the list (`/switch N`). With `fetchesThumbnails` it also asks
 /// for each listed room's thumbnail after each answer (only when newer than
 /// the one it has), paced, and keeps the verified ones of listed rooms.
-public final class RoomBrowser: AttachedRole {
+public final class RoomBrowser: LiveRole {
     private let client: RendezvousClient
     private let clock: Clock
     public private(set) var servers: [NodeID] = []
@@ -90,7 +90,8 @@ public final class RoomBrowser: AttachedRole {
         return nil
     }
 
-    public func handle(_ event: TransportEvent) {
+    public func handle(_ event: NodeEvent) {
+        guard case .transport(let event) = event else { return }
         switch event {
         case let .hello(id, hello) where hello.role == .rendezvous:
             if !servers.contains(id) {

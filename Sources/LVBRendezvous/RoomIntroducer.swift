@@ -9,7 +9,7 @@ import LVBTransport
 /// host must reach), asks to be introduced to the room's host, and dials
 /// the addresses the introduction gives at once, as the host dials ours
 /// (hole punching). The first rendezvous to answer is enough.
-public final class RoomIntroducer: AttachedRole {
+public final class RoomIntroducer: LiveRole {
     private let core: TransportCore
     private let clock: Clock
     private let room: RoomID
@@ -53,7 +53,8 @@ public final class RoomIntroducer: AttachedRole {
         for id in connected where servers.insert(id).inserted { ask(id) }
     }
 
-    public func handle(_ event: TransportEvent) {
+    public func handle(_ event: NodeEvent) {
+        guard case .transport(let event) = event else { return }
         switch event {
         case let .hello(id, hello) where hello.role == .rendezvous:
             guard servers.insert(id).inserted, !introduced else { return }

@@ -11,7 +11,7 @@ import LVBTransport
 /// and then goes live; any other listed room is reached cold (dialled, or
 /// introduced through the rendezvous as a join by room id is). The list is
 /// the browser's first page, asked again every `browseRefresh`.
-public final class RoomSwitcher: AttachedRole {
+public final class RoomSwitcher: LiveRole {
     /// Rooms kept ready on each side of the current one (0: none, every switch is cold).
     public var neighbours = 1
     /// A switch asked by room id that had to be resolved first, and failed.
@@ -163,8 +163,9 @@ public final class RoomSwitcher: AttachedRole {
         }
     }
 
-    public func handle(_ event: TransportEvent) {
-        for introducer in introducers.values { introducer.handle(event) }
+    public func handle(_ event: NodeEvent) {
+        guard case .transport(let event) = event else { return }
+        for introducer in introducers.values { introducer.handle(.transport(event)) }
     }
 
     public func tick() {

@@ -10,7 +10,7 @@ import LVBTransport
 /// after (which also keeps the mapping alive). Answers are taken from the
 /// transport's side channel when they carry one of our transaction ids;
 /// anything else goes on to the transport.
-public final class STUNClient: AttachedRole {
+public final class STUNClient: LiveRole {
     /// A server's answer: this node's reflexive address as `server` sees it.
     public var onReflexive: ((PeerAddress, PeerAddress) -> Void)?
     public private(set) var reflexive: [PeerAddress: PeerAddress] = [:]
@@ -36,7 +36,7 @@ public final class STUNClient: AttachedRole {
         for server in servers { ask(server) }
     }
 
-    public func handle(_ event: TransportEvent) {}
+    public func handle(_ event: NodeEvent) {}
 
     public func tick() {
         guard !done else { return }

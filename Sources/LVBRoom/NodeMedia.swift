@@ -13,9 +13,10 @@ import LVBTransport
 /// its origin (the media tree): `feed(_:from:)` names the node it comes from,
 /// which then gets this node's feedback; a viewer relaying the host's stream
 /// (`relay`) forwards each packet to its children before its own receiver
-/// sees it, and its children's feedback goes to the relay. `RoomNode` passes
-/// on the media channels of admitted members only.
-public final class NodeMedia {
+/// sees it, and its children's feedback goes to the relay. The node
+/// driver passes on the media channels of admitted members only
+/// (`RoomNode.admitsMedia`).
+public final class NodeMedia: LiveRole {
     public private(set) var publisher: MediaOrigin<NodeID>?
     private var publisherAudience: NodeID?
     public private(set) var receivers: [NodeID: StreamReceiver] = [:]
@@ -289,8 +290,18 @@ public final class NodeMedia {
         if origin == relayedOrigin { relay?.upstreamRTT = rtt }
     }
 
-    /// Timers; called with the room's tick.
-    func tick() {
+    /// Sessions and round trips; a room left behind (its host's stream stops).
+    public func handle(_ event: NodeEvent) {
+        switch event {
+        case let .transport(.rtt(peer, rtt)): roundTrip(rtt, to: peer)
+        case let .transport(.gone(peer, _)): peerGone(peer)
+        case .switchedRoom(let old): stopReceiving(from: old.host)
+        default: break
+        }
+    }
+
+    /// Timers; called with the node's tick.
+    public func tick() {
         publisher?.tick()
         for origin in returns.values { origin.tick() }
         relay?.tick()

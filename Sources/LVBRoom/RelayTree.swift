@@ -16,7 +16,7 @@ import LVBTransport
 /// `RoomConstants.demotedFor`, so a slow link holds up no branch and, below
 /// the host, no stream rate); a newcomer past the slots is told the node is
 /// full. Each change of place is gossiped as the node's relay position (coalesced).
-public final class RelayTree {
+public final class RelayTree: LiveRole {
     /// Children this node takes (`--relay-slots`; 0: a leaf).
     public let slots: Int
     /// This node's parent changed: attached (first, or again after a silence
@@ -114,14 +114,14 @@ public final class RelayTree {
         min((placement.depth(of: parent) ?? 0) + 1, Int(RelayPosition.maxDepth))
     }
 
-    /// A transport event (sessions coming up, peers heard from).
-    public func handle(_ event: TransportEvent) { attachment?.handle(event) }
-
-    /// A member's relay signal to this node: the node we asked is full, or our parent moves us down.
-    public func signal(_ signal: RelaySignal, from peer: NodeID) {
-        switch signal {
-        case .full: attachment?.refused(by: peer)
-        case .moveDown: attachment?.movedDown(by: peer)
+    /// Sessions coming up and peers heard from; a member's relay signal to
+    /// this node (the node we asked is full, or our parent moves us down).
+    public func handle(_ event: NodeEvent) {
+        switch event {
+        case .transport(let event): attachment?.handle(event)
+        case .relaySignal(let peer, .full): attachment?.refused(by: peer)
+        case .relaySignal(let peer, .moveDown): attachment?.movedDown(by: peer)
+        default: break
         }
     }
 

@@ -3,19 +3,19 @@ import LVBCrypto
 import LVBTransport
 
 extension RoomNode {
-    /// The gate in front of the media layer: only members of the room (the
+    /// The gate in front of the media router: only members of the room (the
     /// host, or a peer that showed us a pass) reach it, never a kicked one.
     /// The host's stream is taken while we ask it to admit us (its GOP
-    /// follows the pass, and the two may swap places on the way).
-    /// Inside, `NodeMedia` routes by stream.
-    func routeMedia(_ payload: ArraySlice<UInt8>, channel: DataChannel, from peer: NodeID) {
-        guard let media else { return }
+    /// follows the pass, and the two may swap places on the way). Media
+    /// refused is counted, and a member we do not know yet is asked for its pass.
+    public func admitsMedia(from peer: NodeID) -> Bool {
+        guard phase != .gone else { return false }
         let fromHost = peer == host && !isHost && phase.isActive
         guard fromHost || isAdmitted && verified.contains(peer), state?.isKicked(peer) != true else {
             droppedMedia += 1
             if isAdmitted { askForPass(of: peer) }
-            return
+            return false
         }
-        media.route(payload, channel: channel, from: peer)
+        return true
     }
 }

@@ -110,8 +110,7 @@ extension RoomNode {
     /// Link-mic timers, with the room's tick.
     func tickLinkMic(now: Instant) {
         if linkMicHost != nil {
-            let heard: ((NodeID) -> Instant?)? = media.map { media in { media.lastHeard(from: $0) } }
-            perform(linkMicHost?.tick(now: now, lastMedia: heard) ?? [])
+            perform(linkMicHost?.tick(now: now, lastMedia: lastMedia) ?? [])
         } else if hostKnown {
             perform(linkMicGuest.tick(now: now, host: host, me: core.nodeID))
         }

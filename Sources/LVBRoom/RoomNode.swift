@@ -83,8 +83,8 @@ public final class RoomNode {
     public internal(set) var unknownRoomMessages = 0
     /// Invalid events and room messages peers sent us (each cost its sender standing).
     public var penalties: Int { standing.invalidCount }
-    /// The streams this node publishes and receives; nil: no media.
-    public var media: NodeMedia?
+    /// When media last came from a node's stream (a co-host's silence ends its stage); set by the node driver.
+    public var lastMedia: ((NodeID) -> Instant?)?
     /// Media packets from peers that may not send them (not members of the room).
     public internal(set) var droppedMedia = 0
     /// Times this node asked a peer for its pass (`RoomMessage.passWanted`).
@@ -272,10 +272,6 @@ public final class RoomNode {
             presentPass(to: info.id, force: true)
         case let .message(id, .room, payload):
             handleRoomMessage(payload, from: id)
-        case let .message(id, channel, payload) where channel == .rtp || channel == .rtcp:
-            routeMedia(payload, channel: channel, from: id)
-        case let .rtt(id, rtt):
-            media?.roundTrip(rtt, to: id)
         case let .message(id, .gossip, payload):
             guard id == host || verified.contains(id) else {
                 presentPass(to: id, force: false)
@@ -293,9 +289,8 @@ public final class RoomNode {
                 return
             }
             gossip.peerDown(id)
-            media?.peerGone(id)
             linkMicPeerGone(id)
-        case .message, .hello, .rekeyed, .connectFailed:
+        case .message, .rtt, .hello, .rekeyed, .connectFailed:
             break
         }
     }
@@ -308,7 +303,6 @@ public final class RoomNode {
             repeatLeave()
             return
         }
-        media?.tick()
         let now = clock.now()
         if isAdmitted { tickLinkMic(now: now) }
         for (id, due) in pendingDisconnects where now >= due {

@@ -211,7 +211,7 @@ struct ConsoleCommands: Sendable {
         guard let layout = StageLayout(rawValue: text.lowercased()) else { return fail("usage: /layout pip|split|grid") }
         live.execute { node in
             do {
-                try node.setLayout(layout)
+                try node.publishing.setLayout(layout)
                 var l = JSONLine(event: "layout")
                 l.add("layout", layout.rawValue)
                 out.emit(l, human: "co-hosts now shown as \(layout.rawValue)", kind: "linkmic")

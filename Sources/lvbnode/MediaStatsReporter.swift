@@ -22,7 +22,7 @@ final class MediaStatsReporter {
         var o = JSONLine()
         if node.room.isHost, let origin = node.media.publisher {
             let f = origin.fanOut.stats, s = origin.stats
-            let p = node.pump?.counters.snapshot ?? PumpCounters.Snapshot()
+            let p = node.publishing.pump?.counters.snapshot ?? PumpCounters.Snapshot()
             o.add("role", "host")
             o.add("viewers", origin.subscriberCount)
             o.add("fps", rounded(Double(p.frames - since.frames) / seconds))
@@ -39,7 +39,7 @@ final class MediaStatsReporter {
             o.add("viewer_loss", rounded(origin.subscriberLoss))
             if let rtt = origin.subscriberRTT { o.add("rtt_ms", rtt.milliseconds) }
             o.add("gop_bursts", f.gopBursts)
-            if let mixer = node.mixer {
+            if let mixer = node.publishing.mixer {
                 // Link-mic: co-hosts mixed in, and what mixing them cost per picture (decoding them is the receivers').
                 o.add("guests", mixer.guestCount)
                 o.add("layout", mixer.layout.rawValue)
@@ -50,13 +50,13 @@ final class MediaStatsReporter {
                 o.add("guest_audio_packets", guests.reduce(0) { $0 + $1.audio.stats.packets })
             }
             if !final { last = (now, p.frames, p.videoBytes, p.audioBytes, f.bytesSent) }
-        } else if let sinks = node.sinks {
+        } else if let sinks = node.viewing.sinks {
             viewer(&o, sinks: sinks, receiver: node.media.receivers[node.room.host], final: final, seconds: seconds)
             // A co-host on stage also sends the host its stream.
             o.add("on_stage", node.media.publisher != nil)
-            if let p = node.pump?.counters.snapshot { o.add("stage_frames", p.frames) }
+            if let p = node.publishing.pump?.counters.snapshot { o.add("stage_frames", p.frames) }
             // The studio page's camera on stage in its place (--web): frames and Opus packets taken from the page.
-            if let page = node.outsideStage?.stats {
+            if let page = node.publishing.outsideStage?.stats {
                 o.add("page_frames", page.videoFrames)
                 o.add("page_audio_packets", page.audioPackets)
             }

@@ -116,19 +116,19 @@ struct NodeRunner {
                     out.emit(l, human: "\(server) sees this node at \(address)", kind: "session")
                     announcer?.noteReflexive(address, from: server)
                 }
-                node.attach(client)
+                node.register(client)
             }
         }
         guard !rendezvous.isEmpty else { return }
         // The console's /rooms, over the sessions with the rendezvous servers.
         let browser = RoomBrowser(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared)
-        node.attach(browser)
+        node.register(browser)
         // Relay paths through a rendezvous that offers its relay, raced against direct ones.
         let relay = RelayClient(core: node.core)
-        node.attach(relay)
+        node.register(relay)
         if case let .join(room, host, _, _, _) = setup {
             if let host {
-                node.attach(RoomIntroducer(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared, rendezvous: rendezvous,
+                node.register(RoomIntroducer(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared, rendezvous: rendezvous,
                                            room: room, host: host, addresses: options.advertised(for: local), relay: relay,
                                            fallback: introductionFallback))
             } else {
@@ -140,15 +140,15 @@ struct NodeRunner {
             let switcher = RoomSwitcher(node: node, browser: browser, clock: SystemClock.shared, random: SodiumRandom.shared,
                                         addresses: options.advertised(for: local), relay: relay)
             switcher.neighbours = preload
-            node.attach(switcher)
+            node.register(switcher)
         }
         if case .host = setup {
             let made = RoomAnnouncer(room: node.room, clock: SystemClock.shared, rendezvous: rendezvous,
                                      addresses: options.advertised(for: local), relay: relay)
             announcer = made
-            node.attach(made)
+            node.register(made)
             // The room list's thumbnail of this room, from a keyframe once per announcement.
-            node.makeThumbnails(every: RendezvousConstants.announceInterval) { made.setThumbnail($0) }
+            node.publishing.makeThumbnails(every: RendezvousConstants.announceInterval) { made.setThumbnail($0) }
         }
     }
 

@@ -18,7 +18,7 @@ enum StatsText {
                 + " · invalid \(g.invalid) · neighbours \(room.gossip.active.count)",
         ]
         if let origin = node.media.publisher {
-            let f = origin.fanOut.stats, p = node.pump?.counters.snapshot ?? PumpCounters.Snapshot()
+            let f = origin.fanOut.stats, p = node.publishing.pump?.counters.snapshot ?? PumpCounters.Snapshot()
             lines.append("streaming to \(origin.subscriberCount) viewers · \(p.frames) frames (\(p.keyframes) keyframes)"
                          + " · target \(origin.targetVideoKbps) kbit/s · sent \(bytes(f.bytesSent))"
                          + " · retransmissions \(f.retransmissions) · keyframe requests \(origin.stats.plisReceived)")
@@ -27,7 +27,7 @@ enum StatsText {
             let v = receiver.video.stats, a = receiver.audio.stats
             var line = "watching: \(v.framesDecoded) frames decoded, \(v.skippedFrames) skipped · video lost \(v.lost),"
                 + " recovered \(v.recovered) · audio lost \(a.lost), FEC \(a.fecRecovered), concealed \(a.concealed)"
-            if let g2g = node.sinks?.videoLatency.overall {
+            if let g2g = node.viewing.sinks?.videoLatency.overall {
                 line += " · glass-to-glass p50 \(Int(g2g.p50.rounded())) ms, p95 \(Int(g2g.p95.rounded())) ms"
             }
             lines.append(line)

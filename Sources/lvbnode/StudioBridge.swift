@@ -63,10 +63,10 @@ final class StudioBridge: @unchecked Sendable {
     /// On the loop: media taps, the viewer list and the room's status.
     private func wire(_ node: LiveNode) {
         // Frames are put together for the page only while a page is open (on the loop, as the server's clients are).
-        node.onHostVideo = { [server] frame in
+        node.viewing.onHostVideo = { [server] frame in
             if server.clientCount > 0 { server.broadcast(StudioMediaFrame(frame)) }
         }
-        node.onHostAudio = { [unowned self] frame in
+        node.viewing.onHostAudio = { [unowned self] frame in
             // Concealed audio has no packet to hand on; the next real one says a gap came before it.
             guard frame.encoded != nil else {
                 audioGap = true
@@ -79,12 +79,12 @@ final class StudioBridge: @unchecked Sendable {
             server.broadcast(f)
         }
         // A host's page shows its own picture; a co-host's shows the host's stream only.
-        node.onPublishedVideo = { [server, weak node] frame in
+        node.publishing.onPublishedVideo = { [server, weak node] frame in
             if server.clientCount > 0, node?.room.isHost == true, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
         }
         stage.wire(node)
         rooms = StudioRooms.wire(node, server: server) { [unowned self] in greeting() }
-        layout = node.mixer?.layout
+        layout = node.publishing.mixer?.layout
         reporters.room.onMembersChanged = { [unowned self, weak node] in
             if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
             if let node { updateLayout(node) }
@@ -112,7 +112,7 @@ final class StudioBridge: @unchecked Sendable {
         hello.add("likes", Int(room.state?.likeTotal ?? 0))
         hello.add("channels", AudioReceiverConfig().channels)
         // What a reloaded page would otherwise forget: the host's layout, a viewer's own link-mic.
-        hello.add("layout", node.mixer?.layout.rawValue)
+        hello.add("layout", node.publishing.mixer?.layout.rawValue)
         if !room.isHost {
             switch room.linkMicPhase {
             case .idle: hello.add("linkmic", "idle")
@@ -139,7 +139,7 @@ final class StudioBridge: @unchecked Sendable {
     /// page hears of each change (stage changes and the mixer's own order
     /// of events may differ, so the status timer looks too).
     private func updateLayout(_ node: LiveNode) {
-        guard let now = node.mixer?.layout, now != layout else { return }
+        guard let now = node.publishing.mixer?.layout, now != layout else { return }
         layout = now
         server.broadcast(JSONLine(event: "layout", ("layout", now.rawValue)).text)
     }

@@ -30,7 +30,7 @@ final class StudioStage {
         server.onCamera = { [unowned self] on, page in on ? start(page) : stop(page) }
         server.onPageMedia = { [unowned self] frame, page in take(frame, from: page) }
         server.onClosed = { [unowned self] page in stop(page) }
-        node.onOutsideStageEnded = { [unowned self] in ended() }
+        node.publishing.onOutsideStageEnded = { [unowned self] in ended() }
     }
 
     private func start(_ page: StudioPageID) {
@@ -39,7 +39,7 @@ final class StudioStage {
             return server.send(StudioServer.errorEvent("another page's camera is on stage; close it there first"), to: page)
         }
         let settings: OutsideStageSettings
-        do { settings = try node.startOutsideStage() } catch {
+        do { settings = try node.publishing.startOutsideStage() } catch {
             return server.send(StudioServer.errorEvent("camera: \(error)"), to: page)
         }
         let first = owner == nil
@@ -61,7 +61,7 @@ final class StudioStage {
 
     private func stop(_ page: StudioPageID) {
         guard owner == page else { return }
-        live.node?.stopOutsideStage()
+        live.node?.publishing.stopOutsideStage()
         ended()
     }
 
@@ -89,7 +89,7 @@ final class StudioStage {
         do {
             switch frame.kind {
             case .video:
-                guard let feedback = try node.publishOutsideVideo(frame.payload, keyframe: frame.isKeyframe,
+                guard let feedback = try node.publishing.publishOutsideVideo(frame.payload, keyframe: frame.isKeyframe,
                                                                   captureMicros: frame.captureMicros) else { return "not on stage" }
                 if feedback.keyframe { server.send(JSONLine(event: "stage_keyframe").text, to: page) }
                 // Changes under 5 % are not worth a new encoder configuration.
@@ -100,7 +100,7 @@ final class StudioStage {
                     server.send(line.text, to: page)
                 }
             case .audio:
-                guard try node.publishOutsideAudio(frame.payload, captureMicros: frame.captureMicros) else { return "not on stage" }
+                guard try node.publishing.publishOutsideAudio(frame.payload, captureMicros: frame.captureMicros) else { return "not on stage" }
             }
         } catch {
             return "\(error)"

@@ -37,8 +37,8 @@ import Testing
         let policy = AdmissionPolicy(room: RoomID.random(random), host: sims[0].core.identity, mode: .open, clock: net.clock)
         let host = try SimLiveNode(sims[0], plan: NodePlan(part: .host(policy, info: RoomInfo(title: "matrix"))), network: net, random: random)
         let hostRelay = RelayClient(core: sims[0].core)
-        host.node.attach(hostRelay)
-        host.node.attach(RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: [sims[0].address],
+        host.node.register(hostRelay)
+        host.node.register(RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: [sims[0].address],
                                        relay: hostRelay))
         guard net.run(until: { service.registry.listing(host.room.room) != nil }, timeout: .seconds(5)),
               let listing = service.registry.listing(host.room.room) else { return Outcome(admitted: nil, relayed: false) }
@@ -49,8 +49,8 @@ import Testing
                                         addresses: service.registry.listing(host.room.room)?.announcement.addresses ?? []))
         let joiner = try SimLiveNode(sims[1], plan: plan, network: net, random: SeededRandom(seed: seed ^ 3))
         let joinerRelay = RelayClient(core: sims[1].core)
-        joiner.node.attach(joinerRelay)
-        joiner.node.attach(RoomIntroducer(core: sims[1].core, clock: net.clock, random: SeededRandom(seed: seed ^ 4),
+        joiner.node.register(joinerRelay)
+        joiner.node.register(RoomIntroducer(core: sims[1].core, clock: net.clock, random: SeededRandom(seed: seed ^ 4),
                                           rendezvous: [server.address], room: host.room.room, host: host.id, addresses: [sims[1].address],
                                           relay: joinerRelay))
         guard net.run(until: { joiner.room.isAdmitted }, timeout: .seconds(10)) else { return Outcome(admitted: nil, relayed: false) }
@@ -156,14 +156,14 @@ import Testing
         let policy = AdmissionPolicy(room: RoomID.random(random), host: sim.core.identity, mode: .open, clock: net.clock)
         let host = try SimLiveNode(sim, plan: NodePlan(part: .host(policy, info: RoomInfo(title: "stun"))), network: net, random: random)
         let announcer = RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [servers[0].address], addresses: [sim.address])
-        host.node.attach(announcer)
+        host.node.register(announcer)
         let stun = STUNClient(core: sim.core, clock: net.clock, random: SeededRandom(seed: 81), servers: [servers[1].address])
         var heard: [(PeerAddress, PeerAddress)] = []
         stun.onReflexive = { address, server in
             heard.append((address, server))
             announcer.noteReflexive(address, from: server)
         }
-        host.node.attach(stun)
+        host.node.register(stun)
         #expect(net.run(until: { !heard.isEmpty }, timeout: .seconds(3)))
         let external = try #require(nat.externalAddress(of: sim.address, to: servers[1].address))
         #expect(heard.first?.0 == external && heard.first?.1 == servers[1].address)

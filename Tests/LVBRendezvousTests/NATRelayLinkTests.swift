@@ -39,7 +39,7 @@ import Testing
         hostPlan.relaySlots = 1
         hostPlan.addresses = [sims[0].address]
         let host = try SimLiveNode(sims[0], plan: hostPlan, network: net, random: random)
-        host.node.attach(RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: [sims[0].address]))
+        host.node.register(RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: [sims[0].address]))
         guard net.run(until: { service.registry.listing(room) != nil }, timeout: .seconds(5)) else { return Outcome(attached: nil, relayed: false) }
 
         func viewer(_ sim: SimulatedNode, seed: UInt64) throws -> SimLiveNode {
@@ -49,8 +49,8 @@ import Testing
             sim.core.config.ownAddresses = [sim.address]
             let v = try SimLiveNode(sim, plan: plan, network: net, random: SeededRandom(seed: seed))
             let relay = RelayClient(core: sim.core)
-            v.node.attach(relay)
-            v.node.attach(RoomIntroducer(core: sim.core, clock: net.clock, random: SeededRandom(seed: seed ^ 9), rendezvous: [server.address],
+            v.node.register(relay)
+            v.node.register(RoomIntroducer(core: sim.core, clock: net.clock, random: SeededRandom(seed: seed ^ 9), rendezvous: [server.address],
                                          room: room, host: host.id, addresses: [sim.address], relay: relay))
             return v
         }

@@ -38,7 +38,7 @@ import Testing
         let policy = AdmissionPolicy(room: RoomID.random(random), host: sims[0].core.identity, mode: .open, clock: net.clock)
         let host = try SimLiveNode(sims[0], plan: NodePlan(part: .host(policy, info: RoomInfo(title: "rebind"))), network: net, random: random)
         let announcer = RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: [sims[0].address])
-        host.node.attach(announcer)
+        host.node.register(announcer)
         #expect(net.run(until: { service.registry.listing(host.room.room) != nil }, timeout: .seconds(5)))
         net.run(for: .milliseconds(200))
 
@@ -48,7 +48,7 @@ import Testing
         let joiner = try SimLiveNode(sims[1], plan: plan, network: net, random: SeededRandom(seed: seed ^ 3))
         let introducer = RoomIntroducer(core: sims[1].core, clock: net.clock, random: SeededRandom(seed: seed ^ 4),
                                         rendezvous: [server.address], room: host.room.room, host: host.id, addresses: [sims[1].address])
-        joiner.node.attach(introducer)
+        joiner.node.register(introducer)
         #expect(net.run(until: { introducer.introduced && announcer.introductionsDialled == 1 }, timeout: .seconds(5)))
         net.run(for: .milliseconds(300))
         if rebind { joinerNAT.forgetMappings() }

@@ -42,9 +42,9 @@ private final class RendezvousWorld {
         }
         let host = try SimLiveNode(sim, plan: plan, network: net, random: random)
         let announcer = RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [server.address], addresses: announcing ?? [sim.address])
-        host.node.attach(announcer)
+        host.node.register(announcer)
         // As the binary does: a thumbnail from a keyframe once per announcement interval.
-        host.node.makeThumbnails(every: RendezvousConstants.announceInterval) { announcer.setThumbnail($0) }
+        host.node.publishing.makeThumbnails(every: RendezvousConstants.announceInterval) { announcer.setThumbnail($0) }
         hosts.append(host)
         announcers.append(announcer)
         return host
@@ -119,7 +119,7 @@ struct RendezvousScenarioTests {
         browser.fetchesThumbnails = true
         var arrived: [RoomID] = []
         browser.onThumbnail = { arrived.append($0) }
-        sim.onTransportEvent = { browser.handle($0) }
+        sim.onTransportEvent = { browser.handle(.transport($0)) }
         let ticker = w.net.every(.milliseconds(50)) { browser.tick() }
         defer { ticker.cancel() }
         sim.core.connect(to: w.server.address, expecting: nil)
@@ -231,7 +231,7 @@ struct RendezvousScenarioTests {
         victim.onReceive = { _, _ in strangerGot += 1 }
         let introducer = RoomIntroducer(core: sim.core, clock: w.net.clock, random: SeededRandom(seed: 402), rendezvous: [w.server.address],
                                         room: host.room.room, host: host.id, addresses: [stranger, .ipv4(10, 9, 9, 9, port: 7000)])
-        joiner.node.attach(introducer)
+        joiner.node.register(introducer)
         #expect(w.net.run(until: { joiner.room.isAdmitted }, timeout: .seconds(5)))
         #expect(introducer.introduced)
         #expect(w.service.stats.introductions == 1 && w.announcers[0].introductionsDialled == 1)

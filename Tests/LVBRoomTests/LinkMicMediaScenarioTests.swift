@@ -44,11 +44,11 @@ private final class Stage {
             let node = try SimLiveNode(sim, plan: plan, network: net, random: random)
             pictures.append([])
             sound.append([])
-            node.node.onHostVideo = { [unowned self] f in
+            node.node.viewing.onHostVideo = { [unowned self] f in
                 pictures[i].append((f.image, net.clock.now()))
                 if pictures[i].count > 400 { pictures[i].removeFirst(100) }
             }
-            node.node.onHostAudio = { [unowned self] a in sound[i] += a.pcm }
+            node.node.viewing.onHostAudio = { [unowned self] a in sound[i] += a.pcm }
             nodes.append(node)
         }
     }
@@ -136,7 +136,7 @@ private final class Stage {
         s.net.run(for: .seconds(2))
         #expect(Stage.meanLuma(try #require(s.pictures[1].last).frame, Stage.tile(0, of: 1)) < 60)
         #expect(try #require(s.pictures[0].last).frame.width == Stage.size.width)
-        #expect(s.host.node.media.returns.isEmpty && s.host.node.mixer?.guestCount == 0)
+        #expect(s.host.node.media.returns.isEmpty && s.host.node.publishing.mixer?.guestCount == 0)
     }
 
     /// The mix flows down the media tree like any stream. With one relay
@@ -196,7 +196,7 @@ private final class Stage {
                             between: s.nodes[1].sim.address, and: s.host.sim.address)
         #expect(s.net.run(until: { s.nodes.allSatisfy(\.room.isAdmitted) }, timeout: .seconds(20)))
         // Picture-in-picture keeps the host's picture (and its numbering) whole.
-        try s.host.node.setLayout(.pip)
+        try s.host.node.publishing.setLayout(.pip)
         try s.goOnStage([0, 1])
         s.net.run(for: .seconds(2))
         let start = s.net.clock.now()
@@ -261,6 +261,6 @@ private final class Stage {
         #expect(s.host.room.guestsOnStage.isEmpty)
         #expect(s.nodes[1].room.state?.isOnStage(s.nodes[0].id) == false)
         #expect(s.linkMic(s.nodes[0]).last == .ended(.silent), "\(s.linkMic(s.nodes[0]))")
-        #expect(s.nodes[0].node.pump == nil)
+        #expect(s.nodes[0].node.publishing.pump == nil)
     }
 }

@@ -54,10 +54,10 @@ private final class MediaRoom {
         let viewer = try SimLiveNode(n, plan: plan, network: net, random: random)
         decoded.append([])
         audioBlocks.append(0)
-        viewer.node.onHostVideo = { [unowned self] f in
+        viewer.node.viewing.onHostVideo = { [unowned self] f in
             decoded[i].append((SyntheticVideo.readFrameNumber(f.image) ?? -1, net.clock.now()))
         }
-        viewer.node.onHostAudio = { [unowned self] _ in audioBlocks[i] += 1 }
+        viewer.node.viewing.onHostAudio = { [unowned self] _ in audioBlocks[i] += 1 }
         viewers.append(viewer)
         return i
     }
@@ -185,7 +185,7 @@ private final class MediaRoom {
         }
         #expect(m.net.run(until: { (m.viewers + guests).allSatisfy(\.room.isAdmitted) }, timeout: .seconds(10)))
         var pictures: [[(number: Int, width: Int)]] = [[], []]
-        try m.host.node.setLayout(.pip)  // keeps the host's numbering readable in the mix
+        try m.host.node.publishing.setLayout(.pip)  // keeps the host's numbering readable in the mix
         for (g, guest) in guests.enumerated() {
             try guest.room.requestLinkMic("")
             m.net.run(for: .milliseconds(500))

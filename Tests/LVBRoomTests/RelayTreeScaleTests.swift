@@ -59,11 +59,11 @@ private final class Crowd {
         plan.addresses = [sim.address]
         host = try SimLiveNode(sim, plan: plan, network: net, random: random)
         host.recordsOutputs = false
-        host.node.onPublishedVideo = { [unowned self] in ledger.sent($0) }
+        host.node.publishing.onPublishedVideo = { [unowned self] in ledger.sent($0) }
         if let rendezvous {
             let relay = RelayClient(core: sim.core)
-            host.node.attach(relay)
-            host.node.attach(RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [rendezvous.sim.address], addresses: [sim.address],
+            host.node.register(relay)
+            host.node.register(RoomAnnouncer(room: host.room, clock: net.clock, rendezvous: [rendezvous.sim.address], addresses: [sim.address],
                                            relay: relay))
             guard net.run(until: { rendezvous.service.registry.listing(self.room) != nil }, timeout: .seconds(5)) else {
                 throw CrowdError.notListed
@@ -126,8 +126,8 @@ private final class Crowd {
         if let rendezvous, let nat {
             natKind[id] = nat.kind
             let relay = RelayClient(core: sim.core)
-            viewer.node.attach(relay)
-            viewer.node.attach(RoomIntroducer(core: sim.core, clock: net.clock, random: SeededRandom(seed: seed ^ 7),
+            viewer.node.register(relay)
+            viewer.node.register(RoomIntroducer(core: sim.core, clock: net.clock, random: SeededRandom(seed: seed ^ 7),
                                               rendezvous: [rendezvous.sim.address], room: room, host: host.id, addresses: [sim.address],
                                               relay: relay))
         }

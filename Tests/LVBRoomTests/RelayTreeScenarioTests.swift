@@ -39,7 +39,7 @@ private final class Tree {
             plan.addresses = [sim.address]
             let viewer = try SimLiveNode(sim, plan: plan, network: net, random: random)
             pictures.append([])
-            viewer.node.onHostVideo = { [unowned self] _ in pictures[i].append(net.clock.now()) }
+            viewer.node.viewing.onHostVideo = { [unowned self] _ in pictures[i].append(net.clock.now()) }
             viewers.append(viewer)
         }
     }

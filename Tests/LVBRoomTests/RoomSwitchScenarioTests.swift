@@ -36,7 +36,7 @@ private final class Rooms {
         var plan = NodePlan(part: .join(room: rooms[0], host: hosts[0].id, proof: .none, addresses: [hosts[0].sim.address]))
         plan.receive = SinkOptions()
         viewer = try SimLiveNode(nodes[count], plan: plan, network: net, random: random)
-        viewer.node.onHostVideo = { [unowned self] _ in
+        viewer.node.viewing.onHostVideo = { [unowned self] _ in
             decoded.append((viewer.node.media.receivers[viewer.room.host]?.video.mediaSSRC, net.clock.now()))
         }
     }

@@ -26,11 +26,11 @@ public struct OutsideStageFeedback: Sendable, Equatable {
 /// continued (`MediaOrigin.beginSource`), send history, NACK repair and rate
 /// control unchanged. While it feeds the stage the node's own sources rest;
 /// when it stops they resume.
-extension LiveNode {
+extension PublishedStream {
     /// Starts taking the stage from outside; refused unless this node is a
     /// co-host on stage. Again while running: the same settings.
     public func startOutsideStage() throws(RoomActionError) -> OutsideStageSettings {
-        guard !room.isHost else { throw .refused("the host's picture is its own sources; a page camera goes on stage as a co-host") }
+        if case .host = plan.part { throw .refused("the host's picture is its own sources; a page camera goes on stage as a co-host") }
         guard let origin = media.publisher, plan.stageFromOutside, let setup = plan.publish else {
             throw .refused("not on stage: ask the host to go on stage first")
         }
@@ -38,7 +38,7 @@ extension LiveNode {
             let publisher: EncodedFramePublisher
             do {
                 publisher = try EncodedFramePublisher(videoSSRC: origin.videoSSRC, audioSSRC: origin.audioSSRC,
-                                                      maxPacketSize: core.maxPayload, clock: clock, random: random)
+                                                      maxPacketSize: node.core.maxPayload, clock: node.clock, random: node.random)
             } catch {
                 throw .refused("\(error)")
             }
