@@ -146,7 +146,7 @@ let package = Package(
         .executableTarget(
             name: "LVBBench",
             dependencies: [
-                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia",
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBRoom
 import LVBTransport
 import NIOCore
 import NIOPosix
@@ -28,7 +29,7 @@ final class GossipMember: @unchecked Sendable {
         case let .message(peer, .gossip, payload): gossip?.receive(payload, from: peer)
         case let .message(_, GossipLoop.starChannel, payload):
             // The receiver of a direct event still checks its signature, as gossip does.
-            if let e = try? RoomEvent.parse(payload), starArrivals[e.id] == nil { starArrivals[e.id] = SystemClock.shared.now() }
+            if let e = try? RoomEvent.parse(payload, kinds: RoomEvents.table), starArrivals[e.id] == nil { starArrivals[e.id] = SystemClock.shared.now() }
         case let .gone(peer, _): gossip?.peerDown(peer)
         default: break
         }
@@ -36,7 +37,7 @@ final class GossipMember: @unchecked Sendable {
 
     /// Creates this node's gossip and its tick (on its loop), as a node does when it joins.
     func startGossip(clock: Clock) {
-        let g = GossipNode(id: id, transport: TransportGossipAdapter(core: udp.core), clock: clock, random: SodiumRandom.shared)
+        let g = GossipNode(id: id, transport: TransportGossipAdapter(core: udp.core), kinds: RoomEvents.table, clock: clock, random: SodiumRandom.shared)
         g.accept = { [unowned self] event, _ in
             if arrivals[event.id] == nil { arrivals[event.id] = clock.now() }
             return .accept

@@ -35,7 +35,7 @@ extension GossipNode {
             return
         }
         let event: RoomEvent
-        do { event = try RoomEvent.parse(bytes) } catch {
+        do { event = try RoomEvent.parse(bytes, kinds: kinds) } catch {
             invalid(from: peer, "event \(peeked.author.short)#\(peeked.seq) refused: \(error)")
             return
         }

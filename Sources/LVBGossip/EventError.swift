@@ -7,7 +7,7 @@ public enum EventError: Error, Equatable, CustomStringConvertible {
     case trailingBytes
     /// The first byte is not a format version this node reads (only 1).
     case badVersion(UInt8)
-    /// The kind byte names no `EventKind`.
+    /// The kind byte names no kind this node reads (`EventKindTable`).
     case unknownKind(UInt8)
     /// A room id was not exactly 16 bytes.
     case badRoomID

@@ -9,7 +9,7 @@
 /// U+0020, U+00A0, U+1680, U+2000...U+200A, U+202F, U+205F, U+3000.
 public enum EventText {
     /// Checks `text` against the rules and a limit of `max` UTF-8 bytes.
-    static func check(_ text: String, field: String, max: Int) throws(EventError) {
+    public static func check(_ text: String, field: String, max: Int) throws(EventError) {
         let count = text.utf8.count
         guard count > 0 else { throw .emptyText }
         guard count <= max else { throw .textTooLong(field: field, max: max) }
@@ -23,7 +23,7 @@ public enum EventText {
 
     /// Checks a URL or reference: 1...`max` bytes of printable ASCII
     /// (0x20...0x7E), not only spaces.
-    static func checkASCII(_ text: String, field: String, max: Int) throws(EventError) {
+    public static func checkASCII(_ text: String, field: String, max: Int) throws(EventError) {
         let count = text.utf8.count
         guard count > 0 else { throw .emptyText }
         guard count <= max else { throw .textTooLong(field: field, max: max) }

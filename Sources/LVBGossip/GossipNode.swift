@@ -50,6 +50,8 @@ public final class GossipNode {
     let transport: GossipTransport
     let clock: Clock
     let random: RandomSource
+    /// The kinds of events this node reads and forwards.
+    let kinds: EventKindTable
     let log = Log.logger("gossip")
 
     /// Judges and applies an event (the room state); called once per new event.
@@ -78,8 +80,9 @@ public final class GossipNode {
     var lastShuffle: Instant
     var digestCursor = 0
 
-    public init(id: NodeID, transport: GossipTransport, clock: Clock, random: RandomSource) {
+    public init(id: NodeID, transport: GossipTransport, kinds: EventKindTable, clock: Clock, random: RandomSource) {
         self.id = id
+        self.kinds = kinds
         self.transport = transport
         self.clock = clock
         self.random = random

@@ -13,7 +13,7 @@ public struct EventID: Hashable, Sendable {
 }
 
 // A signed room event; integers big-endian (man/lvbnode-protocol.7 §ROOM EVENTS;
-// this diagram and EventBodyCodec.swift are the reference).
+// this diagram and each kind's file in LVBRoom/Events are the reference).
 //
 //      0       1                17                49        57          65     66           68
 //     +-------+----------------+-----------------+---------+-----------+------+------------+------...------+-----------+
@@ -25,7 +25,7 @@ public struct EventID: Hashable, Sendable {
 //     sig  = Ed25519 by `author` over  "lvbnode room event v1" ‖ 0x00 ‖ ver … end of body.
 //
 // The room id is inside the signed bytes, so an event cannot be replayed into
-// another room. The encoding is canonical (bodies: EventBodyCodec.swift): a
+// another room. The encoding is canonical (each kind's body too): a
 // parsed event keeps its bytes, and `make` on the same fields yields them again.
 
 private typealias F = RoomEventFormat
@@ -77,7 +77,7 @@ public struct RoomEvent: Equatable, Sendable {
         w.write(seq)
         w.write(timestamp)
         w.write(body.kind.rawValue)
-        w.write(UInt16(encodedBody.count))  // invariant: a validated body is ≤ maxBodyLength (500)
+        w.write(UInt16(encodedBody.count))  // invariant: a validated body is ≤ maxBodyLength (500), EventKindTable checks
         w.write(bytes: encodedBody.bytes)
         let signature = author.sign(signedMessage(w.bytes[...]))
         w.write(bytes: signature)
@@ -86,8 +86,9 @@ public struct RoomEvent: Equatable, Sendable {
     }
 
     /// Parses an event from the network: checks the framing, every length and
-    /// limit, then the signature. Rejects anything else with an error; never traps.
-    public static func parse(_ bytes: ArraySlice<UInt8>) throws(EventError) -> RoomEvent {
+    /// limit of a body of a kind in `kinds`, then the signature. Rejects
+    /// anything else with an error; never traps.
+    public static func parse(_ bytes: ArraySlice<UInt8>, kinds: EventKindTable) throws(EventError) -> RoomEvent {
         var r = RoomEventReader(bytes)
         let version = try r.uint8()
         guard version == F.version else { throw .badVersion(version) }
@@ -95,14 +96,14 @@ public struct RoomEvent: Equatable, Sendable {
         let authorKey = try r.bytes(F.authorLength)
         let seq = try r.uint64()
         let timestamp = try r.uint64()
-        let kindByte = try r.uint8()
-        guard let kind = EventKind(rawValue: kindByte) else { throw .unknownKind(kindByte) }
+        let kind = try r.uint8()
+        guard kinds.kind(kind) != nil else { throw .unknownKind(kind) }
         let bodyBytes = try r.bytes(Int(try r.uint16()))
         let signature = Array(try r.bytes(F.signatureLength))
         try r.expectEnd()
 
         guard let author = try? NodeID(publicKey: Array(authorKey)) else { throw .badAuthor }
-        let body = try EventBody.decode(kind: kind, bodyBytes)
+        let body = try kinds.decode(kind: kind, bodyBytes)
         // Checked last: it is the expensive step, and the cheap ones reject most garbage.
         // After `expectEnd` the signature is exactly the last 64 bytes; it signs the rest.
         let signed = bytes.dropLast(F.signatureLength)

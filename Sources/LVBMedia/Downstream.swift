@@ -30,7 +30,7 @@ public struct DownstreamStats: Sendable, Equatable {
 /// the cap is refused (`onRefused`). A new subscriber starts from the GOP
 /// cache at once; NACKs are answered from the send history within each
 /// subscriber's repair budget; a PLI raises at most one keyframe request per
-/// interval, none when the cache has just started the subscriber; a report
+/// interval (at a relay none when the cache has just started the subscriber); a report
 /// gives the subscriber's loss before repair (the larger of what it reports
 /// and what it NACKed) and, echoing a sender report, its round trip. The
 /// owner adds what differs: an origin's rate control and sender reports, a
@@ -47,6 +47,11 @@ public final class Downstream<Peer: Hashable> {
     public var maxFullSubscribers = Int.max
     /// A peer's feedback was refused: every full slot is taken.
     public var onRefused: ((Peer) -> Void)?
+    /// Whether a PLI from a subscriber the GOP cache has just started still
+    /// raises a keyframe request: at the origin it does (a keyframe costs one
+    /// encode there, and under loss a burst may reach the subscriber
+    /// incomplete); a relay would pass it upstream, where the origin decides.
+    var keyframeAfterCacheStart = false
     /// The video SSRC feedback must name (a relay's changes with the stream it relays).
     var videoSSRC: UInt32?
     /// A subscriber starts afresh: new, or a preview now taking the whole stream.
@@ -138,7 +143,7 @@ public final class Downstream<Peer: Hashable> {
                     stats.plisIgnored += 1
                 } else {
                     stats.plisReceived += 1
-                    if started || !requestKeyframe(now: now) { stats.plisAggregated += 1 }
+                    if (started && !keyframeAfterCacheStart) || !requestKeyframe(now: now) { stats.plisAggregated += 1 }
                 }
             case .receiverReport(let rr):
                 stats.receiverReports += 1

@@ -66,6 +66,7 @@ public final class MediaOrigin<Peer: Hashable> {
         self.maxVideoKbps = maxVideoKbps
         downstream = Downstream(clock: clock, videoSSRC: videoSSRC, useGOPCache: useGOPCache,
                                 budgetKbps: Int(MediaConstants.retransmitBudgetFactor * Double(maxVideoKbps)))
+        downstream.keyframeAfterCacheStart = true
         downstream.onFresh = { [unowned self] peer in
             rates[peer] = RateController(maxKbps: maxVideoKbps)
             if lastSenderReport[peer] == nil { lastSenderReport[peer] = clock.now() }

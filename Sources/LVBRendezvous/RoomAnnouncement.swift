@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBRoom
 
 /// A host's signed statement that its room is live (or closed), which a
 /// rendezvous lists for a while and then forgets (soft state):

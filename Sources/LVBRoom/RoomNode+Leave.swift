@@ -67,9 +67,9 @@ extension RoomNode {
             penalize(peer)
             return
         }
-        let parsed = events.compactMap { try? RoomEvent.parse($0[...]) }
+        let parsed = events.compactMap { try? RoomEvent.parse($0[...], kinds: RoomEvents.table) }
         guard parsed.count == events.count, parsed.allSatisfy({ $0.id.author == peer && $0.room == room }),
-              let leave = parsed.last, case .leave = leave.body else {
+              let leave = parsed.last, leave.body.kind == MemberLeave.kind else {
             penalize(peer)
             return
         }

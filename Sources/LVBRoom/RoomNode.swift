@@ -161,7 +161,7 @@ public final class RoomNode {
         self.instance = instance ?? random.uint64()
         standing = Standing(clock: clock)
         let adapter = TransportGossipAdapter(core: core)
-        gossip = GossipNode(id: core.nodeID, transport: adapter, clock: clock, random: random)
+        gossip = GossipNode(id: core.nodeID, transport: adapter, kinds: RoomEvents.table, clock: clock, random: random)
         // Sequence numbers keep growing across restarts of the same identity
         // (latest-wins events and signed-in-elsewhere rely on it): start from
         // the wall clock in microseconds.

@@ -13,28 +13,28 @@ import LVBGossip
 public final class RoomState {
     public let room: RoomID
     public let host: NodeID
-    public private(set) var isClosed = false
+    public internal(set) var isClosed = false
 
     private let clock: Clock
-    private var recent = RecentEvents()
-    private var chat = ChatHistory()
-    private var presence = Presence()
-    private var likeTally = LikeTally()
-    private var profiles: [NodeID: RoomEvent] = [:]
-    private var infoEvent: RoomEvent?
-    private var kicks: [NodeID: RoomEvent] = [:]
+    var recent = RecentEvents()
+    var chat = ChatHistory()
+    var presence = Presence()
+    var likeTally = LikeTally()
+    var profiles: [NodeID: RoomEvent] = [:]
+    var infoEvent: RoomEvent?
+    var kicks: [NodeID: RoomEvent] = [:]
     /// The host's latest mute or unmute of each target.
-    private var mutes: [NodeID: RoomEvent] = [:]
-    private var closedEvent: RoomEvent?
+    var mutes: [NodeID: RoomEvent] = [:]
+    var closedEvent: RoomEvent?
     /// The host's latest stage event for each member (link-mic co-hosts).
-    private var stage: [NodeID: RoomEvent] = [:]
+    var stage: [NodeID: RoomEvent] = [:]
     /// Each member's latest relay position (the media tree).
-    private var relays: [NodeID: RoomEvent] = [:]
-    private var treeCache: [NodeID: RelayPosition]?
-    private var chatBuckets = RateLimiter<NodeID>(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst, sweepThreshold: RoomConstants.sweepThreshold)
-    private var profileBuckets = RateLimiter<NodeID>(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst, sweepThreshold: RoomConstants.sweepThreshold)
-    private var likeBuckets = RateLimiter<NodeID>(count: RoomConstants.likeEventRate, burst: RoomConstants.likeEventBurst, sweepThreshold: RoomConstants.sweepThreshold)
-    private var relayBuckets = RateLimiter<NodeID>(count: RoomConstants.relayRate, burst: RoomConstants.relayBurst, sweepThreshold: RoomConstants.sweepThreshold)
+    var relays: [NodeID: RoomEvent] = [:]
+    var treeCache: [NodeID: RelayPosition]?
+    var chatBuckets = RateLimiter<NodeID>(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst, sweepThreshold: RoomConstants.sweepThreshold)
+    var profileBuckets = RateLimiter<NodeID>(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst, sweepThreshold: RoomConstants.sweepThreshold)
+    var likeBuckets = RateLimiter<NodeID>(count: RoomConstants.likeEventRate, burst: RoomConstants.likeEventBurst, sweepThreshold: RoomConstants.sweepThreshold)
+    var relayBuckets = RateLimiter<NodeID>(count: RoomConstants.relayRate, burst: RoomConstants.relayBurst, sweepThreshold: RoomConstants.sweepThreshold)
 
     public init(room: RoomID, host: NodeID, clock: Clock) {
         self.room = room
@@ -59,101 +59,41 @@ public final class RoomState {
         let verdict = decide(e, now: now, limited: !fromHistory)
         guard case let .accepted(changes) = verdict else { return verdict }
         recent.insert(e.id)
-        let all: [RoomChange]
-        switch e.body {
-        case .join, .leave: all = changes
-        default: all = presence.heard(e.author, now: now) + changes
-        }
-        // The tree changes with a position, or with who is present.
-        if case .relay = e.body { treeCache = nil } else if all.contains(where: \.changesPresence) { treeCache = nil }
+        // Presence events speak for themselves; any other shows its author is here.
+        let kind = e.body.kind
+        let all = kind == MemberJoin.kind || kind == MemberLeave.kind ? changes : presence.heard(e.author, now: now) + changes
+        // The tree changes with a position (its rule says so), or with who is present.
+        if all.contains(where: \.changesPresence) { treeCache = nil }
         return .accepted(all)
     }
 
+    /// The kind's rule decides (`RoomEvents`); a kind this version does not know is refused.
     private func decide(_ e: RoomEvent, now: Instant, limited: Bool) -> Verdict {
-        let author = e.author
-        switch e.body {
-        case .chat, .danmaku:
-            if isMuted(author) { return .rejected(.authorMuted) }
-            if limited, !chatBuckets.allow(author, now: now) { return .rejected(.rateLimited) }
-            chat.append(e)
-            return .accepted(e.body.kind == .chat ? [.chat(e)] : [.danmaku(e)])
-
-        case let .like(total):
-            // A grow-only counter: a total not above the author's adds nothing.
-            guard total > likeTally.total(of: author) else { return .duplicate }
-            if limited, !likeBuckets.allow(author, now: now) { return .rejected(.rateLimited) }
-            likeTally.raise(e, to: total)
-            return .accepted([.like(author: author, authorTotal: total, roomTotal: likeTally.roomTotal)])
-
-        case let .join(instance, role):
-            if role != .viewer, author != host { return .rejected(.notHost(.join)) }
-            switch presence.order(of: e) {
-            case .same: return .duplicate
-            case .older: return .rejected(.stale)
-            case .newer: return .accepted(presence.join(e, instance: instance, role: role, now: now))
-            }
-
-        case let .leave(reason):
-            switch presence.order(of: e) {
-            case .same: return .duplicate
-            case .older: return .rejected(.stale)
-            case .newer: return .accepted(presence.leave(e, reason: reason))
-            }
-
-        case let .profile(p):
-            if let order = Self.order(e, after: profiles[author]) { return order }
-            if limited, !profileBuckets.allow(author, now: now) { return .rejected(.rateLimited) }
-            profiles[author] = e
-            return .accepted([.profile(author, p)])
-
-        case let .roomInfo(info):
-            guard author == host else { return .rejected(.notHost(.roomInfo)) }
-            if let order = Self.order(e, after: infoEvent) { return order }
-            infoEvent = e
-            return .accepted([.roomInfo(info)])
-
-        case let .kick(target):
-            guard author == host else { return .rejected(.notHost(.kick)) }
-            // The host cannot be kicked from its own room; a second kick changes nothing.
-            guard target != host, kicks[target] == nil else { return .accepted([]) }
-            kicks[target] = e
-            _ = presence.remove(target)
-            return .accepted([.kicked(target)])
-
-        case let .mute(target, muted):
-            guard author == host else { return .rejected(.notHost(.mute)) }
-            if let order = Self.order(e, after: mutes[target]) { return order }
-            guard target != host else { return .accepted([]) }
-            let was = isMuted(target)
-            mutes[target] = e
-            return .accepted(was == muted ? [] : [.muted(target, muted)])
-
-        case let .stage(target, onStage, reason):
-            guard author == host else { return .rejected(.notHost(.stage)) }
-            if let order = Self.order(e, after: stage[target]) { return order }
-            guard target != host else { return .accepted([]) }
-            let was = isOnStage(target)
-            stage[target] = e
-            return .accepted(was == onStage ? [] : [.stage(target, onStage: onStage, reason: StageReason(rawValue: reason))])
-
-        case let .relay(position):
-            guard (position.parent == nil) == (author == host), position.parent != author else { return .rejected(.badTreePosition) }
-            if let order = Self.order(e, after: relays[author]) { return order }
-            if limited, !relayBuckets.allow(author, now: now) { return .rejected(.rateLimited) }
-            relays[author] = e
-            return .accepted([])
-
-        case .roomClosed:
-            guard author == host else { return .rejected(.notHost(.roomClosed)) }
-            isClosed = true
-            closedEvent = e
-            return .accepted([.roomClosed])
-        }
+        guard let rule = e.body.content as? any RoomEventRule else { return .rejected(.unknownKind(e.body.kind)) }
+        return rule.decide(e, in: self, now: now, limited: limited)
     }
+
+    /// A chat line or bullet comment: refused from a muted author or past the
+    /// chat rate; else kept in the chat history.
+    func post(_ e: RoomEvent, now: Instant, limited: Bool, change: RoomChange) -> Verdict {
+        if isMuted(e.author) { return .rejected(.authorMuted) }
+        if limited, !chatBuckets.allow(e.author, now: now) { return .rejected(.rateLimited) }
+        chat.append(e)
+        return .accepted([change])
+    }
+
+    /// The host closed the room with `e`: every later event is refused.
+    func close(by e: RoomEvent) {
+        isClosed = true
+        closedEvent = e
+    }
+
+    /// A relay position changed: the tree is read afresh.
+    func treeChanged() { treeCache = nil }
 
     /// For a latest-wins kind: nil if `e` is newer than `previous` (same
     /// author), else the verdict (`.duplicate` for the same sequence number).
-    private static func order(_ e: RoomEvent, after previous: RoomEvent?) -> Verdict? {
+    static func order(_ e: RoomEvent, after previous: RoomEvent?) -> Verdict? {
         guard let previous else { return nil }
         if e.seq > previous.seq { return nil }
         return e.seq == previous.seq ? .duplicate : .rejected(.stale)
@@ -202,27 +142,23 @@ public final class RoomState {
     public func isPresent(_ id: NodeID) -> Bool { presence.isPresent(id) }
 
     public func profile(of id: NodeID) -> Profile? {
-        guard case let .profile(p)? = profiles[id]?.body else { return nil }
-        return p
+        profiles[id]?.body.as(Profile.self)
     }
 
     /// The latest room info (all fields nil until the host sends one).
     public var info: RoomInfo {
-        guard case let .roomInfo(i)? = infoEvent?.body else { return RoomInfo() }
-        return i
+        infoEvent?.body.as(RoomInfo.self) ?? RoomInfo()
     }
 
     public func isMuted(_ id: NodeID) -> Bool {
-        guard case let .mute(_, muted)? = mutes[id]?.body else { return false }
-        return muted
+        mutes[id]?.body.as(Mute.self)?.muted ?? false
     }
 
     public func isKicked(_ id: NodeID) -> Bool { kicks[id] != nil }
 
     /// On stage as a link-mic co-host, as the host last said.
     public func isOnStage(_ id: NodeID) -> Bool {
-        guard case let .stage(_, onStage, _)? = stage[id]?.body else { return false }
-        return onStage
+        stage[id]?.body.as(StageChange.self)?.onStage ?? false
     }
 
     /// The media tree as its members last told it: each present member's
@@ -233,7 +169,7 @@ public final class RoomState {
         if let treeCache { return treeCache }
         var out: [NodeID: RelayPosition] = [:]
         for (id, e) in relays where presence.isPresent(id) {
-            if case let .relay(p) = e.body { out[id] = p }
+            if let p = e.body.as(RelayPosition.self) { out[id] = p }
         }
         treeCache = out
         return out

@@ -32,13 +32,15 @@ extension RoomState {
         /// A relay position that cannot be true: a viewer at the root, the
         /// host below it, or a node its own parent.
         case badTreePosition
+        /// A kind the wire table reads but no room rule knows.
+        case unknownKind(EventKind)
 
         /// Whether forwarding this event is misbehaviour that costs the
         /// forwarder standing. Kicked, muted, closed and stale events can be
         /// honest races of gossip order, so they cost nothing.
         public var isMisbehaviour: Bool {
             switch self {
-            case .wrongRoom, .notHost, .rateLimited, .badTreePosition: true
+            case .wrongRoom, .notHost, .rateLimited, .badTreePosition, .unknownKind: true
             case .authorKicked, .authorMuted, .roomClosed, .stale: false
             }
         }
@@ -53,6 +55,7 @@ extension RoomState {
             case .roomClosed: "room is closed"
             case .stale: "older than the author's latest event of this kind"
             case .badTreePosition: "relay position is impossible (only the host is the root; nobody is its own parent)"
+            case let .unknownKind(kind): "no room rule for event kind \(kind.rawValue)"
             }
         }
     }

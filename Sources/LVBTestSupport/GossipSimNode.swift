@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBRoom
 import LVBTransport
 
 /// A node with gossip on the virtual network: transport + `GossipNode`,
@@ -17,7 +18,7 @@ public final class GossipSimNode {
         self.node = node
         self.network = network
         node.recordsEvents = false
-        gossip = GossipNode(id: node.id, transport: TransportGossipAdapter(core: node.core), clock: network.clock, random: random)
+        gossip = GossipNode(id: node.id, transport: TransportGossipAdapter(core: node.core), kinds: RoomEvents.table, clock: network.clock, random: random)
         gossip.accept = { [unowned self] e, _ in
             delivered[e.id] = network.clock.now()
             return .accept

@@ -107,13 +107,13 @@ final class RoomReporter: @unchecked Sendable {
             l.add("reason", why)
             out.emit(l, human: "\(nick(id)) left (\(why.replacingUnderscores()))", kind: "leave")
         case .chat(let e):
-            guard case .chat(let text) = e.body else { return }
+            guard let text = e.body.as(ChatLine.self)?.text else { return }
             var l = line("chat", e.author)
             l.add("text", text)
             l.add("time", Int(e.timestamp))
             out.emit(l, human: "\(nick(e.author)): \(text)", kind: "chat")
         case .danmaku(let e):
-            guard case let .danmaku(text, color, lane) = e.body else { return }
+            guard let (text, color, lane) = e.body.as(BulletComment.self).map({ ($0.text, $0.color, $0.lane) }) else { return }
             var l = line("danmaku", e.author)
             l.add("text", text)
             l.add("color", "#" + String.hex6(color))

@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBRoom
 import LVBTestSupport
 import LVBTransport
 import Testing

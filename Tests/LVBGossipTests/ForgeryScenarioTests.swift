@@ -41,7 +41,7 @@ import Testing
     }
 
     private func chatTexts(_ m: RoomMember) -> [String] {
-        m.state.chatLog.compactMap { if case let .chat(text) = $0.body { text } else { nil } }
+        m.state.chatLog.compactMap { $0.body.as(ChatLine.self)?.text }
     }
 
     /// Nobody in `members` applied or delivered `id`.

@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBRoom
 import TestAssertions
 import Testing
 
@@ -49,9 +50,9 @@ extension RoomEventTests {
         ]
         for bytes in cases {
             let chat = signedWire(kind: 1, body: bytes)
-            expectError(.invalidUTF8) { () throws(EventError) in try RoomEvent.parse(chat[...]) }
+            expectError(.invalidUTF8) { () throws(EventError) in try RoomEvent.parse(chat[...], kinds: RoomEvents.table) }
             let nickname = signedWire(kind: 6, body: [1, UInt8(bytes.count)] + bytes)
-            expectError(.invalidUTF8) { () throws(EventError) in try RoomEvent.parse(nickname[...]) }
+            expectError(.invalidUTF8) { () throws(EventError) in try RoomEvent.parse(nickname[...], kinds: RoomEvents.table) }
         }
     }
 
@@ -61,9 +62,9 @@ extension RoomEventTests {
         expectRejected(.badValue("leave reason 4 is unknown"), .leave(reason: 4), wireBody: [4])
         expectRejected(.badValue("gender 4 is unknown"), .profile(Profile(gender: 4)), wireBody: [3, 1, 4])
         let mute = signedWire(kind: 9, body: target.publicKey + [2])
-        expectError(.badValue("mute flag 2 is not 0 or 1")) { () throws(EventError) in try RoomEvent.parse(mute[...]) }
+        expectError(.badValue("mute flag 2 is not 0 or 1")) { () throws(EventError) in try RoomEvent.parse(mute[...], kinds: RoomEvents.table) }
         let kick = signedWire(kind: 8, body: [UInt8](repeating: 0xFF, count: 32))
-        expectError(.badValue("target is not a valid node key")) { () throws(EventError) in try RoomEvent.parse(kick[...]) }
+        expectError(.badValue("target is not a valid node key")) { () throws(EventError) in try RoomEvent.parse(kick[...], kinds: RoomEvents.table) }
     }
 
     // MARK: profile and room-info fields
@@ -87,7 +88,7 @@ extension RoomEventTests {
 
     @Test func tlvStructureIsCanonical() {
         func parse(_ kind: UInt8, _ body: [UInt8]) throws(EventError) -> RoomEvent {
-            try RoomEvent.parse(signedWire(kind: kind, body: body)[...])
+            try RoomEvent.parse(signedWire(kind: kind, body: body)[...], kinds: RoomEvents.table)
         }
         expectError(.badValue("profile fields out of order or repeated (type 1 after 2)")) { () throws(EventError) in
             try parse(6, [2, 1, 0x61, 1, 1, 0x62])

@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBRoom
 import TestAssertions
 import Testing
 
@@ -44,7 +45,7 @@ import Testing
                         sourceLocation: SourceLocation = #_sourceLocation) {
         expectError(expected, { () throws(EventError) in try make(body) }, sourceLocation: sourceLocation)
         let wire = signedWire(kind: body.kind.rawValue, body: wireBody)
-        expectError(expected, { () throws(EventError) in try RoomEvent.parse(wire[...]) }, sourceLocation: sourceLocation)
+        expectError(expected, { () throws(EventError) in try RoomEvent.parse(wire[...], kinds: RoomEvents.table) }, sourceLocation: sourceLocation)
     }
 
     var everyKind: [EventBody] {
@@ -120,7 +121,7 @@ import Testing
         for bad in [[1, 1], [0, 0], [0, 5], [2, 0]] as [[UInt8]] {
             let wire = signedWire(kind: 11, body: target.publicKey + bad)
             expectError("stage \(bad)", { (e: EventError) in if case .badValue = e { true } else { false } }) { () throws(EventError) in
-                try RoomEvent.parse(wire[...])
+                try RoomEvent.parse(wire[...], kinds: RoomEvents.table)
             }
         }
         let empty = try make(.profile(Profile()))
@@ -149,7 +150,7 @@ import Testing
                                   ([0, 0, 0, 0, 1, 4, 127, 0], true)] as [([UInt8], Bool)] {
             let wire = signedWire(kind: 12, body: body)
             expectError("relay \(body.prefix(6))", { (e: EventError) in truncated ? e == .truncated : badValue(e) }) { () throws(EventError) in
-                try RoomEvent.parse(wire[...])
+                try RoomEvent.parse(wire[...], kinds: RoomEvents.table)
             }
         }
     }
@@ -159,7 +160,7 @@ import Testing
     @Test func everyKindRoundTrips() throws {
         for body in everyKind {
             let e = try make(body)
-            let parsed = try RoomEvent.parse(e.encoded[...])
+            let parsed = try RoomEvent.parse(e.encoded[...], kinds: RoomEvents.table)
             #expect(parsed == e)
             #expect(parsed.body == body)
             #expect(parsed.encoded == e.encoded)
@@ -172,7 +173,7 @@ import Testing
     @Test func parsesFromASliceOfALargerBuffer() throws {
         let e = try make(.chat(text: "sliced"))
         let buffer = [0xEE, 0xEE] + e.encoded + [0xEE]
-        let parsed = try RoomEvent.parse(buffer[2..<(2 + e.encoded.count)])
+        let parsed = try RoomEvent.parse(buffer[2..<(2 + e.encoded.count)], kinds: RoomEvents.table)
         #expect(parsed == e)
     }
 
@@ -194,7 +195,7 @@ import Testing
                 var flipped = encoded
                 flipped[i] ^= 1 << bit
                 do {
-                    let e = try RoomEvent.parse(flipped[...])
+                    let e = try RoomEvent.parse(flipped[...], kinds: RoomEvents.table)
                     Issue.record("flip of byte \(i) bit \(bit) accepted: \(e)")
                 } catch {
                     // Where the flip lands decides the error; in the signature it can only be that.
@@ -208,25 +209,25 @@ import Testing
         for body in everyKind {
             let encoded = try make(body).encoded
             for n in 0..<encoded.count {
-                #expect(throws: EventError.self) { try RoomEvent.parse(encoded[..<n]) }
+                #expect(throws: EventError.self) { try RoomEvent.parse(encoded[..<n], kinds: RoomEvents.table) }
             }
         }
-        expectError(.truncated) { () throws(EventError) in try RoomEvent.parse([][...]) }
+        expectError(.truncated) { () throws(EventError) in try RoomEvent.parse([][...], kinds: RoomEvents.table) }
     }
 
     @Test func trailingBytesAreRejected() throws {
         let encoded = try make(.like(total: 1)).encoded
-        expectError(.trailingBytes) { () throws(EventError) in try RoomEvent.parse((encoded + [0])[...]) }
+        expectError(.trailingBytes) { () throws(EventError) in try RoomEvent.parse((encoded + [0])[...], kinds: RoomEvents.table) }
         // A fixed-size body with more bytes than its kind holds, validly signed.
         let long = signedWire(kind: 3, body: [0, 0, 0, 0, 0, 0, 0, 1, 0])
-        expectError(.trailingBytes) { () throws(EventError) in try RoomEvent.parse(long[...]) }
+        expectError(.trailingBytes) { () throws(EventError) in try RoomEvent.parse(long[...], kinds: RoomEvents.table) }
         let short = signedWire(kind: 3, body: [0, 0, 0, 1])
-        expectError(.truncated) { () throws(EventError) in try RoomEvent.parse(short[...]) }
+        expectError(.truncated) { () throws(EventError) in try RoomEvent.parse(short[...], kinds: RoomEvents.table) }
     }
 
     @Test func signatureByAnotherIdentityIsRejected() {
         let forged = signedWire(kind: 1, body: Array("I am the host".utf8), signer: other)
-        expectError(.badSignature) { () throws(EventError) in try RoomEvent.parse(forged[...]) }
+        expectError(.badSignature) { () throws(EventError) in try RoomEvent.parse(forged[...], kinds: RoomEvents.table) }
     }
 
     @Test func theRoomIsSigned() throws {
@@ -237,21 +238,21 @@ import Testing
         // Moving an event into another room breaks its signature.
         var moved = here.encoded
         moved.replaceSubrange(1..<17, with: elsewhere.bytes)
-        expectError(.badSignature) { () throws(EventError) in try RoomEvent.parse(moved[...]) }
+        expectError(.badSignature) { () throws(EventError) in try RoomEvent.parse(moved[...], kinds: RoomEvents.table) }
     }
 
     @Test func headerErrors() throws {
         var wire = signedWire(kind: 1, body: Array("x".utf8))
         wire[0] = 2
-        expectError(.badVersion(2)) { () throws(EventError) in try RoomEvent.parse(wire[...]) }
+        expectError(.badVersion(2)) { () throws(EventError) in try RoomEvent.parse(wire[...], kinds: RoomEvents.table) }
         let unknown = signedWire(kind: 13, body: [])
-        expectError(.unknownKind(13)) { () throws(EventError) in try RoomEvent.parse(unknown[...]) }
+        expectError(.unknownKind(13)) { () throws(EventError) in try RoomEvent.parse(unknown[...], kinds: RoomEvents.table) }
         let zero = signedWire(kind: 0, body: [])
-        expectError(.unknownKind(0)) { () throws(EventError) in try RoomEvent.parse(zero[...]) }
+        expectError(.unknownKind(0)) { () throws(EventError) in try RoomEvent.parse(zero[...], kinds: RoomEvents.table) }
         // 32 bytes that are not a point on the curve.
         var badKey = signedWire(kind: 10, body: [])
         badKey.replaceSubrange(17..<49, with: [UInt8](repeating: 0xFF, count: 32))
-        expectError(.badAuthor) { () throws(EventError) in try RoomEvent.parse(badKey[...]) }
+        expectError(.badAuthor) { () throws(EventError) in try RoomEvent.parse(badKey[...], kinds: RoomEvents.table) }
     }
 
     // MARK: room ids

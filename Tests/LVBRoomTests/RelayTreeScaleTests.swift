@@ -193,7 +193,7 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
         for (i, v) in speakers.enumerated() { try v.room.chat("line \(i)") }
         func lines(_ member: SimLiveNode) -> Int {
             Set((member.room.state?.chatLog ?? []).compactMap { event -> String? in
-                if case .chat(let text) = event.body { return text }
+                if let text = event.body.as(ChatLine.self)?.text { return text }
                 return nil
             }).count
         }

@@ -26,7 +26,7 @@ final class RoomSim {
     var id: NodeID { sim.id }
     var changes: [RoomChange] { outputs.compactMap { if case .change(let c) = $0 { c } else { nil } } }
     var chats: [String] {
-        changes.compactMap { if case .chat(let e) = $0, case .chat(let t) = e.body { t } else { nil } }
+        changes.compactMap { if case .chat(let e) = $0 { e.body.as(ChatLine.self)?.text } else { nil } }
     }
     var removed: RemovalReason? { outputs.lazy.compactMap { if case .removed(let r) = $0 { r } else { nil } }.first }
     var denied: AdmissionDenial? { outputs.lazy.compactMap { if case .denied(let d) = $0 { d } else { nil } }.first }

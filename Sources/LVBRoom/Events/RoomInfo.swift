@@ -1,0 +1,80 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+
+/// What the host shows about the room; a field left nil is not set.
+///
+///     body: TLV fields 1 title, 2 cover, 3 location, 4 startedAt(8)
+///
+/// TLV fields as in a profile.
+public struct RoomInfo: Equatable, Sendable {
+    /// 1...100 UTF-8 bytes of text.
+    public var title: String?
+    /// 1...200 bytes of printable ASCII: a URL or a reference to an image.
+    public var cover: String?
+    /// 1...64 UTF-8 bytes of text.
+    public var location: String?
+    /// When the broadcast started, in milliseconds since the Unix epoch.
+    public var startedAt: UInt64?
+
+    public init(title: String? = nil, cover: String? = nil, location: String? = nil, startedAt: UInt64? = nil) {
+        self.title = title
+        self.cover = cover
+        self.location = location
+        self.startedAt = startedAt
+    }
+
+    static let titleMax = 100, coverMax = 200, locationMax = 64
+    static let (titleField, coverField, locationField, startedAtField): (UInt8, UInt8, UInt8, UInt8) = (1, 2, 3, 4)
+}
+
+extension RoomInfo: EventContent {
+    public static let kind = EventKind(7, "roomInfo")
+    public static let maxBodyLength = (2 + titleMax) + (2 + coverMax) + (2 + locationMax) + (2 + 8)
+
+    public func validate() throws(EventError) {
+        if let v = title { try EventText.check(v, field: "title", max: Self.titleMax) }
+        if let v = cover { try EventText.checkASCII(v, field: "cover", max: Self.coverMax) }
+        if let v = location { try EventText.check(v, field: "location", max: Self.locationMax) }
+    }
+
+    public func encode(into w: inout ByteWriter) {
+        w.writeField(Self.titleField, title.map { Array($0.utf8) })
+        w.writeField(Self.coverField, cover.map { Array($0.utf8) })
+        w.writeField(Self.locationField, location.map { Array($0.utf8) })
+        w.writeField(Self.startedAtField, startedAt.map { v in (0..<8).reversed().map { UInt8(truncatingIfNeeded: v >> ($0 * 8)) } })
+    }
+
+    public static func decode(_ r: inout RoomEventReader) throws(EventError) -> RoomInfo {
+        var info = RoomInfo()
+        for (type, value) in try r.fields(of: "room info", types: titleField...startedAtField) {
+            switch type {
+            case titleField: info.title = try EventText.decode(value)
+            case coverField: info.cover = try EventText.decode(value)
+            case locationField: info.location = try EventText.decode(value)
+            default:
+                guard value.count == 8 else { throw .badValue("startedAt is 8 bytes") }
+                info.startedAt = value.reduce(0) { $0 << 8 | UInt64($1) }
+            }
+        }
+        return info
+    }
+}
+
+extension EventKind {
+    public static let roomInfo = RoomInfo.kind
+}
+
+extension EventBody {
+    public static func roomInfo(_ info: RoomInfo) -> EventBody { EventBody(info) }
+}
+
+/// The host's alone; latest wins.
+extension RoomInfo: RoomEventRule {
+    func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
+        guard e.author == state.host else { return .rejected(.notHost(Self.kind)) }
+        if let order = RoomState.order(e, after: state.infoEvent) { return order }
+        state.infoEvent = e
+        return .accepted([.roomInfo(self)])
+    }
+}
