@@ -12,7 +12,7 @@ public enum RoomConstants {
     /// long is shown as left with reason 1 (timeout).
     public static let presenceTimeout: Duration = .seconds(30)
     /// A joiner repeats its admission request this often until answered.
-    public static let admissionRetry: Duration = .seconds(1)
+    public static let admissionRetry: Duration = .milliseconds(500)
     /// Chat and danmaku events per author per second (one shared token bucket).
     public static let chatRate = 5
     /// Chat and danmaku events an author may send at once.
@@ -45,6 +45,12 @@ public enum RoomConstants {
     public static let parentSilence: Duration = .seconds(1)
     /// A parent that refused us or went silent is left out of placement this long.
     public static let refusedFor: Duration = .seconds(10)
+    /// The children a full node named when it refused us are tried this long,
+    /// when the room's positions offer no candidate (`RelaySignal.redirect`).
+    public static let redirectFor: Duration = .seconds(5)
+    /// With no candidate left, a node that did not answer our subscription
+    /// in time is asked again after this long (rather than after `refusedFor`).
+    public static let askAgainAfter: Duration = .seconds(1)
     /// A child that reports at least `slowChildLoss` for `slowChildFor`
     /// while a sibling reports under `fineChildLoss` cannot keep up: its
     /// parent moves it down, and it takes no children for `demotedFor`.

@@ -120,6 +120,7 @@ public final class RelayTree: LiveRole {
         switch event {
         case .transport(let event): attachment?.handle(event)
         case .relaySignal(let peer, .full): attachment?.refused(by: peer)
+        case .relaySignal(let peer, .redirect(let children)): attachment?.refused(by: peer, redirectedTo: children)
         case .relaySignal(let peer, .moveDown): attachment?.movedDown(by: peer)
         default: break
         }
@@ -138,6 +139,9 @@ public final class RelayTree: LiveRole {
         }
         attachment.tick(state, now: now)
     }
+
+    /// Runs the tree's work on the node's next tick rather than the tree's next one.
+    func tickSoon() { lastTick = nil }
 
     /// This node leaves the room: its children go elsewhere now rather than
     /// after a second of silence (the root's room ends with it).
@@ -177,13 +181,23 @@ public final class RelayTree: LiveRole {
         slowSince = slow
     }
 
-    /// Tells `peer` our slots are taken (at most once a second each).
+    /// Tells `peer` our slots are taken (at most once a second each), and
+    /// which of our children to try instead: those whose positions show a
+    /// free slot first, then those whose positions are not known yet, then
+    /// the full ones (they send it further down). A joiner so finds a slot
+    /// a hop or two down at once, before gossip tells it where slots are.
     private func tellFull(_ peer: NodeID) {
         let now = clock.now()
         if let last = refusalsSent[peer], now - last < .seconds(1) { return }
         refusalsSent[peer] = now
         if refusalsSent.count > 4 * Int(RelayPosition.maxSlots) { refusalsSent = refusalsSent.filter { now - $0.value < .seconds(1) } }
-        room.send(.relay(.full), to: peer)
+        let tree = room.state?.tree ?? [:]
+        let ranked = children.filter { $0 != peer }.sorted { a, b in
+            let (fa, fb) = (tree[a].map { $0.free > 0 ? 0 : 2 } ?? 1, tree[b].map { $0.free > 0 ? 0 : 2 } ?? 1)
+            return fa != fb ? fa < fb : a.text < b.text
+        }
+        let suggested = Array(ranked.prefix(RoomMessage.maxRedirects))
+        room.send(.relay(suggested.isEmpty ? .full : .redirect(suggested)), to: peer)
     }
 
     /// The relay position we last published, if any.

@@ -21,6 +21,8 @@ public enum RoomError: Error, Equatable, CustomStringConvertible {
     case damagedInvite
     /// A link-mic message's text is too long, not UTF-8, or holds control characters.
     case badText
+    /// A relay redirect names no node, or more than `RoomMessage.maxRedirects`.
+    case badRedirectCount(UInt8)
 
     public var description: String {
         switch self {
@@ -33,6 +35,7 @@ public enum RoomError: Error, Equatable, CustomStringConvertible {
         case .badNodeID: "a node id in the admission message is not a valid node key"
         case .notAnInvite: "this is not an invite (invites start with 'lvbi'); ask the host for one"
         case .badText: "link-mic text is too long, not UTF-8, or holds control characters"
+        case let .badRedirectCount(n): "relay redirect names \(n) nodes (1 to \(RoomMessage.maxRedirects))"
         case .damagedInvite: "the invite is damaged (a character is missing or changed); copy it again from the host"
         }
     }

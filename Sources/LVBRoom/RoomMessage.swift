@@ -1,4 +1,5 @@
 import LVBCore
+import LVBCrypto
 import LVBGossip
 
 /// A message on the room channel (man/lvbnode-protocol.7, ROOM MESSAGES):
@@ -20,6 +21,9 @@ import LVBGossip
 ///                            should attach deeper, as a leaf
 ///    10 pass wanted          room(16): the sender holds no pass of the
 ///                            receiver's (it was lost): show it again
+///    11 relay redirect       count(1: 1...4) ‖ node(32) × count: as relay
+///                            full, and these children of the sender may have
+///                            a slot (those with one first): try them
 public enum RoomMessage: Equatable, Sendable {
     case admission(AdmissionMessage)
     /// The sender is leaving: its last signed events, its leave event last,
@@ -30,8 +34,8 @@ public enum RoomMessage: Equatable, Sendable {
     case leaveAck(seq: UInt64)
     /// Link-mic signalling between a viewer and the host.
     case linkMic(LinkMicMessage)
-    /// The media tree: the sender refused our subscription, or lets us go as
-    /// a child that cannot keep up.
+    /// The media tree: the sender refused our subscription (perhaps naming
+    /// its children to try), or lets us go as a child that cannot keep up.
     case relay(RelaySignal)
     /// The sender dropped our gossip or media: it holds no pass of ours for
     /// this room (the one shown when the session came up was lost).
@@ -49,7 +53,11 @@ public enum RoomMessage: Equatable, Sendable {
         case relayFull = 8
         case relayMoveDown = 9
         case passWanted = 10
+        case relayRedirect = 11
     }
+
+    /// Most children a redirect names.
+    public static let maxRedirects = 4
 
     public var encoded: [UInt8] {
         switch self {
@@ -76,6 +84,12 @@ public enum RoomMessage: Equatable, Sendable {
             return [Kind.relayFull.rawValue]
         case .relay(.moveDown):
             return [Kind.relayMoveDown.rawValue]
+        case .relay(.redirect(let nodes)):
+            var w = ByteWriter(capacity: 2 + 32 * nodes.count)
+            w.write(Kind.relayRedirect.rawValue)
+            w.write(UInt8(nodes.count))
+            for node in nodes { w.write(bytes: node.publicKey) }
+            return w.bytes
         case .passWanted(let room):
             return [Kind.passWanted.rawValue] + room.bytes
         }
@@ -111,6 +125,18 @@ public enum RoomMessage: Equatable, Sendable {
         case .relayFull, .relayMoveDown:
             guard bytes.count == 1 else { throw .trailingBytes }
             return .relay(kind == .relayFull ? .full : .moveDown)
+        case .relayRedirect:
+            var r = ByteReader(bytes.dropFirst())
+            guard let count = try? r.readUInt8() else { throw .truncated }
+            guard (1...UInt8(maxRedirects)).contains(count) else { throw .badRedirectCount(count) }
+            var nodes: [NodeID] = []
+            for _ in 0..<count {
+                guard let key = try? r.readBytes(32) else { throw .truncated }
+                guard let node = try? NodeID(publicKey: Array(key)) else { throw .badNodeID }
+                nodes.append(node)
+            }
+            guard r.isAtEnd else { throw .trailingBytes }
+            return .relay(.redirect(nodes))
         case .passWanted:
             var r = ByteReader(bytes.dropFirst())
             let room = try RoomID.read(from: &r)
@@ -124,6 +150,10 @@ public enum RoomMessage: Equatable, Sendable {
 public enum RelaySignal: Equatable, Sendable {
     /// Every slot is taken: the subscription was refused.
     case full
+    /// The same, naming children of the sender to try instead (a full node
+    /// sends the joiner down its own branch at once, before any gossiped
+    /// position says where a slot is free).
+    case redirect([NodeID])
     /// The child does clearly worse than its siblings: it is let go, to
     /// attach deeper as a leaf instead of holding up a branch.
     case moveDown

@@ -36,12 +36,18 @@ final class TreeAttachment {
     /// backup is probed, so a dead one is passed over when it is needed.
     private var heardFrom: [NodeID: Instant] = [:]
     private var lastBackupProbe: Instant?
+    /// When the candidates we hold a session with were last pinged (our stream had gone quiet).
+    private var lastCandidateProbe: Instant?
     /// Left out of placement until then: nodes that refused us, and nodes
     /// that went silent (these with everything below them).
     private var excluded: [NodeID: Exclusion] = [:]
     private var silenced: [NodeID: Instant] = [:]
     /// Moved down by our parent: no children until then.
     private var demotedUntil: Instant?
+    /// Children full nodes named when they refused us, until then (`RelaySignal.redirect`).
+    private var redirects: [NodeID: Instant] = [:]
+    /// Nodes silenced because they did not answer a subscription in time, and when.
+    private var unanswered: [NodeID: Instant] = [:]
 
     init(tree: RelayTree) { self.tree = tree }
 
@@ -69,6 +75,7 @@ final class TreeAttachment {
             excluded[id] = e.until > now && !e.hasRoomAgain(state.tree[id]) ? e : nil
         }
         silenced = silenced.filter { $0.value > now }
+        unanswered = unanswered.filter { silenced[$0.key] != nil }
         if state.isOnStage(core.nodeID) { return takeStageStream(now: now) }
         if let until = demotedUntil, now >= until { demotedUntil = nil }
         let slots = openSlots
@@ -88,6 +95,7 @@ final class TreeAttachment {
                 trying = nil
             } else if now - t.since >= (t.sessionUp ? RoomConstants.attachTimeoutLive : RoomConstants.attachTimeout) {
                 silenced[t.id] = now + RoomConstants.refusedFor
+                unanswered[t.id] = now
                 trying = nil
             } else if now - t.asked >= RoomConstants.attachResubscribe, core.isEstablished(with: t.id) {
                 // Nothing yet: the subscription (or the parent's answer) may
@@ -97,6 +105,19 @@ final class TreeAttachment {
             }
         }
         let silent = heard.map { now - $0 >= RoomConstants.parentSilence } ?? true
+        if trying == nil, let heard, now - heard >= RoomConstants.parentSilence / 2,
+           lastCandidateProbe.map({ now - $0 >= RoomConstants.backupProbeInterval }) ?? true {
+            // Quiet for half a silence: ping the candidates we hold a
+            // session with but have not heard from lately (a session
+            // outlives its peer by many seconds), so that at the silence
+            // the live ones count as heard lately and the dead ones do not.
+            lastCandidateProbe = now
+            let quiet = Set(silenced.keys).union(parent.map { [$0] } ?? [])
+            for id in placement.candidates(for: core.nodeID, excluding: Set(excluded.keys), silent: quiet)
+            where id != room.host && core.isEstablished(with: id) && !heardLately(id, now: now) {
+                core.probeRoundTrip(to: id)
+            }
+        }
         let feeder = media.feeder(of: room.host)
         if trying == nil, parent == nil, !silent, excluded[feeder] == nil {
             // Already fed (the host took the subscription sent with our admission request).
@@ -107,8 +128,11 @@ final class TreeAttachment {
             if let parent { silenced[parent] = now + RoomConstants.refusedFor }
             let (excluding, silent) = (Set(excluded.keys), Set(silenced.keys))
             // Moved down: as deep as there is room. Else the backup if it still
-            // answers; else, after a silence, the shallowest node we already
-            // hold a session with (a dead one costs a short wait, not a dial).
+            // answers; else placement's first (among the shallowest, those
+            // heard from lately first). Not a node we merely hold a session
+            // with: relays die together, a dead one still looks established
+            // and costs `attachTimeoutLive` each, and the sessions an orphan
+            // holds are mostly with relays it once tried, killed with its parent.
             let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent) { reachedDirectly($0, now: now) }
             let live = backup.flatMap { isAlive($0, now: now) && placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil }
             // After a silence, one heard from within a parent's silence
@@ -118,9 +142,8 @@ final class TreeAttachment {
             // would close a loop, but not when each takes a shallower one.
             let depth = placement.depth(of: core.nodeID) ?? Int.max
             let next = demotedUntil != nil ? ranked.last
-                : live ?? (parent != nil ? ranked.first { heardLately($0, now: now) && (placement.depth(of: $0) ?? Int.max) < depth }
-                    ?? ranked.first { core.isEstablished(with: $0) } : nil)
-                ?? ranked.first
+                : live ?? (parent != nil ? ranked.first { heardLately($0, now: now) && (placement.depth(of: $0) ?? Int.max) < depth } : nil)
+                ?? ranked.first ?? redirect(placement, now: now) ?? askAgain(placement, excluding: excluding, now: now)
             if let next { attach(to: next, placement: placement, now: now) }
         }
         keepBackup(placement)
@@ -243,13 +266,43 @@ final class TreeAttachment {
         }
     }
 
-    /// The node we asked has no slot for us: try another at once.
-    func refused(by peer: NodeID) {
+    /// The node we asked has no slot for us: try another at once. The
+    /// children it named are kept for when the room's positions offer no
+    /// candidate (a joiner before gossip said where slots are free).
+    func refused(by peer: NodeID, redirectedTo children: [NodeID] = []) {
+        let now = clock.now()
         // Noted even when we are not asking it now: the host answers the
         // subscription sent with our admission request before we try anyone.
-        excluded[peer] = Exclusion(until: clock.now() + RoomConstants.refusedFor)
+        excluded[peer] = Exclusion(until: now + RoomConstants.refusedFor)
+        for child in children where child != core.nodeID && child != room.host { redirects[child] = now + RoomConstants.redirectFor }
         guard trying?.id == peer || parent == peer else { return }
         if parent == peer { parent = nil }
         trying = nil
+        // Asked again with the node's next tick, not the tree's next one.
+        tree.tickSoon()
+    }
+
+    /// With no candidate at all, one that merely did not answer in time, a
+    /// while ago (under loss a subscription and its answers can all be lost,
+    /// or our pass reach it late): asked again rather than waiting out
+    /// `refusedFor` with no stream. Nodes silenced with a dead parent stay out.
+    private func askAgain(_ placement: TreePlacement, excluding: Set<NodeID>, now: Instant) -> NodeID? {
+        let retry = Set(unanswered.filter { now - $0.value >= RoomConstants.askAgainAfter }.keys)
+        guard !retry.isEmpty else { return nil }
+        let again = placement.candidates(for: core.nodeID, excluding: excluding, silent: Set(silenced.keys).subtracting(retry))
+        guard let next = again.first(where: retry.contains) ?? again.first else { return nil }
+        unanswered[next] = nil
+        silenced[next] = nil
+        return next
+    }
+
+    /// A node a full one sent us to, when placement has none to offer:
+    /// never ourselves, one left out, nor one the view puts below us.
+    private func redirect(_ placement: TreePlacement, now: Instant) -> NodeID? {
+        redirects = redirects.filter { $0.value > now }
+        let me = core.nodeID
+        return redirects.keys.sorted { $0.text < $1.text }.first {
+            excluded[$0] == nil && silenced[$0] == nil && !placement.isBelow($0, me)
+        }
     }
 }
