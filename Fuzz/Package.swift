@@ -39,11 +39,11 @@ let package = Package(
             swiftSettings: swift5),
         .executableTarget(
             name: "FuzzEvent",
-            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBGossip")],
+            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBGossip"), lvb("LVBRoom")],
             swiftSettings: swift5),
         .executableTarget(
             name: "FuzzGossip",
-            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBGossip"), lvb("LVBTestSupport")],
+            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBGossip"), lvb("LVBRoom"), lvb("LVBTestSupport")],
             swiftSettings: swift5),
         .target(
             name: "FuzzWorld",
@@ -73,7 +73,7 @@ let package = Package(
         .executableTarget(
             name: "MakeCorpus",
             dependencies: ["FuzzWorld", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBTransport"), lvb("LVBGossip"),
-                           lvb("LVBTestSupport"), lvb("LVBMedia"), lvb("LVBRendezvous")],
+                           lvb("LVBTestSupport"), lvb("LVBMedia"), lvb("LVBRoom"), lvb("LVBRendezvous")],
             swiftSettings: swift5),
     ]
 )

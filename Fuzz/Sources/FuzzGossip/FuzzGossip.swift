@@ -2,6 +2,7 @@ import FuzzSupport
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBRoom
 import LVBTestSupport
 
 // Gossip payloads arrive from any neighbour of a room's overlay, already
@@ -72,7 +73,7 @@ final class Harness {
         self.peers = peers
         self.signer = signer
         self.room = room.bytes
-        node = GossipNode(id: me.nodeID, transport: transport, clock: clock, random: SeededRandom(seed: 0x6055))
+        node = GossipNode(id: me.nodeID, transport: transport, kinds: RoomEvents.table, clock: clock, random: SeededRandom(seed: 0x6055))
         for (i, p) in peers.enumerated() {
             transport.addresses[p] = .ipv4(10, 0, 0, UInt8(i + 1), port: 7400)
         }
@@ -80,7 +81,7 @@ final class Harness {
         // duplicates (as a like total not above the author's would be).
         node.accept = { [unowned self] e, _ in
             guard e.room.bytes == self.room else { return .reject }
-            if case .like = e.body { return .duplicate }
+            if e.body.kind == .like { return .duplicate }
             recent.append(e)
             if recent.count > 4 { recent.removeFirst() }
             return .accept

@@ -9,6 +9,7 @@ import LVBCrypto
 import LVBGossip
 import LVBMedia
 import LVBRendezvous
+import LVBRoom
 import LVBTestSupport
 import LVBTransport
 
@@ -191,6 +192,10 @@ import LVBTransport
             "linkmic-request": [5] + room + request + [5] + Array("hello".utf8) + signature,
             "linkmic-answer": [6] + room + request + guest + [2, 7] + Array("not now".utf8) + signature,
             "linkmic-hangup": [7] + room + request + [3] + signature,
+            "relay-full": [8],
+            "relay-move-down": [9],
+            "pass-wanted": [10] + room,
+            "relay-redirect": [11, 2] + guest + guest,
             "unknown-type": [200, 1, 2, 3],
         ]
     }
