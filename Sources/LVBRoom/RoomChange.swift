@@ -10,11 +10,12 @@ public enum RoomChange: Equatable, Sendable {
     /// A member is gone: 0 left, 1 timeout, 2 signed in elsewhere, 3 kicked.
     case left(NodeID, reason: UInt8)
     case chat(RoomEvent)
-    case danmaku(RoomEvent)
+    /// An event was accepted whose kind needs no change of its own to show
+    /// (bullet comments, room info, and new kinds): its kind's notice reads it.
+    case posted(RoomEvent)
     /// `authorTotal` is the author's new cumulative count, `roomTotal` the room's new sum.
     case like(author: NodeID, authorTotal: UInt64, roomTotal: UInt64)
     case profile(NodeID, Profile)
-    case roomInfo(RoomInfo)
     case kicked(NodeID)
     case muted(NodeID, Bool)
     case roomClosed

@@ -2,13 +2,31 @@ import LVBCore
 import LVBGossip
 
 /// What one kind of room event means to a room: who may send it, how fast,
-/// and what it changes in the room's state. A kind is one file in
-/// `LVBRoom/Events` — its wire body and checks (`EventContent`), this rule,
-/// and how it shows — and one line in `RoomEvents.kinds`.
+/// what it changes in the room's state, how that shows, and the commands
+/// that post it. A kind is one file in `LVBRoom/Events` — its wire body and
+/// checks (`EventContent`), this rule, its notice and commands, and the
+/// room node's method that posts it — and one line in `RoomEvents.kinds`.
 protocol RoomEventRule: EventContent {
     /// Checks the author's rights, the rate (`limited`: not history) and the
     /// state, then applies `e` (which carries this content) to `state`.
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict
+
+    /// How a change this kind's rule makes shows (nil: not one of its
+    /// changes, or one that shows nothing).
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice?
+
+    /// The console and page commands that post this kind.
+    static var commands: [RoomCommand] { get }
+}
+
+extension RoomEventRule {
+    static var commands: [RoomCommand] { [] }
+
+    /// The notice of a change that carries an event of this kind (`.posted`).
+    static func posted(_ change: RoomChange) -> (RoomEvent, Self)? {
+        guard case .posted(let e) = change, let content = e.body.as(Self.self) else { return nil }
+        return (e, content)
+    }
 }
 
 /// The room event kinds this version knows, registered in one table: a new
@@ -32,4 +50,21 @@ public enum RoomEvents {
 
     /// The wire side of the table, for the gossip layer and anyone parsing events.
     public static let table = EventKindTable(kinds)
+
+    /// How `change` shows, as the kind that made it describes it (nil: it shows nothing).
+    public static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        for kind in kinds {
+            if let notice = kind.notice(for: change, names: names) { return notice }
+        }
+        return nil
+    }
+
+    /// Every kind's commands, in the table's order.
+    public static let commands: [RoomCommand] = kinds.flatMap { $0.commands }
+
+    /// The console command for a word ("/like"; "" for plain text).
+    public static func command(console word: String) -> RoomCommand? { commands.first { $0.word == word } }
+
+    /// The page command called `name`.
+    public static func command(page name: String) -> RoomCommand? { commands.first { $0.pageName == name } }
 }

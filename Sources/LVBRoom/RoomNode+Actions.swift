@@ -58,51 +58,6 @@ extension RoomNode {
         }
     }
 
-    public func chat(_ text: String) throws(RoomActionError) { try publish(.chat(text: text)).get() }
-
-    public func danmaku(_ text: String, color: UInt32 = 0xFFFFFF, lane: UInt8 = 0) throws(RoomActionError) {
-        try publish(.danmaku(text: text, color: color, lane: lane)).get()
-    }
-
-    /// Adds `count` likes (the event carries this node's running total).
-    public func like(_ count: UInt64 = 1) throws(RoomActionError) {
-        guard let state else { throw .notInRoom }
-        // Our running total is whatever the room holds for us (history
-        // included, so a restarted node continues from its earlier count).
-        try publish(.like(total: state.likes(of: core.nodeID) + max(1, count))).get()
-    }
-
-    public func setProfile(_ p: Profile) throws(RoomActionError) {
-        profile = p
-        guard state != nil, startInfo == nil else { return }
-        try publish(.profile(p)).get()
-    }
-
-    public func setRoomInfo(_ info: RoomInfo) throws(RoomActionError) {
-        guard isHost else { throw .hostOnly }
-        try publish(.roomInfo(info)).get()
-    }
-
-    public func kick(_ target: NodeID) throws(RoomActionError) {
-        guard isHost else { throw .hostOnly }
-        let event = try publish(.kick(target: target)).get()
-        // Tell the target directly too: it may not be our gossip neighbour.
-        try? core.send(GossipMessage.repair(event.encoded[...]).bytes, channel: .gossip, to: target)
-    }
-
-    public func mute(_ target: NodeID, _ muted: Bool = true) throws(RoomActionError) {
-        guard isHost else { throw .hostOnly }
-        try publish(.mute(target: target, muted: muted)).get()
-    }
-
-    public func closeRoom() throws(RoomActionError) {
-        guard isHost else { throw .hostOnly }
-        let event = try publish(.roomClosed).get()
-        // Everyone must hear this one: tell every session directly as well.
-        let repair = GossipMessage.repair(event.encoded[...]).bytes
-        for p in core.peers where p.established { try? core.send(repair, channel: .gossip, to: p.id) }
-    }
-
     /// An invite for `id` to this invite-only (or password) room, valid a day.
     public func makeInvite(for id: NodeID) throws(RoomActionError) -> Invite {
         guard let policy else { throw .hostOnly }

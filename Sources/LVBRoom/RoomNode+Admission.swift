@@ -46,7 +46,7 @@ extension RoomNode {
     /// `peer` holds no pass of ours: shown again at once, even if one just
     /// went (it may have been lost); the pass is no secret, and the asker's
     /// own pace (`passWantedInterval`) bounds how often an honest one asks.
-    private func answerPassWanted(_ wanted: RoomID, from peer: NodeID) {
+    func answerPassWanted(_ wanted: RoomID, from peer: NodeID) {
         guard wanted == room, pass != nil, Self.isDue(peer, in: &passAnsweredAt, every: RoomConstants.passWantedInterval / 5, now: clock.now())
         else { return }
         presentPass(to: peer, force: true)
@@ -75,18 +75,10 @@ extension RoomNode {
             }
             return
         }
-        switch message {
-        case .admission(let admission): handleAdmission(admission, from: peer)
-        case let .leaving(pass, events): memberLeaving(events, pass: pass, from: peer)
-        case .leaveAck(let seq): leaveAcknowledged(seq, by: peer)
-        case .linkMic(let m): handleLinkMic(m, from: peer)
-        case .relay(let signal): onRelaySignal?(peer, signal)
-        case .passWanted(let wanted):
-            answerPassWanted(wanted, from: peer)
-        }
+        message.received(from: peer, by: self)
     }
 
-    private func handleAdmission(_ message: AdmissionMessage, from peer: NodeID) {
+    func handleAdmission(_ message: AdmissionMessage, from peer: NodeID) {
         switch message {
         case .request(var request):
             guard let policy, let state else { return }

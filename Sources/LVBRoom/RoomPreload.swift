@@ -55,7 +55,7 @@ public final class RoomPreload {
     func claims(_ event: TransportEvent, current: RoomNode) -> Bool {
         guard case let .message(peer, channel, payload) = event, peer == host else { return false }
         if !current.hears(peer) { return true }
-        guard channel == .room, case .admission(.response(let r))? = try? RoomMessage.parse(payload) else { return false }
+        guard channel == .room, case .response(let r)? = (try? RoomMessage.parse(payload))?.as(AdmissionMessage.self) else { return false }
         return r.room == room
     }
 
@@ -65,7 +65,7 @@ public final class RoomPreload {
         case .established(let info) where info.id == host:
             if pass == nil { requestAdmission() }
         case let .message(peer, .room, payload) where peer == host:
-            guard case .admission(.response(let r))? = try? RoomMessage.parse(payload), r.room == room else { return }
+            guard case .response(let r)? = (try? RoomMessage.parse(payload))?.as(AdmissionMessage.self), r.room == room else { return }
             admission(r.result)
         case let .message(peer, .rtp, payload) where peer == host:
             preview?.receiveRTP(payload)

@@ -30,7 +30,7 @@ final class RoomPreloads: LiveRole {
             return
         }
         // An acknowledgement of our leave may be for a room we switched away from.
-        if channel == .room, !departing.isEmpty, case .leaveAck? = try? RoomMessage.parse(payload) {
+        if channel == .room, !departing.isEmpty, (try? RoomMessage.parse(payload))?.as(LeaveAck.self) != nil {
             for d in departing { d.room.handle(event) }
         }
         ready.values.first { $0.claims(event, current: node.room) }?.handle(event)

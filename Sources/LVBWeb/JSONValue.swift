@@ -1,3 +1,5 @@
+import LVBCore
+
 /// A JSON value (RFC 8259) as the studio page sends it: the commands are
 /// small objects, so this parser is strict and bounded rather than fast. It
 /// takes no Foundation (the binary stays one static file without it).
@@ -33,23 +35,7 @@ public enum JSONValue: Equatable, Sendable {
 
     /// `s` as a JSON string literal, quotes included (the node's output and
     /// its answers to the page; control characters escaped).
-    public static func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20 || c.value == 0x7f:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    public static func quote(_ s: String) -> String { JSONLine.quote(s) }
 
     public subscript(key: String) -> JSONValue? {
         if case .object(let o) = self { return o[key] }
@@ -70,6 +56,14 @@ public enum JSONValue: Equatable, Sendable {
         if case .bool(let b) = self { return b }
         return nil
     }
+}
+
+/// A command's fields as the page sent them (a non-object has none).
+extension JSONValue: CommandFields {
+    public func stringField(_ key: String) -> String? { self[key]?.string }
+    public func numberField(_ key: String) -> Double? { self[key]?.number }
+    public func boolField(_ key: String) -> Bool? { self[key]?.bool }
+    public func has(_ key: String) -> Bool { self[key] != nil }
 }
 
 private struct Parser {

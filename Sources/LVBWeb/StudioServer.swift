@@ -24,6 +24,13 @@ public final class StudioServer: @unchecked Sendable {
     public var onConnect: (() -> [String])?
     /// A command from a page, on the loop.
     public var onCommand: ((StudioCommand) -> Void)?
+    /// The page commands declared elsewhere (a room event kind's), by name:
+    /// each checks its fields and throws what is wrong; a command that
+    /// passes reaches `onCommand` as `.room(name, fields)`.
+    public var roomCommands: [String: (JSONValue) throws(CommandFieldError) -> Void] = [:] {
+        didSet { roomCommandNames = Set(roomCommands.keys) }
+    }
+    private var roomCommandNames: Set<String> = []
     /// A page's camera command (`camera`), with the page that sent it, on the loop.
     public var onCamera: ((Bool, StudioPageID) -> Void)?
     /// A media frame from a page (its own camera), on the loop: nil when
@@ -183,7 +190,8 @@ public final class StudioServer: @unchecked Sendable {
             return malformed("command of \(message.readableBytes) bytes, more than \(Self.maxMessage)", from: client)
         }
         do {
-            let command = try StudioCommand.parse(message.readableBytesView)
+            let command = try StudioCommand.parse(message.readableBytesView, roomCommands: roomCommandNames)
+            if case let .room(name, fields) = command { try roomCommands[name]?(fields) }
             stats.commands += 1
             if case .camera(let on) = command { onCamera?(on, client.id) } else { onCommand?(command) }
         } catch {

@@ -15,36 +15,36 @@ struct ConsoleCommands: Sendable {
     let termination: Termination
     let reporters: Reporters
 
-    static let help = """
-        TEXT               send a chat message to the room
-        /danmaku [#RRGGBB] TEXT   a bullet comment (optional colour)
-        /like [N]          like the stream (N times)
-        /viewers           who is in the room
-        /nick NAME         set your nickname
-        /profile key=value…   nick, avatar, gender (female|male|other|unspecified), location
-        /title TEXT        set the room title (host)
-        /kick NAME|ID      remove a member from the room (host)
-        /mute NAME|ID, /unmute NAME|ID   silence a member's chat (host)
-        /invite ID         print an invite for a node id (host of a private room)
-        /linkmic [TEXT]    ask the host to go on stage as co-host (viewer)
-        /accept [NAME], /reject NAME [REASON]   answer a link-mic request (host)
-        /hangup [NAME]     leave the stage or withdraw your request (viewer); take NAME off stage (host)
-        /layout pip|split|grid   how co-hosts are placed in the mixed picture (host)
-        /rooms [N]         the live rooms the rendezvous lists (page N), numbered
-        /switch N|ROOM-ID  watch another listed room (viewer; the ones next to it are kept ready)
-        /next, /prev       the next or previous open room in the list (viewer)
-        /close             end the room for everyone (host)
-        /peers             encrypted sessions (id, address, direct or relayed, round-trip time, place in the media tree)
-        /stats             transport, room and media counters
-        /help              this list
-        /quit              leave the room cleanly
-        """
+    /// The node's own commands; the room's (chat, likes, moderation…) come
+    /// from the event kinds that declare them (`RoomEvents.commands`).
+    static let nodeHelp: [(String, String)] = [
+        ("/viewers", "who is in the room"),
+        ("/invite ID", "print an invite for a node id (host of a private room)"),
+        ("/linkmic [TEXT]", "ask the host to go on stage as co-host (viewer)"),
+        ("/accept [NAME], /reject NAME [REASON]", "answer a link-mic request (host)"),
+        ("/hangup [NAME]", "leave the stage or withdraw your request (viewer); take NAME off stage (host)"),
+        ("/layout pip|split|grid", "how co-hosts are placed in the mixed picture (host)"),
+        ("/rooms [N]", "the live rooms the rendezvous lists (page N), numbered"),
+        ("/switch N|ROOM-ID", "watch another listed room (viewer; the ones next to it are kept ready)"),
+        ("/next, /prev", "the next or previous open room in the list (viewer)"),
+        ("/peers", "encrypted sessions (id, address, direct or relayed, round-trip time, place in the media tree)"),
+        ("/stats", "transport, room and media counters"),
+        ("/help", "this list"),
+        ("/quit", "leave the room cleanly"),
+    ]
+
+    static let help = (RoomEvents.commands.filter { $0.word != nil }.map { ($0.usage, $0.summary) } + nodeHelp)
+        .map { usage, summary in (usage.count < 19 ? usage.padding(to: 19) : usage + "   ") + summary }
+        .joined(separator: "\n")
+
+    /// What the studio server checks a room command's fields with (the command runs in `handle(_:)`).
+    static let pageChecks: [String: (JSONValue) throws(CommandFieldError) -> Void] = Dictionary(
+        uniqueKeysWithValues: RoomEvents.commands.compactMap { command in
+            command.pageName.map { name in (name, { fields throws(CommandFieldError) in _ = try command.pageAction(fields) }) }
+        })
 
     func handle(_ line: String) {
-        if !line.hasPrefix("/") {
-            room { try $0.chat(line) }
-            return
-        }
+        guard line.hasPrefix("/") else { return roomCommand("", line) }
         let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
         let word = parts[0]
         let rest = parts.count > 1 ? parts[1].trimmingCharacters() : ""
@@ -54,30 +54,7 @@ struct ConsoleCommands: Sendable {
             var l = JSONLine(event: "help")
             l.add("text", Self.help)
             out.emit(l, human: "\n" + Self.help, kind: "help")
-        case "/danmaku":
-            guard !rest.isEmpty else { return fail("usage: /danmaku [#RRGGBB] TEXT") }
-            var text = rest
-            var color: UInt32 = 0xFFFFFF
-            if rest.hasPrefix("#"), let space = rest.firstIndex(of: " "),
-               let c = UInt32(rest[rest.index(after: rest.startIndex)..<space], radix: 16), c <= 0xFFFFFF {
-                color = c
-                text = String(rest[rest.index(after: space)...])
-            }
-            room { try $0.danmaku(text, color: color) }
-        case "/like":
-            guard let n = rest.isEmpty ? 1 : UInt64(rest), n >= 1, n <= 1000 else { return fail("usage: /like [N], N from 1 to 1000") }
-            room { try $0.like(n) }
         case "/viewers": room { _ in reporters.room.viewers() }
-        case "/nick":
-            guard !rest.isEmpty else { return fail("usage: /nick NAME") }
-            room { r in var p = r.profile; p.nickname = rest; try r.setProfile(p) }
-        case "/profile": profile(rest)
-        case "/title":
-            guard !rest.isEmpty else { return fail("usage: /title TEXT") }
-            setTitle(rest)
-        case "/kick": member(rest, usage: "/kick NAME|ID") { r, id in try r.kick(id) }
-        case "/mute": member(rest, usage: "/mute NAME|ID") { r, id in try r.mute(id, true) }
-        case "/unmute": member(rest, usage: "/unmute NAME|ID") { r, id in try r.mute(id, false) }
         case "/invite": invite(rest)
         case "/linkmic": room { try $0.requestLinkMic(rest) }
         case "/accept": room { try $0.acceptLinkMic(rest) }
@@ -91,10 +68,22 @@ struct ConsoleCommands: Sendable {
         case "/switch": switchRoom(rest)
         case "/next": switcher { _ = try $0.step(1) }
         case "/prev": switcher { _ = try $0.step(-1) }
-        case "/close": room { try $0.closeRoom() }
         case "/peers": peers()
         case "/stats": stats()
-        default: fail("unknown command '\(word.prefix(20))'; type /help for the commands")
+        default: roomCommand(word, rest)
+        }
+    }
+
+    /// A command an event kind declares (`RoomEvents.commands`), or the unknown-command line.
+    private func roomCommand(_ word: String, _ arguments: String) {
+        guard let command = RoomEvents.command(console: word) else {
+            return fail("unknown command '\(word.prefix(20))'; type /help for the commands")
+        }
+        do {
+            let action = try command.consoleAction(arguments)
+            room { try action($0) }
+        } catch {
+            fail("\(error)")
         }
     }
 
@@ -102,18 +91,20 @@ struct ConsoleCommands: Sendable {
     /// with text taken as typed (a chat starting with "/" is a chat).
     func handle(_ command: StudioCommand) {
         switch command {
-        case .chat(let text): room { try $0.chat(text) }
-        case let .danmaku(text, color): room { try $0.danmaku(text, color: color) }
-        case .like(let n): room { try $0.like(UInt64(n)) }
+        case let .room(name, fields):
+            // The server checked the fields (`pageChecks`); a name it let through has a declaration.
+            guard let declared = RoomEvents.command(page: name) else { return fail("unknown command \"\(name.prefix(32))\"") }
+            do {
+                let action = try declared.pageAction(fields)
+                room { try action($0) }
+            } catch {
+                fail("\(error)")
+            }
         case .linkMic(let message): room { try $0.requestLinkMic(message) }
         case .hangUp(let who): room { try $0.hangUpLinkMic(who) }
         case .accept(let who): room { try $0.acceptLinkMic(who) }
         case let .reject(who, reason): room { try $0.rejectLinkMic(who, reason: reason) }
-        case .kick(let who): member(who, usage: "kick NAME|ID") { r, id in try r.kick(id) }
-        case let .mute(who, muted): member(who, usage: "mute NAME|ID") { r, id in try r.mute(id, muted) }
         case .layout(let name): layout(name)
-        case .title(let text): setTitle(text)
-        case .close: room { try $0.closeRoom() }
         case .viewers: room { _ in reporters.room.viewers() }
         case .camera: break  // the page's camera: StudioStage takes it, knowing which page asked
         case .rooms: switcher { _ = $0.browser.list(page: 0) }
@@ -121,10 +112,6 @@ struct ConsoleCommands: Sendable {
         case .switchRoom("prev"): switcher { _ = try $0.step(-1) }
         case .switchRoom(let id): switchRoom(id)
         }
-    }
-
-    private func setTitle(_ title: String) {
-        room { r in var info = r.state?.info ?? RoomInfo(); info.title = title; try r.setRoomInfo(info) }
     }
 
     private func fail(_ message: String) {
@@ -137,38 +124,6 @@ struct ConsoleCommands: Sendable {
     private func room(_ action: @escaping (RoomNode) throws -> Void) {
         live.execute { node in
             do { try action(node.room) } catch { fail("\(error)") }
-        }
-    }
-
-    private func member(_ who: String, usage: String, _ action: @escaping (RoomNode, NodeID) throws -> Void) {
-        guard !who.isEmpty else { return fail("usage: \(usage)") }
-        room { r in try action(r, try r.member(named: who)) }
-    }
-
-    private func profile(_ text: String) {
-        var pairs: [(String, String)] = []
-        for item in text.split(separator: " ") {
-            let kv = item.split(separator: "=", maxSplits: 1).map(String.init)
-            guard kv.count == 2, ["nick", "avatar", "gender", "location"].contains(kv[0]) else {
-                return fail("usage: /profile nick=NAME avatar=URL gender=female|male|other|unspecified location=PLACE")
-            }
-            pairs.append((kv[0], kv[1]))
-        }
-        room { r in
-            var p = r.profile
-            for (k, v) in pairs {
-                switch k {
-                case "nick": p.nickname = v
-                case "avatar": p.avatar = v
-                case "location": p.location = v
-                default:
-                    guard let g = RoomReporter.genders.firstIndex(of: v.lowercased()) else {
-                        throw RoomActionError.invalid("gender must be female, male, other or unspecified")
-                    }
-                    p.gender = UInt8(g)
-                }
-            }
-            try r.setProfile(p)
         }
     }
 

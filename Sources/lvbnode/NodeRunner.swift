@@ -247,16 +247,6 @@ extension ExitReason {
     }
 }
 
-extension NodeRole {
-    var name: String {
-        switch self {
-        case .viewer: "viewer"
-        case .host: "host"
-        case .rendezvous: "rendezvous"
-        }
-    }
-}
-
 func describeSocketError(_ error: Error) -> String {
     if let e = error as? IOError {
         switch e.errnoCode {

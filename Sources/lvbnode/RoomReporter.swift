@@ -25,12 +25,9 @@ final class RoomReporter: @unchecked Sendable {
         room?.state?.profile(of: id)?.nickname ?? id.short
     }
 
-    private func line(_ event: String, _ id: NodeID) -> JSONLine {
-        var l = JSONLine(event: event)
-        l.add("id", id.text)
-        l.add("nick", nick(id))
-        return l
-    }
+    private var names: RoomNames { RoomNames { [weak self] in self?.nick($0) ?? $0.short } }
+
+    private func line(_ event: String, _ id: NodeID) -> JSONLine { names.line(event, id) }
 
     func report(_ output: RoomOutput) {
         switch output {
@@ -95,68 +92,11 @@ final class RoomReporter: @unchecked Sendable {
         }
     }
 
+    /// A change shows as its event kind describes it (`RoomEvents.notice`).
     private func report(_ change: RoomChange) {
-        switch change {
-        case let .joined(id, role):
-            var l = line("joined", id)
-            l.add("role", role.name)
-            out.emit(l, human: "\(nick(id)) joined\(role == .host ? " (host)" : "")", kind: "join")
-        case let .left(id, reason):
-            var l = line("left", id)
-            let why = ["left", "timeout", "signed_in_elsewhere", "kicked"][Int(min(reason, 3))]
-            l.add("reason", why)
-            out.emit(l, human: "\(nick(id)) left (\(why.replacingUnderscores()))", kind: "leave")
-        case .chat(let e):
-            guard let text = e.body.as(ChatLine.self)?.text else { return }
-            var l = line("chat", e.author)
-            l.add("text", text)
-            l.add("time", Int(e.timestamp))
-            out.emit(l, human: "\(nick(e.author)): \(text)", kind: "chat")
-        case .danmaku(let e):
-            guard let (text, color, lane) = e.body.as(BulletComment.self).map({ ($0.text, $0.color, $0.lane) }) else { return }
-            var l = line("danmaku", e.author)
-            l.add("text", text)
-            l.add("color", "#" + String.hex6(color))
-            l.add("lane", Int(lane))
-            out.emit(l, human: "\(nick(e.author)) ≫ \(text)", kind: "danmaku")
-        case let .like(author, authorTotal, roomTotal):
-            var l = line("like", author)
-            l.add("count", Int(authorTotal))
-            l.add("total", Int(roomTotal))
-            out.emit(l, human: "\(nick(author)) likes this (room total \(roomTotal))", kind: "like")
-        case let .profile(id, p):
-            var l = line("profile", id)
-            l.add("avatar", p.avatar)
-            l.add("gender", p.gender.map { Self.genders[Int(min($0, 3))] })
-            l.add("location", p.location)
-            out.emit(l, human: "\(id.short) is now \(p.nickname ?? id.short)", kind: "profile")
-        case .roomInfo(let info):
-            var l = JSONLine(event: "room_info")
-            l.add("title", info.title)
-            l.add("cover", info.cover)
-            l.add("location", info.location)
-            if let s = info.startedAt { l.add("started_at", Int(s)) }
-            out.emit(l, human: "room: \(info.title ?? "(untitled)")", kind: "room")
-        case .kicked(let id):
-            out.emit(line("kicked", id), human: "\(nick(id)) was kicked by the host", kind: "kick")
-        case let .muted(id, muted):
-            var l = line("muted", id)
-            l.add("muted", muted)
-            out.emit(l, human: "\(nick(id)) was \(muted ? "muted" : "unmuted") by the host", kind: "mute")
-        case let .stage(id, true, _):
-            out.emit(line("linkmic_started", id), human: "\(nick(id)) is on stage (co-host)", kind: "linkmic")
-        case let .stage(id, false, reason):
-            var l = line("linkmic_ended", id)
-            l.add("reason", reason?.description ?? "ended")
-            out.emit(l, human: "\(nick(id)) left the stage (\((reason?.description ?? "ended").replacingUnderscores()))", kind: "linkmic")
-        case .roomClosed:
-            out.emit(JSONLine(event: "room_closed"), human: "the host closed the room", kind: "closed")
-        case let .signedInElsewhere(id, _, _):
-            out.emit(line("signed_in_elsewhere", id), human: "\(nick(id)) signed in from another node", kind: "session")
-        }
+        guard let notice = RoomEvents.notice(for: change, names: names) else { return }
+        out.emit(notice.line, human: notice.human, kind: notice.tag)
     }
-
-    static let genders = ["unspecified", "female", "male", "other"]
 
     /// The `viewers` event: everyone present now.
     func viewers() {
@@ -191,13 +131,4 @@ final class RoomReporter: @unchecked Sendable {
         let human = "\(members.count) in the room: " + members.map { nick($0.id) + ($0.role == .host ? " (host)" : $0.onStage ? " (co-host)" : "") }.joined(separator: ", ")
         return (l, human)
     }
-}
-
-extension String {
-    static func hex6(_ v: UInt32) -> String {
-        let hex = String(v, radix: 16)
-        return String(repeating: "0", count: Swift.max(0, 6 - hex.count)) + hex
-    }
-
-    func replacingUnderscores() -> String { String(map { $0 == "_" ? " " : $0 }) }
 }

@@ -39,6 +39,7 @@ final class StudioBridge: @unchecked Sendable {
         let bridge = StudioBridge(server: server, live: live, reporters: reporters, out: out)
         out.tee = { [weak server] text in server?.broadcast(text) }
         server.onCommand = { commands.handle($0) }
+        server.roomCommands = ConsoleCommands.pageChecks
         server.onConnect = { [unowned bridge] in bridge.greeting() }
         try? await live.submit { node in bridge.wire(node) }
         var line = JSONLine(event: "web")

@@ -16,7 +16,7 @@ import Testing
     }
 
     private func parsed(_ m: LinkMicMessage) throws -> LinkMicMessage {
-        guard case .linkMic(let back) = try RoomMessage.parse(m.encoded[...]) else { throw RoomError.truncated }
+        guard let back = try RoomMessage.parse(m.encoded[...]).as(LinkMicMessage.self) else { throw RoomError.truncated }
         return back
     }
 
@@ -38,7 +38,7 @@ import Testing
         for i in 1..<m.encoded.count {
             var bytes = m.encoded
             bytes[i] ^= 0x01
-            guard case .linkMic(let back)? = try? RoomMessage.parse(bytes[...]) else { continue }
+            guard let back = (try? RoomMessage.parse(bytes[...]))?.as(LinkMicMessage.self) else { continue }
             #expect(!back.isSigned(by: host.nodeID), "byte \(i)")
         }
     }

@@ -72,7 +72,7 @@ final class RoomSim {
             #expect(Set(n.chats) == ["hello room", "welcome"])
             #expect(n.room.state?.likeTotal == 13)
             #expect(n.room.state?.members.count == 5)
-            #expect(n.changes.contains { if case .danmaku = $0 { true } else { false } })
+            #expect(n.changes.contains { if case .posted(let e) = $0 { e.body.as(BulletComment.self) != nil } else { false } })
         }
     }
 

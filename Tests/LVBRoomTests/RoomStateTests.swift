@@ -23,7 +23,7 @@ import Testing
         #expect(state.apply(line) == .accepted([.chat(line)]))
         #expect(state.apply(line) == .duplicate)
         let bullet = alice.event(.danmaku(text: "666", color: 0xFF0000, lane: 2))
-        #expect(state.apply(bullet) == .accepted([.danmaku(bullet)]))
+        #expect(state.apply(bullet) == .accepted([.posted(bullet)]))
         #expect(state.chatLog == [line, bullet])
 
         let elsewhere = Author(4, room: otherRoom).chat()
@@ -116,7 +116,8 @@ import Testing
         let state = makeState()
         #expect(state.apply(host.join(role: .host)) == .accepted([.joined(host.id, role: .host)]))
         let info = RoomInfo(title: "Evening stream", startedAt: 1_700_000_000_000)
-        #expect(state.apply(host.event(.roomInfo(info))) == .accepted([.roomInfo(info)]))
+        let event = host.event(.roomInfo(info))
+        #expect(state.apply(event) == .accepted([.posted(event)]))
         #expect(state.info == info)
         #expect(state.members.first?.role == .host)
     }

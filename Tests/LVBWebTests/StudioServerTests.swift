@@ -1,3 +1,4 @@
+import LVBCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -150,6 +151,7 @@ private func upgrade(token: String?, origin: String?, host: String) -> String {
             var commands: [StudioCommand] = []
             server.onConnect = { [#"{"event":"hello","role":"viewer"}"#] }
             server.onCommand = { commands.append($0) }
+            server.roomCommands = ["chat": { fields throws(CommandFieldError) in _ = try fields.text("text") }]
             let origin = "http://\(host)"
             for (token, o) in [(nil, origin), ("wrong", origin), ("tok3n", "http://evil.example"), ("tok3n", nil)] as [(String?, String?)] {
                 let c = try RawClient(port: server.port)
@@ -174,8 +176,12 @@ private func upgrade(token: String?, origin: String?, host: String) -> String {
             c.sendText("not json")
             let error = try c.readFrame()
             #expect(String(decoding: error.payload, as: UTF8.self) == #"{"event":"error","message":"not a JSON object"}"#)
-            #expect(try server.loop.submit { commands }.wait() == [.chat("from the page")])
-            #expect(try server.loop.submit { server.stats }.wait().malformed == 1)
+            // A room command's own check runs at the server: what it throws is the page's error.
+            c.sendText(#"{"cmd":"chat"}"#)
+            let missing = try c.readFrame()
+            #expect(String(decoding: missing.payload, as: UTF8.self) == #"{"event":"error","message":"missing field \"text\""}"#)
+            #expect(try server.loop.submit { commands }.wait() == [.room("chat", .object(["cmd": .string("chat"), "text": .string("from the page")]))])
+            #expect(try server.loop.submit { server.stats }.wait().malformed == 2)
         }
     }
 

@@ -54,6 +54,45 @@ extension EventBody {
 /// As a chat line: anyone not muted, within the chat rate, kept in the chat history.
 extension BulletComment: RoomEventRule {
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
-        state.post(e, now: now, limited: limited, change: .danmaku(e))
+        state.post(e, now: now, limited: limited, change: .posted(e))
+    }
+}
+
+extension BulletComment {
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        guard let (e, comment) = posted(change) else { return nil }
+        var l = names.line("danmaku", e.author)
+        l.add("text", comment.text)
+        l.add("color", "#" + String.hex6(comment.color))
+        l.add("lane", Int(comment.lane))
+        return RoomNotice(l, human: "\(names(e.author)) ≫ \(comment.text)", tag: "danmaku")
+    }
+
+    static var commands: [RoomCommand] {
+        [RoomCommand(console: "/danmaku [#RRGGBB] TEXT", "a bullet comment (optional colour)") { rest in
+             var text = rest
+             var color: UInt32 = 0xFFFFFF
+             if rest.hasPrefix("#"), let space = rest.firstIndex(of: " "), let c = CommandLimits.color(String(rest[..<space])) {
+                 color = c
+                 text = String(rest[rest.index(after: space)...])
+             }
+             guard !text.isEmpty else { return nil }
+             return { [text, color] in try $0.danmaku(text, color: color) }
+         },
+         RoomCommand(page: "danmaku") { fields throws(CommandFieldError) in
+             var color: UInt32 = 0xFFFFFF
+             if fields.has("color") {
+                 guard let c = fields.stringField("color").flatMap(CommandLimits.color) else { throw .invalid("color") }
+                 color = c
+             }
+             let text = try fields.text("text")
+             return { [color] in try $0.danmaku(text, color: color) }
+         }]
+    }
+}
+
+extension RoomNode {
+    public func danmaku(_ text: String, color: UInt32 = 0xFFFFFF, lane: UInt8 = 0) throws(RoomActionError) {
+        try publish(.danmaku(text: text, color: color, lane: lane)).get()
     }
 }

@@ -34,3 +34,26 @@ extension ChatLine: RoomEventRule {
         state.post(e, now: now, limited: limited, change: .chat(e))
     }
 }
+
+extension ChatLine {
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        guard case .chat(let e) = change, let text = e.body.as(ChatLine.self)?.text else { return nil }
+        var l = names.line("chat", e.author)
+        l.add("text", text)
+        l.add("time", Int(e.timestamp))
+        return RoomNotice(l, human: "\(names(e.author)): \(text)", tag: "chat")
+    }
+
+    /// Plain console text is chat; the page's `{"cmd":"chat","text":…}` takes text as typed (a "/" in it is chat too).
+    static var commands: [RoomCommand] {
+        [RoomCommand(console: "TEXT", "send a chat message to the room") { text in { try $0.chat(text) } },
+         RoomCommand(page: "chat") { fields throws(CommandFieldError) in
+             let text = try fields.text("text")
+             return { try $0.chat(text) }
+         }]
+    }
+}
+
+extension RoomNode {
+    public func chat(_ text: String) throws(RoomActionError) { try publish(.chat(text: text)).get() }
+}

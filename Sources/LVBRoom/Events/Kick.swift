@@ -35,3 +35,30 @@ extension Kick: RoomEventRule {
         return .accepted([.kicked(target)])
     }
 }
+
+extension Kick {
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        guard case .kicked(let id) = change else { return nil }
+        return RoomNotice(names.line("kicked", id), human: "\(names(id)) was kicked by the host", tag: "kick")
+    }
+
+    static var commands: [RoomCommand] {
+        [RoomCommand(console: "/kick NAME|ID", "remove a member from the room (host)") { who in
+             guard !who.isEmpty else { return nil }
+             return { r in try r.kick(try r.member(named: who)) }
+         },
+         RoomCommand(page: "kick") { fields throws(CommandFieldError) in
+             let who = try fields.word("id")
+             return { r in try r.kick(try r.member(named: who)) }
+         }]
+    }
+}
+
+extension RoomNode {
+    public func kick(_ target: NodeID) throws(RoomActionError) {
+        guard isHost else { throw .hostOnly }
+        let event = try publish(.kick(target: target)).get()
+        // Tell the target directly too: it may not be our gossip neighbour.
+        try? core.send(GossipMessage.repair(event.encoded[...]).bytes, channel: .gossip, to: target)
+    }
+}

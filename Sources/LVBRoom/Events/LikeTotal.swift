@@ -35,3 +35,39 @@ extension LikeTotal: RoomEventRule {
         return .accepted([.like(author: e.author, authorTotal: total, roomTotal: state.likeTally.roomTotal)])
     }
 }
+
+extension LikeTotal {
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        guard case let .like(author, authorTotal, roomTotal) = change else { return nil }
+        var l = names.line("like", author)
+        l.add("count", Int(authorTotal))
+        l.add("total", Int(roomTotal))
+        return RoomNotice(l, human: "\(names(author)) likes this (room total \(roomTotal))", tag: "like")
+    }
+
+    /// Most likes one page command sends.
+    public static let maxPerPageCommand = 100
+    /// Most likes one console command sends.
+    public static let maxPerConsoleCommand: UInt64 = 1000
+
+    static var commands: [RoomCommand] {
+        [RoomCommand(console: "/like [N]", "like the stream (N times, N from 1 to 1000)") { rest in
+             guard let n = rest.isEmpty ? 1 : UInt64(rest), n >= 1, n <= maxPerConsoleCommand else { return nil }
+             return { try $0.like(n) }
+         },
+         RoomCommand(page: "like") { fields throws(CommandFieldError) in
+             let n = try fields.count("count", in: 1...maxPerPageCommand, fallback: 1)
+             return { try $0.like(UInt64(n)) }
+         }]
+    }
+}
+
+extension RoomNode {
+    /// Adds `count` likes (the event carries this node's running total).
+    public func like(_ count: UInt64 = 1) throws(RoomActionError) {
+        guard let state else { throw .notInRoom }
+        // Our running total is whatever the room holds for us (history
+        // included, so a restarted node continues from its earlier count).
+        try publish(.like(total: state.likes(of: core.nodeID) + max(1, count))).get()
+    }
+}

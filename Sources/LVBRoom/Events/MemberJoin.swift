@@ -55,3 +55,18 @@ extension MemberJoin: RoomEventRule {
         }
     }
 }
+
+extension MemberJoin {
+    /// A join, and the other node a join replaced (same identity, new process).
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        switch change {
+        case let .joined(id, role):
+            var l = names.line("joined", id)
+            l.add("role", role.name)
+            return RoomNotice(l, human: "\(names(id)) joined\(role == .host ? " (host)" : "")", tag: "join")
+        case let .signedInElsewhere(id, _, _):
+            return RoomNotice(names.line("signed_in_elsewhere", id), human: "\(names(id)) signed in from another node", tag: "session")
+        default: return nil
+        }
+    }
+}

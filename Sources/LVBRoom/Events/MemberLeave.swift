@@ -40,3 +40,17 @@ extension MemberLeave: RoomEventRule {
         }
     }
 }
+
+extension MemberLeave {
+    /// The names of the reasons, as the `left` line gives them.
+    public static let reasons = ["left", "timeout", "signed_in_elsewhere", "kicked"]
+
+    /// A member gone, whether it said so (this kind) or went quiet (a presence timeout).
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        guard case let .left(id, reason) = change else { return nil }
+        var l = names.line("left", id)
+        let why = reasons[Int(min(reason, reasonMax))]
+        l.add("reason", why)
+        return RoomNotice(l, human: "\(names(id)) left (\(why.replacingUnderscores()))", tag: "leave")
+    }
+}

@@ -48,3 +48,35 @@ extension Mute: RoomEventRule {
         return .accepted(was == muted ? [] : [.muted(target, muted)])
     }
 }
+
+extension Mute {
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        guard case let .muted(id, muted) = change else { return nil }
+        var l = names.line("muted", id)
+        l.add("muted", muted)
+        return RoomNotice(l, human: "\(names(id)) was \(muted ? "muted" : "unmuted") by the host", tag: "mute")
+    }
+
+    static var commands: [RoomCommand] {
+        func console(_ usage: String, _ summary: String, muted: Bool) -> RoomCommand {
+            RoomCommand(console: usage, summary) { who in
+                guard !who.isEmpty else { return nil }
+                return { r in try r.mute(try r.member(named: who), muted) }
+            }
+        }
+        return [console("/mute NAME|ID", "silence a member's chat and bullet comments (host)", muted: true),
+                console("/unmute NAME|ID", "let a muted member speak again (host)", muted: false),
+                RoomCommand(page: "mute") { fields throws(CommandFieldError) in
+                    let who = try fields.word("id")
+                    guard let muted = fields.has("muted") ? fields.boolField("muted") : true else { throw .invalid("muted") }
+                    return { r in try r.mute(try r.member(named: who), muted) }
+                }]
+    }
+}
+
+extension RoomNode {
+    public func mute(_ target: NodeID, _ muted: Bool = true) throws(RoomActionError) {
+        guard isHost else { throw .hostOnly }
+        try publish(.mute(target: target, muted: muted)).get()
+    }
+}

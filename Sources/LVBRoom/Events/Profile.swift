@@ -81,3 +81,59 @@ extension Profile: RoomEventRule {
         return .accepted([.profile(e.author, self)])
     }
 }
+
+extension Profile {
+    /// The gender byte's names, 0 to 3.
+    public static let genders = ["unspecified", "female", "male", "other"]
+
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        guard case let .profile(id, p) = change else { return nil }
+        var l = names.line("profile", id)
+        l.add("avatar", p.avatar)
+        l.add("gender", p.gender.map { genders[Int(min($0, genderMax))] })
+        l.add("location", p.location)
+        return RoomNotice(l, human: "\(id.short) is now \(p.nickname ?? id.short)", tag: "profile")
+    }
+
+    static var commands: [RoomCommand] {
+        [RoomCommand(console: "/nick NAME", "set your nickname") { name in
+             guard !name.isEmpty else { return nil }
+             return { r in
+                 var p = r.profile
+                 p.nickname = name
+                 try r.setProfile(p)
+             }
+         },
+         RoomCommand(console: "/profile key=value…", "nick, avatar, gender (female|male|other|unspecified), location") { text in
+             var pairs: [(String, String)] = []
+             for item in text.split(separator: " ") {
+                 let kv = item.split(separator: "=", maxSplits: 1).map(String.init)
+                 guard kv.count == 2, ["nick", "avatar", "gender", "location"].contains(kv[0]) else { return nil }
+                 if kv[0] == "gender", !genders.contains(kv[1].lowercased()) { return nil }
+                 pairs.append((kv[0], kv[1]))
+             }
+             guard !pairs.isEmpty else { return nil }
+             return { [pairs] r in
+                 var p = r.profile
+                 for (k, v) in pairs {
+                     switch k {
+                     case "nick": p.nickname = v
+                     case "avatar": p.avatar = v
+                     case "location": p.location = v
+                     default: p.gender = genders.firstIndex(of: v.lowercased()).map(UInt8.init)
+                     }
+                 }
+                 try r.setProfile(p)
+             }
+         }]
+    }
+}
+
+extension RoomNode {
+    /// Our profile: kept for the join, posted now if we are in the room.
+    public func setProfile(_ p: Profile) throws(RoomActionError) {
+        profile = p
+        guard state != nil, startInfo == nil else { return }
+        try publish(.profile(p)).get()
+    }
+}

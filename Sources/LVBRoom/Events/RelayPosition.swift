@@ -89,3 +89,8 @@ extension RelayPosition: RoomEventRule {
         return .accepted([])
     }
 }
+
+extension RelayPosition {
+    /// The tree's own: members read positions, people do not.
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? { nil }
+}

@@ -32,3 +32,28 @@ extension RoomClosure: RoomEventRule {
         return .accepted([.roomClosed])
     }
 }
+
+extension RoomClosure {
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        guard case .roomClosed = change else { return nil }
+        return RoomNotice(JSONLine(event: "room_closed"), human: "the host closed the room", tag: "closed")
+    }
+
+    static var commands: [RoomCommand] {
+        [RoomCommand(console: "/close", "end the room for everyone (host)") { rest in
+             guard rest.isEmpty else { return nil }
+             return { try $0.closeRoom() }
+         },
+         RoomCommand(page: "close") { _ throws(CommandFieldError) in { try $0.closeRoom() } }]
+    }
+}
+
+extension RoomNode {
+    public func closeRoom() throws(RoomActionError) {
+        guard isHost else { throw .hostOnly }
+        let event = try publish(.roomClosed).get()
+        // Everyone must hear this one: tell every session directly as well.
+        let repair = GossipMessage.repair(event.encoded[...]).bytes
+        for p in core.peers where p.established { try? core.send(repair, channel: .gossip, to: p.id) }
+    }
+}

@@ -75,6 +75,43 @@ extension RoomInfo: RoomEventRule {
         guard e.author == state.host else { return .rejected(.notHost(Self.kind)) }
         if let order = RoomState.order(e, after: state.infoEvent) { return order }
         state.infoEvent = e
-        return .accepted([.roomInfo(self)])
+        return .accepted([.posted(e)])
+    }
+}
+
+extension RoomInfo {
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        guard let (_, info) = posted(change) else { return nil }
+        var l = JSONLine(event: "room_info")
+        l.add("title", info.title)
+        l.add("cover", info.cover)
+        l.add("location", info.location)
+        if let s = info.startedAt { l.add("started_at", Int(s)) }
+        return RoomNotice(l, human: "room: \(info.title ?? "(untitled)")", tag: "room")
+    }
+
+    static var commands: [RoomCommand] {
+        [RoomCommand(console: "/title TEXT", "set the room title (host)") { title in
+             guard !title.isEmpty else { return nil }
+             return { try $0.setTitle(title) }
+         },
+         RoomCommand(page: "title") { fields throws(CommandFieldError) in
+             let title = try fields.text("text")
+             return { try $0.setTitle(title) }
+         }]
+    }
+}
+
+extension RoomNode {
+    public func setRoomInfo(_ info: RoomInfo) throws(RoomActionError) {
+        guard isHost else { throw .hostOnly }
+        try publish(.roomInfo(info)).get()
+    }
+
+    /// The room's info as it is, with a new title.
+    public func setTitle(_ title: String) throws(RoomActionError) {
+        var info = state?.info ?? RoomInfo()
+        info.title = title
+        try setRoomInfo(info)
     }
 }

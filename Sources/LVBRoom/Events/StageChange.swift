@@ -61,3 +61,17 @@ extension StageChange: RoomEventRule {
         return .accepted(was == onStage ? [] : [.stage(target, onStage: onStage, reason: StageReason(rawValue: reason))])
     }
 }
+
+extension StageChange {
+    /// The room-wide line (the guest's own `linkmic_off` comes from its link-mic side).
+    static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
+        guard case let .stage(id, onStage, reason) = change else { return nil }
+        if onStage {
+            return RoomNotice(names.line("linkmic_started", id), human: "\(names(id)) is on stage (co-host)", tag: "linkmic")
+        }
+        let why = reason?.description ?? "ended"
+        var l = names.line("linkmic_ended", id)
+        l.add("reason", why)
+        return RoomNotice(l, human: "\(names(id)) left the stage (\(why.replacingUnderscores()))", tag: "linkmic")
+    }
+}

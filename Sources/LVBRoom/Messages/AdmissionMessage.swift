@@ -94,13 +94,20 @@ public struct AdmissionResponse: Equatable, Sendable {
     }
 }
 
-/// A message on the room channel.
-public enum AdmissionMessage: Equatable, Sendable {
+/// Admission: a joiner asks the host (or, showing its pass, a member) to be
+/// let in; the answer carries a pass or a refusal.
+///
+///     1 admission request    room(16) ‖ proof(1: 0 none, 1 password, 2 invite) ‖ …
+///     2 admission response   room(16) ‖ result(1: 0 admitted, 1 denied) ‖ pass or reason
+public enum AdmissionMessage: RoomMessageContent, Equatable {
     case request(AdmissionRequest)
     case response(AdmissionResponse)
 
-    static let requestType: UInt8 = 1
-    static let responseType: UInt8 = 2
+    static let types: [RoomMessage.Kind] = [.admissionRequest, .admissionResponse]
+    static let requestType = RoomMessage.Kind.admissionRequest.rawValue
+    static let responseType = RoomMessage.Kind.admissionResponse.rawValue
+
+    func received(from peer: NodeID, by node: RoomNode) { node.handleAdmission(self, from: peer) }
 
     public var encoded: [UInt8] {
         var w = ByteWriter(capacity: 1 + 16 + 1 + HostGrant.encodedLength)
@@ -168,6 +175,11 @@ public enum AdmissionMessage: Equatable, Sendable {
         guard let b = try? r.readUInt8() else { throw .truncated }
         return b
     }
+}
+
+extension RoomMessage.Kind {
+    public static let admissionRequest = Self(rawValue: 1)
+    public static let admissionResponse = Self(rawValue: 2)
 }
 
 public extension AdmissionRequest {

@@ -18,7 +18,7 @@ import LVBGossip
 /// `request` is a random id the viewer picks for one request; the answer and
 /// either side's hangup name it, so an answer cannot be replayed onto a later
 /// request.
-public struct LinkMicMessage: Equatable, Sendable {
+public struct LinkMicMessage: RoomMessageContent, Equatable {
     public enum Body: Equatable, Sendable {
         /// A viewer asks the host to go on stage.
         case request(message: String)
@@ -104,15 +104,15 @@ public struct LinkMicMessage: Equatable, Sendable {
             let room = try RoomID.read(from: &r)
             let request = try r.readUInt64()
             let body: Body
-            switch RoomMessage.Kind(rawValue: type) {
-            case .linkMicRequest?:
+            switch type {
+            case RoomMessage.Kind.linkMicRequest.rawValue:
                 body = .request(message: try text(&r))
-            case .linkMicAnswer?:
+            case RoomMessage.Kind.linkMicAnswer.rawValue:
                 guard let guest = try? NodeID(publicKey: Array(try r.readBytes(32))) else { throw RoomError.badNodeID }
                 let verdict = try r.readUInt8()
                 guard verdict == 1 || verdict == 2 else { throw RoomError.unknownResult(verdict) }
                 body = .answer(guest: guest, accepted: verdict == 1, reason: try text(&r))
-            case .linkMicHangup?:
+            case RoomMessage.Kind.linkMicHangup.rawValue:
                 let raw = try r.readUInt8()
                 guard let reason = StageReason(rawValue: raw) else { throw RoomError.unknownResult(raw) }
                 body = .hangup(reason)
@@ -151,4 +151,16 @@ public struct LinkMicMessage: Equatable, Sendable {
         }
         return out
     }
+}
+
+extension LinkMicMessage {
+    static let types: [RoomMessage.Kind] = [.linkMicRequest, .linkMicAnswer, .linkMicHangup]
+
+    func received(from peer: NodeID, by node: RoomNode) { node.handleLinkMic(self, from: peer) }
+}
+
+extension RoomMessage.Kind {
+    public static let linkMicRequest = Self(rawValue: 5)
+    public static let linkMicAnswer = Self(rawValue: 6)
+    public static let linkMicHangup = Self(rawValue: 7)
 }
