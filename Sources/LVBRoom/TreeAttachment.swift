@@ -64,9 +64,12 @@ final class TreeAttachment {
         }
     }
 
-    /// Whether `peer` answered within a parent's silence.
+    /// Whether `peer` answered within half a parent's silence: at our
+    /// parent's silence, a node that died with it (relays die together) was
+    /// last heard a whole silence ago, and one alive answered the probes
+    /// sent at half the silence.
     private func isAlive(_ peer: NodeID, now: Instant) -> Bool {
-        heardFrom[peer].map { now - $0 < RoomConstants.parentSilence } ?? false
+        heardFrom[peer].map { now - $0 < RoomConstants.parentSilence / 2 } ?? false
     }
 
     /// The tree's tick, for the stream's side (every `treeTickInterval`).
@@ -113,9 +116,17 @@ final class TreeAttachment {
             // the live ones count as heard lately and the dead ones do not.
             lastCandidateProbe = now
             let quiet = Set(silenced.keys).union(parent.map { [$0] } ?? [])
-            for id in placement.candidates(for: core.nodeID, excluding: Set(excluded.keys), silent: quiet)
-            where id != room.host && core.isEstablished(with: id) && !heardLately(id, now: now) {
+            let candidates = placement.candidates(for: core.nodeID, excluding: Set(excluded.keys), silent: quiet)
+            for id in candidates where id != room.host && core.isEstablished(with: id) && !heardLately(id, now: now) {
                 core.probeRoundTrip(to: id)
+            }
+            // And dial the first ones we hold no session with: behind NATs
+            // a session takes both sides punching, which should not start
+            // only at the silence (an attachment without a session waits
+            // up to `attachTimeout`).
+            for id in candidates.lazy.filter({ $0 != self.room.host && !self.core.isEstablished(with: $0) }).prefix(2)
+            where !core.isReaching(id) {
+                core.reach(id, at: placement.tree[id]?.addresses ?? [], via: [room.host])
             }
         }
         let feeder = media.feeder(of: room.host)
@@ -248,10 +259,12 @@ final class TreeAttachment {
         !core.isRelayed(id) && heardLately(id, now: now)
     }
 
-    /// A session with `id` is up and carried something within a parent's silence.
+    /// A session with `id` is up and carried something within half a
+    /// parent's silence (see `isAlive`: at the silence, nodes that died with
+    /// the parent are a whole silence quiet; live ones answered the probes).
     private func heardLately(_ id: NodeID, now: Instant) -> Bool {
         guard core.isEstablished(with: id), let heard = core.lastHeard(from: id) else { return false }
-        return now - heard < RoomConstants.parentSilence
+        return now - heard < RoomConstants.parentSilence / 2
     }
 
     /// Keeps a backup parent outside our parent's branch, its session up.
