@@ -75,8 +75,22 @@ public final class RelayTree: LiveRole {
 
     /// Takes at most `slots` children into `downstream`; a newcomer past them is told the node is full.
     func serve(_ downstream: Downstream<NodeID>, slots: Int) {
-        downstream.maxFullSubscribers = slots
+        downstream.maxFullSubscribers = adopting ? slots : 0
         downstream.onRefused = { [unowned self] peer in tellFull(peer) }
+    }
+
+    /// Whether this node takes new children now. A member whose own stream
+    /// has stopped (its parent went silent, it is moving to another) takes
+    /// none until the stream flows again: a child taken then would wait on
+    /// a stream that is not coming, and orphans of different relays taking
+    /// each other would close a loop with no way to the host. The children
+    /// it has stay and resume with it.
+    private(set) var adopting = true
+
+    func setAdopting(_ open: Bool) {
+        guard open != adopting else { return }
+        adopting = open
+        downstream?.maxFullSubscribers = open ? slots : 0
     }
 
     /// This node makes the stream: the tree's root.
@@ -196,7 +210,8 @@ public final class RelayTree: LiveRole {
             let (fa, fb) = (tree[a].map { $0.free > 0 ? 0 : 2 } ?? 1, tree[b].map { $0.free > 0 ? 0 : 2 } ?? 1)
             return fa != fb ? fa < fb : a.text < b.text
         }
-        let suggested = Array(ranked.prefix(RoomMessage.maxRedirects))
+        // An orphan's children are orphans too: no use sending anyone there.
+        let suggested = adopting ? Array(ranked.prefix(RoomMessage.maxRedirects)) : []
         room.send(.relay(suggested.isEmpty ? .full : .redirect(suggested)), to: peer)
     }
 

@@ -90,6 +90,8 @@ final class TreeAttachment {
         guard slots > 0 || media.receivers[room.host] != nil else { return leaveTree() }
         let placement = TreePlacement(host: room.host, tree: state.tree)
         let heard = media.lastHeard(from: room.host)
+        // No new children while our own stream has stopped for half a silence.
+        tree.setAdopting(heard.map { now - $0 < RoomConstants.parentSilence / 2 } ?? false)
         if let t = trying {
             if let heard, heard > t.since {
                 if parent != nil, parent != t.id { failovers += 1 }
