@@ -45,6 +45,11 @@ public enum RoomConstants {
     public static let parentSilence: Duration = .seconds(1)
     /// A parent that refused us or went silent is left out of placement this long.
     public static let refusedFor: Duration = .seconds(10)
+    /// A node that refused us naming none of its children has no stream to
+    /// give now (it takes no children while its own stream has stopped):
+    /// left out this long only, since orphans have a stream again within a
+    /// second or two.
+    public static let noStreamRefusedFor: Duration = .milliseconds(300)
     /// The children a full node named when it refused us are tried this long,
     /// when the room's positions offer no candidate (`RelaySignal.redirect`).
     public static let redirectFor: Duration = .seconds(5)

@@ -283,12 +283,15 @@ final class TreeAttachment {
 
     /// The node we asked has no slot for us: try another at once. The
     /// children it named are kept for when the room's positions offer no
-    /// candidate (a joiner before gossip said where slots are free).
+    /// candidate (a joiner before gossip said where slots are free). A
+    /// refusal naming none comes from a node with no stream to give now
+    /// (its own parent went silent; a full node has children to name): it
+    /// is left out for `noStreamRefusedFor`, as it may have one again soon.
     func refused(by peer: NodeID, redirectedTo children: [NodeID] = []) {
         let now = clock.now()
         // Noted even when we are not asking it now: the host answers the
         // subscription sent with our admission request before we try anyone.
-        excluded[peer] = Exclusion(until: now + RoomConstants.refusedFor)
+        excluded[peer] = Exclusion(until: now + (children.isEmpty ? RoomConstants.noStreamRefusedFor : RoomConstants.refusedFor))
         for child in children where child != core.nodeID && child != room.host { redirects[child] = now + RoomConstants.redirectFor }
         guard trying?.id == peer || parent == peer else { return }
         if parent == peer { parent = nil }
