@@ -14,6 +14,8 @@ import Glibc
 // `LVBBench <seconds> presence [N,N,…]` runs this alone (default 40,160,320 viewers).
 
 enum PresenceBench {
+    private typealias M = MediaBench
+
     static let defaultSizes = [40, 160, 320]
     static let settle = 10.0, window = 20.0
     static let goalRatio = 1.25, goalBytesPerSecond = 2048.0, goalCPU = 0.5
@@ -30,17 +32,17 @@ enum PresenceBench {
     }
 
     static func runAndPrint(sizes: [Int]) {
-        say("")
+        M.say("")
         guard let (binary, dir) = MediaBench.processWorkspace("lvbbench-presence", prefix: "room cost per member: ") else { return }
         defer { MediaBench.removeDirectory(dir) }
-        say("room cost per member: lvbnode release binary as processes on loopback UDP (\(binary))")
-        say("  a host without media and N --no-media viewers, an idle room; each viewer's bytes in and CPU over "
-            + "\(fixed(window, 0)) s, after \(fixed(settle, 0)) s to settle")
+        M.say("room cost per member: lvbnode release binary as processes on loopback UDP (\(binary))")
+        M.say("  a host without media and N --no-media viewers, an idle room; each viewer's bytes in and CPU over "
+            + "\(M.fixed(window, 0)) s, after \(M.fixed(settle, 0)) s to settle")
         var reference: Room?
         for n in sizes {
             switch Result(catching: { try run(binary, dir, viewers: n) }) {
             case .failure(let error):
-                say("  \(n) viewers: FAILED: \(error)")
+                M.say("  \(n) viewers: FAILED: \(error)")
             case .success(let room):
                 printRoom(room, reference: reference)
                 if reference == nil { reference = room }
@@ -65,7 +67,7 @@ enum PresenceBench {
                                                                        "--listen", "127.0.0.1:0", "--no-media"], log: log)
             viewers.append(viewer)
             inputs.append(input)
-            guard viewer.waitForLine(timeout: 20, { isEvent($0, "admitted") }) != nil else {
+            guard viewer.waitForLine(timeout: 20, { M.isEvent($0, "admitted") }) != nil else {
                 throw TextError("viewer \(i + 1): not admitted within 20 s" + MediaBench.exitNote(viewer, log))
             }
         }
@@ -92,8 +94,8 @@ enum PresenceBench {
         while found.contains(where: { $0 == nil }) {
             for (i, v) in viewers.enumerated() where found[i] == nil {
                 found[i] = v.lines().dropFirst(marks[i]).lazy
-                    .filter { isEvent($0, "stats") }
-                    .compactMap { jsonNumber(section($0[...], "transport"), "bytes_in") }
+                    .filter { M.isEvent($0, "stats") }
+                    .compactMap { M.jsonNumber(M.section($0[...], "transport"), "bytes_in") }
                     .first
             }
             guard ProcessRunner.now() < deadline else {
@@ -106,21 +108,21 @@ enum PresenceBench {
 
     static func printRoom(_ r: Room, reference: Room?) {
         let bytes = r.meanBytes, cpu = r.meanCPU
-        let bytesText = bytes.map { fixed($0 / 1024, 2) + " KB/s" } ?? "?", cpuText = cpu.map { fixed($0, 2) + " %" } ?? "?"
+        let bytesText = bytes.map { M.fixed($0 / 1024, 2) + " KB/s" } ?? "?", cpuText = cpu.map { M.fixed($0, 2) + " %" } ?? "?"
         let label = "\(r.viewers) viewers"
         if let reference {
             let b = ratio(bytes, reference.meanBytes), c = ratio(cpu, reference.meanCPU)
-            row("\(label): bytes in per viewer", bytesText + ", " + (b.map { fixed($0, 2) + "×" } ?? "?"),
-                goal: "≤ \(fixed(goalRatio, 2))×, ≤ 2 KB/s", ok: (b.map { $0 <= goalRatio } ?? false) && (bytes ?? .infinity) <= goalBytesPerSecond)
-            row("\(label): CPU per viewer", cpuText + ", " + (c.map { fixed($0, 2) + "×" } ?? "?"),
-                goal: "≤ \(fixed(goalRatio, 2))×, ≤ 0.5 %", ok: (c.map { $0 <= goalRatio } ?? false) && (cpu ?? .infinity) <= goalCPU)
+            M.row("\(label): bytes in per viewer", bytesText + ", " + (b.map { M.fixed($0, 2) + "×" } ?? "?"),
+                goal: "≤ \(M.fixed(goalRatio, 2))×, ≤ 2 KB/s", ok: (b.map { $0 <= goalRatio } ?? false) && (bytes ?? .infinity) <= goalBytesPerSecond)
+            M.row("\(label): CPU per viewer", cpuText + ", " + (c.map { M.fixed($0, 2) + "×" } ?? "?"),
+                goal: "≤ \(M.fixed(goalRatio, 2))×, ≤ 0.5 %", ok: (c.map { $0 <= goalRatio } ?? false) && (cpu ?? .infinity) <= goalCPU)
         } else {
-            row("\(label): bytes in per viewer", bytesText, note: "(reference)")
-            row("\(label): CPU per viewer", cpuText + " of one core", note: "(reference)")
+            M.row("\(label): bytes in per viewer", bytesText, note: "(reference)")
+            M.row("\(label): CPU per viewer", cpuText + " of one core", note: "(reference)")
         }
-        let most = r.bytesPerSecond.max().map { fixed($0 / 1024, 2) + " KB/s" } ?? "?"
-        let busiest = r.cpuPercent.max().map { fixed($0, 2) + " %" } ?? "?"
-        say("    busiest viewer \(most), \(busiest); \(r.viewers) joins one after another in \(fixed(r.joinSeconds, 1)) s")
+        let most = r.bytesPerSecond.max().map { M.fixed($0 / 1024, 2) + " KB/s" } ?? "?"
+        let busiest = r.cpuPercent.max().map { M.fixed($0, 2) + " %" } ?? "?"
+        M.say("    busiest viewer \(most), \(busiest); \(r.viewers) joins one after another in \(M.fixed(r.joinSeconds, 1)) s")
     }
 
     static func mean(_ values: [Double]) -> Double? { values.isEmpty ? nil : values.reduce(0, +) / Double(values.count) }
@@ -129,14 +131,4 @@ enum PresenceBench {
         guard let a, let b, b > 0 else { return nil }
         return a / b
     }
-
-    static func row(_ label: String, _ value: String, goal: String? = nil, ok: Bool = false, note: String? = nil) {
-        MediaBench.row(label, value, goal: goal, ok: ok, note: note)
-    }
-
-    static func say(_ line: String) { MediaBench.say(line) }
-    static func fixed(_ v: Double, _ decimals: Int) -> String { MediaBench.fixed(v, decimals) }
-    static func isEvent(_ line: String, _ name: String) -> Bool { MediaBench.isEvent(line, name) }
-    static func section(_ line: Substring, _ key: String) -> Substring { MediaBench.section(line, key) }
-    static func jsonNumber(_ line: Substring, _ key: String) -> Double? { MediaBench.jsonNumber(line, key) }
 }
