@@ -104,8 +104,6 @@ public enum AdmissionMessage: RoomMessageContent, Equatable {
     case response(AdmissionResponse)
 
     static let types: [RoomMessage.Kind] = [.admissionRequest, .admissionResponse]
-    static let requestType = RoomMessage.Kind.admissionRequest.rawValue
-    static let responseType = RoomMessage.Kind.admissionResponse.rawValue
 
     func received(from peer: NodeID, by node: RoomNode) { node.handleAdmission(self, from: peer) }
 
@@ -113,7 +111,7 @@ public enum AdmissionMessage: RoomMessageContent, Equatable {
         var w = ByteWriter(capacity: 1 + 16 + 1 + HostGrant.encodedLength)
         switch self {
         case let .request(q):
-            w.write(Self.requestType)
+            w.write(RoomMessage.Kind.admissionRequest.rawValue)
             w.write(bytes: q.room.bytes)
             switch q.proof {
             case .none: w.write(UInt8(0))
@@ -124,7 +122,7 @@ public enum AdmissionMessage: RoomMessageContent, Equatable {
             case let .invite(invite): w.write(UInt8(2)); w.write(bytes: invite.encoded)
             }
         case let .response(a):
-            w.write(Self.responseType)
+            w.write(RoomMessage.Kind.admissionResponse.rawValue)
             w.write(bytes: a.room.bytes)
             switch a.result {
             case let .admitted(pass): w.write(UInt8(0)); w.write(bytes: pass.encoded)
@@ -140,7 +138,7 @@ public enum AdmissionMessage: RoomMessageContent, Equatable {
         let type = try byte(&r)
         let message: AdmissionMessage
         switch type {
-        case requestType:
+        case RoomMessage.Kind.admissionRequest.rawValue:
             let room = try RoomID.read(from: &r)
             let proof: AdmissionProof
             switch try byte(&r) {
@@ -152,7 +150,7 @@ public enum AdmissionMessage: RoomMessageContent, Equatable {
             case let t: throw .unknownProof(t)
             }
             message = .request(AdmissionRequest(room: room, proof: proof))
-        case responseType:
+        case RoomMessage.Kind.admissionResponse.rawValue:
             let room = try RoomID.read(from: &r)
             let result: AdmissionResult
             switch try byte(&r) {
