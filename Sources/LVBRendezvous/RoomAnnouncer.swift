@@ -136,7 +136,7 @@ public final class RoomAnnouncer: LiveRole {
         let wall = clock.wallTime()
         lastSeq = max(lastSeq + 1, wall.seconds * 1_000_000 + UInt64(wall.nanoseconds / 1000))
         var a = RoomAnnouncement(room: room.room, host: core.nodeID, seq: lastSeq, time: wall.milliseconds, closed: closed || state.isClosed,
-                                 viewers: UInt32(clamping: max(0, state.members.count - 1)), likes: state.likeTotal,
+                                 viewers: UInt32(clamping: max(0, state.count - 1)), likes: state.likeTotal,
                                  info: state.info, hostNickname: room.profile.nickname, addresses: announcedAddresses)
         a.access = room.access
         guard (try? a.sign(with: core.identity)) != nil else { return }

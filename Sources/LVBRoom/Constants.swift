@@ -73,6 +73,17 @@ public enum RoomConstants {
     public static let relayRate = 2
     public static let relayBurst = 6
 
+    /// A member reports its part in the room's count to each gossip
+    /// neighbour this often (`CountReport`); a neighbour silent for three
+    /// intervals counts for nothing.
+    public static let countReportInterval: Duration = .seconds(2)
+    /// A member whose count changed tells its upstream at once, but at most this often.
+    public static let countReportSoonest: Duration = .milliseconds(250)
+    /// The host sends a census when the count, the likes or the latest
+    /// joiners changed, at most this often, and at least every `censusRefresh`.
+    public static let censusInterval: Duration = .seconds(2)
+    public static let censusRefresh: Duration = .seconds(10)
+
     /// Domain separation of the room's signatures and MACs; each is followed by
     /// one 0x00 byte where it prefixes signed bytes.
     public static let inviteContext = Array("lvbnode invite v1".utf8)

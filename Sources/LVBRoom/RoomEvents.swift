@@ -46,6 +46,7 @@ public enum RoomEvents {
         RoomClosure.self,
         StageChange.self,
         RelayPosition.self,
+        Census.self,
     ]
 
     /// The wire side of the table, for the gossip layer and anyone parsing events.

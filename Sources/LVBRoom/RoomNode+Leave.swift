@@ -74,6 +74,7 @@ extension RoomNode {
             return
         }
         for bytes in events { gossip.receive(GossipMessage.repair(bytes[...]).bytes[...], from: peer) }
+        countForget(peer)
         send(.leaveAck(seq: leave.id.seq), to: peer)
     }
 

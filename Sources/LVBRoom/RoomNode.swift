@@ -71,6 +71,13 @@ public final class RoomNode {
     /// When we last showed a peer our pass because it asked.
     var passAnsweredAt: [NodeID: Instant] = [:]
     var lastHeartbeat: Instant
+    /// Counting the room (`RoomNode+Count`): this node's part, when it last
+    /// reported to everyone, what it last told its upstream, and the host's last census.
+    var presenceCount: PresenceCount
+    var lastCountReport: Instant?
+    var lastUpstreamReport: (upstream: NodeID?, subtree: UInt32, at: Instant)
+    var countDirty = false
+    var lastCensus: (census: Census, at: Instant)?
     var lastSweep: Instant
     public internal(set) var rejectedEvents = 0
     var pendingDisconnects: [NodeID: Instant] = [:]
@@ -169,6 +176,8 @@ public final class RoomNode {
         seq = wall.seconds * 1_000_000 + UInt64(wall.nanoseconds / 1000)
         lastHeartbeat = clock.now()
         lastSweep = clock.now()
+        presenceCount = PresenceCount(me: core.nodeID, isHost: policy != nil)
+        lastUpstreamReport = (nil, 0, clock.now())
         wireGossip()
         // Every member holds a session with the host: it introduces neighbours.
         adapter.coordinators = { [unowned self] in isHost ? [] : [self.host] }
@@ -289,6 +298,7 @@ public final class RoomNode {
                 return
             }
             gossip.peerDown(id)
+            countForget(id)
             linkMicPeerGone(id)
         case .message, .rtt, .hello, .rekeyed, .connectFailed:
             break
@@ -315,6 +325,7 @@ public final class RoomNode {
             requestAdmission()
         }
         guard let state else { return }
+        tickCount(now: now)
         if now - lastHeartbeat >= RoomConstants.presenceTimeout / 3 {
             lastHeartbeat = now
             publish(.join(instance: instance, role: isHost ? .host : .viewer))

@@ -26,6 +26,8 @@ public final class RoomState {
     /// The host's latest mute or unmute of each target.
     var mutes: [NodeID: RoomEvent] = [:]
     var closedEvent: RoomEvent?
+    /// The host's latest census (the room's count and latest joiners).
+    var censusEvent: RoomEvent?
     /// The host's latest stage event for each member (link-mic co-hosts).
     var stage: [NodeID: RoomEvent] = [:]
     /// Each member's latest relay position (the media tree).
@@ -141,6 +143,15 @@ public final class RoomState {
 
     public func isPresent(_ id: NodeID) -> Bool { presence.isPresent(id) }
 
+    /// The host's latest census, if one came.
+    public var census: Census? { censusEvent?.body.as(Census.self) }
+
+    /// How many are in the room (the host included): the host's census,
+    /// or the members this node knows before the first census comes.
+    public var count: Int {
+        census.map { Int($0.count) } ?? presence.present.count
+    }
+
     public func profile(of id: NodeID) -> Profile? {
         profiles[id]?.body.as(Profile.self)
     }
@@ -195,6 +206,7 @@ public final class RoomState {
             if let r = relays[id] { content.append(r) }
         }
         if let infoEvent { content.append(infoEvent) }
+        if let censusEvent { content.append(censusEvent) }
         let moderation = Array(kicks.values) + Array(mutes.values)
         return content.sorted(by: RoomEvent.historyOrder)
             + moderation.sorted(by: RoomEvent.historyOrder)

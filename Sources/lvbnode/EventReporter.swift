@@ -95,7 +95,7 @@ enum StatsJSON {
     static func encode(room r: RoomNode) -> String {
         let g = r.gossip.stats
         let fields: [(String, Int)] = [
-            ("members", r.state?.members.count ?? 0), ("likes", Int(r.state?.likeTotal ?? 0)),
+            ("members", r.state?.count ?? 0), ("likes", Int(r.state?.likeTotal ?? 0)),
             ("events_delivered", g.delivered), ("event_copies", g.eventCopiesReceived), ("duplicates", g.duplicates),
             ("invalid", g.invalid), ("rejected", r.rejectedEvents), ("grafts", g.grafts), ("repairs_sent", g.repairsSent),
             ("neighbours", r.gossip.active.count), ("dropped_media", r.droppedMedia), ("passes_wanted", r.passesWanted),

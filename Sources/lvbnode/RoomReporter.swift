@@ -53,7 +53,7 @@ final class RoomReporter: @unchecked Sendable {
         case .change(let change):
             report(change)
             switch change {
-            case .joined, .left, .kicked, .stage, .profile, .signedInElsewhere: onMembersChanged?()
+            case .joined, .left, .kicked, .stage, .profile, .signedInElsewhere, .counted: onMembersChanged?()
             default: break
             }
         case .linkMic(let output):
@@ -125,10 +125,12 @@ final class RoomReporter: @unchecked Sendable {
             return o.text
         }.joined(separator: ",") + "]"
         var l = JSONLine(event: "viewers")
-        l.add("count", members.count)
+        l.add("count", state.count)
+        l.add("listed", members.count)
         l.add("likes", Int(state.likeTotal))
         l.addRaw("viewers", list)
-        let human = "\(members.count) in the room: " + members.map { nick($0.id) + ($0.role == .host ? " (host)" : $0.onStage ? " (co-host)" : "") }.joined(separator: ", ")
+        let shown = members.count < state.count ? " (\(members.count) listed)" : ""
+        let human = "\(state.count) in the room\(shown): " + members.map { nick($0.id) + ($0.role == .host ? " (host)" : $0.onStage ? " (co-host)" : "") }.joined(separator: ", ")
         return (l, human)
     }
 }

@@ -13,7 +13,7 @@ enum StatsText {
                 + " · cookie replies \(t.cookieRepliesSent)",
             "dropped \(t.droppedTotal) (malformed \(t.droppedMalformed), bad mac1 \(t.droppedMAC1),"
                 + " failed decryption \(t.droppedDecrypt), replayed \(t.droppedReplay), unknown index \(t.droppedUnknownIndex))",
-            "room: \(room.state?.members.count ?? 0) members · \(room.state?.likeTotal ?? 0) likes · events delivered \(g.delivered)"
+            "room: \(room.state?.count ?? 0) members · \(room.state?.likeTotal ?? 0) likes · events delivered \(g.delivered)"
                 + " (copies \(g.eventCopiesReceived), duplicates \(g.duplicates)) · rejected \(room.rejectedEvents)"
                 + " · invalid \(g.invalid) · neighbours \(room.gossip.active.count)",
         ]

@@ -38,6 +38,8 @@ protocol RoomMessageContent: Sendable {
 ///    11 relay redirect       count(1: 1...4) ‖ node(32) × count: as relay
 ///                            full, and these children of the sender may have
 ///                            a slot (those with one first): try them
+///    12 count report         hops(1) ‖ upstream(1) ‖ subtree(4): the
+///                            sender's part in counting the room (CountReport)
 public struct RoomMessage: Equatable, Sendable {
     let content: any RoomMessageContent
 
@@ -56,6 +58,7 @@ public struct RoomMessage: Equatable, Sendable {
         LinkMicMessage.self,
         RelaySignal.self,
         PassWanted.self,
+        CountReport.self,
     ]
 
     private static let byType: [UInt8: any RoomMessageContent.Type] = {
@@ -98,4 +101,5 @@ public struct RoomMessage: Equatable, Sendable {
     public static func linkMic(_ m: LinkMicMessage) -> RoomMessage { RoomMessage(content: m) }
     public static func relay(_ signal: RelaySignal) -> RoomMessage { RoomMessage(content: signal) }
     public static func passWanted(room: RoomID) -> RoomMessage { RoomMessage(content: PassWanted(room: room)) }
+    static func countReport(_ report: PresenceCount.Report) -> RoomMessage { RoomMessage(content: CountReport(report: report)) }
 }

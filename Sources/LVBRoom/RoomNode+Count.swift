@@ -1,0 +1,67 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+
+// Counting the room without hearing from everyone: members report up a tree
+// over the gossip neighbours (`PresenceCount`), and the host publishes the
+// total in its census.
+extension RoomNode {
+    /// A neighbour's count report.
+    func countReported(_ report: PresenceCount.Report, from peer: NodeID) {
+        guard isAdmitted, hears(peer) else { return }
+        let now = clock.now()
+        let before = presenceCount.subtree
+        presenceCount.received(report, from: peer, now: now)
+        if let changes = state?.noteActivity(from: peer) { changes.forEach(report(_:)) }
+        if presenceCount.subtree != before { reportCountSoon(now: now) }
+    }
+
+    /// A neighbour went (session ended, left, or no longer in the active view).
+    func countForget(_ peer: NodeID) {
+        let before = presenceCount.subtree
+        presenceCount.forget(peer, now: clock.now())
+        if presenceCount.subtree != before { reportCountSoon(now: clock.now()) }
+    }
+
+    /// Count reports and, on the host, the census; call each tick.
+    func tickCount(now: Instant) {
+        if lastCountReport.map({ now - $0 >= RoomConstants.countReportInterval }) ?? true {
+            lastCountReport = now
+            presenceCount.expire(now: now)
+            for peer in Set(gossip.active).union(presenceCount.heard.keys) where core.isEstablished(with: peer) {
+                send(.countReport(presenceCount.report(for: peer)), to: peer)
+            }
+            lastUpstreamReport = (presenceCount.upstream, presenceCount.subtree, now)
+        } else if countDirty, now - lastUpstreamReport.at >= RoomConstants.countReportSoonest {
+            countDirty = false
+            if let up = presenceCount.upstream, core.isEstablished(with: up) {
+                send(.countReport(presenceCount.report(for: up)), to: up)
+            }
+            lastUpstreamReport = (presenceCount.upstream, presenceCount.subtree, now)
+        }
+        if isHost { publishCensusIfDue(now: now) }
+    }
+
+    /// What this member speaks for changed: tell the upstream soon.
+    private func reportCountSoon(now: Instant) {
+        guard !isHost else { return }
+        countDirty = lastUpstreamReport.upstream != presenceCount.upstream || lastUpstreamReport.subtree != presenceCount.subtree
+    }
+
+    /// The census the host would send now.
+    func currentCensus() -> Census? {
+        guard let state else { return nil }
+        let joiners = state.presence.present.filter { $0.id != host }.sorted { $0.entry.joinedAt > $1.entry.joinedAt }
+            .prefix(Census.maxJoiners).map(\.id)
+        return Census(count: presenceCount.subtree, likes: state.likeTotal, joiners: Array(joiners))
+    }
+
+    private func publishCensusIfDue(now: Instant) {
+        guard let census = currentCensus() else { return }
+        if let last = lastCensus {
+            let since = now - last.at
+            guard since >= RoomConstants.censusRefresh || (last.census != census && since >= RoomConstants.censusInterval) else { return }
+        }
+        if case .success = publish(.census(census)) { lastCensus = (census, now) }
+    }
+}

@@ -1,0 +1,79 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+@testable import LVBRoom
+import LVBTestSupport
+import Testing
+
+@Suite struct PresenceCountTests {
+    private let host = identity(1).nodeID, a = identity(2).nodeID, b = identity(3).nodeID, c = identity(4).nodeID
+    private let t0 = Instant(nanoseconds: 1_000_000_000)
+
+    @Test func theHostCountsWhatItsChildrenSpeakFor() {
+        var h = PresenceCount(me: host, isHost: true)
+        h.received(.init(hops: 1, upstream: true, subtree: 5), from: a, now: t0)
+        h.received(.init(hops: 1, upstream: true, subtree: 3), from: b, now: t0)
+        // A neighbour that counts itself below someone else adds nothing here.
+        h.received(.init(hops: 1, upstream: false, subtree: 0), from: c, now: t0)
+        #expect(h.subtree == 9)
+        #expect(h.hops == 0)
+        #expect(h.report(for: a) == .init(hops: 0, upstream: false, subtree: 0))
+    }
+
+    @Test func aMemberChoosesTheNeighbourNearestTheHostAndKeepsItOnATie() {
+        var m = PresenceCount(me: a, isHost: false)
+        #expect(m.hops == PresenceCount.unreachable)
+        #expect(m.report(for: b) == .init(hops: PresenceCount.unreachable, upstream: false, subtree: 0))
+        m.received(.init(hops: 2, upstream: false, subtree: 0), from: b, now: t0)
+        #expect(m.upstream == b)
+        #expect(m.hops == 3)
+        m.received(.init(hops: 0, upstream: false, subtree: 0), from: host, now: t0)
+        #expect(m.upstream == host)
+        #expect(m.hops == 1)
+        m.received(.init(hops: 2, upstream: true, subtree: 4), from: c, now: t0)
+        #expect(m.report(for: host) == .init(hops: 1, upstream: true, subtree: 5))
+        #expect(m.report(for: b).subtree == 0)
+        // b comes as near as the host: the host stays upstream.
+        m.received(.init(hops: 0, upstream: false, subtree: 0), from: b, now: t0)
+        #expect(m.upstream == host)
+    }
+
+    @Test func staleReportsAndLoopsCountForNothing() {
+        var m = PresenceCount(me: a, isHost: false)
+        m.received(.init(hops: 0, upstream: false, subtree: 0), from: host, now: t0)
+        // b says it is below us but no further from the host: a stale loop.
+        m.received(.init(hops: 1, upstream: true, subtree: 7), from: b, now: t0)
+        #expect(m.subtree == 1)
+        m.received(.init(hops: 2, upstream: true, subtree: 7), from: c, now: t0)
+        #expect(m.subtree == 8)
+        m.expire(now: t0 + PresenceCount.staleAfter)
+        #expect(m.subtree == 1)
+        #expect(m.upstream == nil)
+        #expect(m.hops == PresenceCount.unreachable)
+    }
+
+    @Test func aReportIsSevenBytesAndMalformedOnesAreRefused() throws {
+        let bytes = RoomMessage.countReport(.init(hops: 3, upstream: true, subtree: 70_000)).encoded
+        #expect(bytes == [12, 3, 1, 0, 1, 0x11, 0x70])
+        #expect(try RoomMessage.parse(bytes[...]) == RoomMessage.countReport(.init(hops: 3, upstream: true, subtree: 70_000)))
+        for bad: [UInt8] in [[12, 65, 0, 0, 0, 0, 0], [12, 3, 2, 0, 0, 0, 0], [12, 3, 0, 0, 0, 0, 1], [12, 3, 1, 0, 0, 0], [12, 3, 1, 0, 0, 0, 0, 0]] {
+            #expect(throws: RoomError.self) { try RoomMessage.parse(bad[...]) }
+        }
+    }
+
+    /// 120 viewers on a lossy virtual network: every member's census shows
+    /// the exact count within seconds, and again after a tenth of them crash.
+    @Test func everyMemberSeesTheRoomsCountAndItFollowsCrashes() {
+        let (net, host, viewers) = simRoom(viewers: 120, seed: 2801, loss: 0.02)
+        let all = [host] + viewers
+        let counted = net.run(until: { all.allSatisfy { $0.room.state?.census?.count == 121 } }, timeout: .seconds(30))
+        #expect(counted, "counts: \(Dictionary(grouping: all.map { $0.room.state?.census?.count ?? 0 }, by: { $0 }).mapValues(\.count))")
+        let start = net.clock.now()
+        for v in viewers.prefix(12) { v.crash() }
+        let alive = [host] + viewers.dropFirst(12)
+        let recounted = net.run(until: { alive.allSatisfy { $0.room.state?.census?.count == 109 } }, timeout: .seconds(30))
+        #expect(recounted, "counts: \(Dictionary(grouping: alive.map { $0.room.state?.census?.count ?? 0 }, by: { $0 }).mapValues(\.count))")
+        // Fresh within 10 s of the crashes at every member.
+        #expect(net.clock.now() - start <= .seconds(10))
+    }
+}
