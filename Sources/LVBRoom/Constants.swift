@@ -8,8 +8,9 @@ public enum RoomConstants {
 
     /// Chat and bullet-comment events kept for the log and for late joiners.
     public static let chatHistory = 200
-    /// A member heard from neither by an event nor by gossip traffic for this
-    /// long is shown as left with reason 1 (timeout).
+    /// A member the node watches (the host; on the host, the members its
+    /// census lists) heard from neither by an event nor by any traffic for
+    /// this long is shown as left with reason 1 (timeout).
     public static let presenceTimeout: Duration = .seconds(30)
     /// A joiner repeats its admission request this often until answered.
     public static let admissionRetry: Duration = .milliseconds(500)
@@ -68,6 +69,11 @@ public enum RoomConstants {
     public static let treeTickInterval: Duration = .milliseconds(100)
     /// A node gossips its relay position at most this often (changes coalesce).
     public static let relayPublishInterval: Duration = .milliseconds(600)
+    /// A relay position stands this long after it (or anything from its
+    /// author) was last heard; its author publishes it again, unchanged,
+    /// every `positionRefresh`.
+    public static let positionLifetime: Duration = presenceTimeout
+    public static let positionRefresh: Duration = presenceTimeout / 3
     /// Relay position events per author per second, and at once (a node
     /// coalesces its own changes to fewer; a relay's children come and go).
     public static let relayRate = 2
@@ -76,9 +82,19 @@ public enum RoomConstants {
     /// A member reports its part in the room's count to each gossip
     /// neighbour this often (`CountReport`); a neighbour silent for three
     /// intervals counts for nothing.
-    public static let countReportInterval: Duration = .seconds(2)
+    public static let countReportInterval: Duration = .milliseconds(1500)
     /// A member whose count changed tells its upstream at once, but at most this often.
     public static let countReportSoonest: Duration = .milliseconds(250)
+    /// Joiners a census lists that the one before did not, at most: the
+    /// host passes on each newly listed joiner's join and profile, so a
+    /// room joined by many at once costs everyone a bounded rate.
+    public static let censusNewJoiners = 3
+    /// The latest joiners' and co-hosts' events, likers' and moderation a joiner's snapshot carries at most.
+    public static let snapshotLikers = 10
+    public static let snapshotModeration = 64
+    public static let snapshotPositions = 128
+    /// Bytes of chat and bullet comments a joiner's snapshot carries at most (the newest).
+    public static let snapshotChatBytes = 32 * 1024
     /// The host sends a census when the count, the likes or the latest
     /// joiners changed, at most this often, and at least every `censusRefresh`.
     public static let censusInterval: Duration = .seconds(2)

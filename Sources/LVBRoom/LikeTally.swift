@@ -25,4 +25,11 @@ struct LikeTally {
     }
 
     var events: [RoomEvent] { latest.values.map(\.event) }
+
+    /// The latest likes of the `n` authors with the highest totals (ties by key).
+    func top(_ n: Int) -> [RoomEvent] {
+        latest.sorted { a, b in
+            a.value.total != b.value.total ? a.value.total > b.value.total : a.key.publicKey.lexicographicallyPrecedes(b.key.publicKey)
+        }.prefix(n).map(\.value.event)
+    }
 }

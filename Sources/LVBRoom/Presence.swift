@@ -24,6 +24,8 @@ struct Presence {
     private(set) var entries: [NodeID: Entry] = [:]
     /// Each author's latest join or leave sequence number.
     private var latest: [NodeID: UInt64] = [:]
+    /// Members whose latest word was a leave.
+    private(set) var departed: Set<NodeID> = []
 
     func order(of e: RoomEvent) -> Order {
         guard let seq = latest[e.author] else { return .newer }
@@ -34,6 +36,7 @@ struct Presence {
     mutating func join(_ e: RoomEvent, instance: UInt64, role: NodeRole, now: Instant) -> [RoomChange] {
         latest[e.author] = e.seq
         let id = e.author
+        departed.remove(id)
         guard var entry = entries[id], entry.present else {
             entries[id] = Entry(role: role, instance: instance, joinedAt: now, lastHeard: now, join: e, present: true)
             return [.joined(id, role: role)]
@@ -54,6 +57,8 @@ struct Presence {
     /// Applies a leave already known to be newer than the author's latest.
     mutating func leave(_ e: RoomEvent, reason: UInt8) -> [RoomChange] {
         latest[e.author] = e.seq
+        if departed.count >= 65_536 { departed.removeAll() }
+        departed.insert(e.author)
         guard let entry = entries.removeValue(forKey: e.author), entry.present else { return [] }
         return [.left(e.author, reason: reason)]
     }
@@ -75,9 +80,9 @@ struct Presence {
         entries.removeValue(forKey: id)?.present ?? false
     }
 
-    /// Members silent for `timeout` are shown as left (reason 1, timeout).
-    mutating func expire(now: Instant, timeout: Duration = RoomConstants.presenceTimeout) -> [RoomChange] {
-        let silent = entries.filter { $0.value.present && now - $0.value.lastHeard >= timeout }.keys
+    /// Members of `only` silent for `timeout` are shown as left (reason 1, timeout).
+    mutating func expire(now: Instant, only watched: Set<NodeID>, timeout: Duration = RoomConstants.presenceTimeout) -> [RoomChange] {
+        let silent = watched.filter { entries[$0].map { $0.present && now - $0.lastHeard >= timeout } ?? false }
         var changes = [RoomChange]()
         for id in silent.sorted(by: { $0.publicKey.lexicographicallyPrecedes($1.publicKey) }) {
             entries[id]?.present = false
@@ -96,4 +101,31 @@ struct Presence {
     }
 
     func isPresent(_ id: NodeID) -> Bool { entries[id]?.present ?? false }
+
+    /// Whether `e` is older than a leave its author sent (a late copy of
+    /// something it said before it left).
+    func predatesLeave(_ e: RoomEvent) -> Bool {
+        guard departed.contains(e.author), let seq = latest[e.author] else { return false }
+        return e.seq < seq
+    }
+
+    /// A member's presence follows the host's census: it keeps the joiners
+    /// the census lists and `keeping` (host, co-hosts, itself) and drops
+    /// the rest quietly — they are still in the room, only not listed. A
+    /// joiner the last census listed that this one drops while it keeps an
+    /// older one (or while the list has room) was not pushed out by newer
+    /// joiners: the host stopped hearing from it, so it shows as left
+    /// (reason 1, timeout).
+    mutating func follow(_ census: Census, after previous: Census?, keeping: Set<NodeID>) -> [RoomChange] {
+        let listed = Set(census.joiners)
+        var changes: [RoomChange] = []
+        if let old = previous?.joiners {
+            for (i, id) in old.enumerated() where !listed.contains(id) && isPresent(id) {
+                let keptOlder = old[(i + 1)...].contains(where: listed.contains)
+                if keptOlder || census.joiners.count < Census.maxJoiners { changes.append(.left(id, reason: 1)) }
+            }
+        }
+        entries = entries.filter { listed.contains($0.key) || keeping.contains($0.key) }
+        return changes
+    }
 }

@@ -219,7 +219,10 @@ public final class RelayTree: LiveRole {
     var publishedPosition: RelayPosition? { published }
 
     func publishIfChanged(_ position: RelayPosition, now: Instant) {
-        guard position != published else { return }
+        // Unchanged, the position goes again every `positionRefresh`: it
+        // is how the room knows the relay is still there.
+        let due = lastPublished.map { now - $0 >= RoomConstants.positionRefresh } ?? true
+        guard position != published || due else { return }
         if let lastPublished, now - lastPublished < RoomConstants.relayPublishInterval { return }
         if case .success = room.publish(.relay(position)) {
             published = position

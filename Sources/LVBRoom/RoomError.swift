@@ -25,6 +25,8 @@ public enum RoomError: Error, Equatable, CustomStringConvertible {
     case badRedirectCount(UInt8)
     /// A count report with hops above 64, a flag not 0 or 1, or a count without the upstream flag.
     case badCountReport
+    /// A roster message carrying no events, or more than `RosterMessage.maxEvents`.
+    case badRosterCount(UInt8)
 
     public var description: String {
         switch self {
@@ -37,6 +39,7 @@ public enum RoomError: Error, Equatable, CustomStringConvertible {
         case .badNodeID: "a node id in the admission message is not a valid node key"
         case .notAnInvite: "this is not an invite (invites start with 'lvbi'); ask the host for one"
         case .badText: "link-mic text is too long, not UTF-8, or holds control characters"
+        case let .badRosterCount(n): "roster message carries \(n) events (1 to \(RosterMessage.maxEvents))"
         case .badCountReport: "count report has hops above 64, a bad upstream flag, or a count sent to a non-upstream"
         case let .badRedirectCount(n): "relay redirect names \(n) nodes (1 to \(RoomMessage.maxRedirects))"
         case .damagedInvite: "the invite is damaged (a character is missing or changed); copy it again from the host"

@@ -27,10 +27,18 @@ public enum RoomActionError: Error, Equatable, CustomStringConvertible {
 }
 
 extension RoomNode {
-    /// Signs, applies locally and broadcasts one of our own events.
+    /// Signs, applies locally and broadcasts one of our own events
+    /// (`broadcast` false: for the few it is sent to straight).
     @discardableResult
-    func publish(_ body: EventBody) -> Result<RoomEvent, RoomActionError> {
+    func publish(_ body: EventBody, broadcast: Bool = true) -> Result<RoomEvent, RoomActionError> {
         guard let state else { return .failure(.notInRoom) }
+        // The room hears a viewer's name when it first speaks (its profile
+        // went to the host alone when it joined).
+        if broadcast, !profileSpoken, !isHost, body.kind == ChatLine.kind || body.kind == BulletComment.kind,
+           let p = state.profiles[core.nodeID] {
+            profileSpoken = true
+            gossip.broadcast(p)
+        }
         seq += 1
         let event: RoomEvent
         do { event = try RoomEvent.make(room: room, author: identity, seq: seq, timestamp: wallMs(), body: body) } catch {
@@ -44,7 +52,8 @@ extension RoomNode {
         case .rejected(let why):
             return .failure(.refused(Self.explain(why)))
         }
-        gossip.broadcast(event)
+        if body.kind == Profile.kind { profileSpoken = broadcast }
+        if broadcast { gossip.broadcast(event) }
         return .success(event)
     }
 
@@ -64,14 +73,16 @@ extension RoomNode {
         return policy.makeInvite(for: id, validFor: RoomConstants.inviteLifetime)
     }
 
-    /// Finds a member by node id (or its start) or nickname.
+    /// Finds a member by node id (or its start) or nickname, among those
+    /// this node knows (the host: everyone that joined).
     public func member(named text: String) throws(RoomActionError) -> NodeID {
         guard let state else { throw .notInRoom }
         let needle = text.lowercased()
-        if let m = state.members.first(where: { $0.id.text == needle }) { return m.id }
-        let byNick = state.members.filter { $0.profile?.nickname?.lowercased() == needle }
+        let known = state.known
+        if let m = known.first(where: { $0.id.text == needle }) { return m.id }
+        let byNick = known.filter { $0.profile?.nickname?.lowercased() == needle }
         if byNick.count == 1 { return byNick[0].id }
-        let byPrefix = state.members.filter { $0.id.text.hasPrefix(needle) }
+        let byPrefix = known.filter { $0.id.text.hasPrefix(needle) }
         if byPrefix.count == 1, needle.count >= 4 { return byPrefix[0].id }
         throw .unknownMember(text)
     }

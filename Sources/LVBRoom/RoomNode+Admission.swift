@@ -124,10 +124,11 @@ extension RoomNode {
         phase = .member
         verified.insert(host)
         admittedAtMs = wallMs()
-        state = RoomState(room: room, host: host, clock: clock)
+        let state = RoomState(room: room, host: host, clock: clock)
+        state.me = core.nodeID
+        self.state = state
         onOutput?(.admitted(room))
         if let address = core.endpoint(of: host) { gossip.join(via: PeerRecord(id: host, address: address)) }
-        publish(.join(instance: instance, role: .viewer))
-        if profile != Profile() { publish(.profile(profile)) }
+        tellHost()
     }
 }

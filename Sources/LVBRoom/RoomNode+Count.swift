@@ -25,10 +25,19 @@ extension RoomNode {
 
     /// Count reports and, on the host, the census; call each tick.
     func tickCount(now: Instant) {
+        // A neighbour gone quiet stops counting soon after, not at the next report.
+        if now - lastCountExpiry >= RoomConstants.countReportSoonest {
+            lastCountExpiry = now
+            let before = presenceCount.subtree
+            presenceCount.expire(now: now)
+            if presenceCount.subtree != before { reportCountSoon(now: now) }
+        }
         if lastCountReport.map({ now - $0 >= RoomConstants.countReportInterval }) ?? true {
             lastCountReport = now
             presenceCount.expire(now: now)
-            for peer in Set(gossip.active).union(presenceCount.heard.keys) where core.isEstablished(with: peer) {
+            // A joiner the census lists reports to the host too: the host watches it.
+            let listed = state?.census?.joiners.contains(core.nodeID) == true ? [host] : []
+            for peer in Set(gossip.active).union(presenceCount.heard.keys).union(listed) where core.isEstablished(with: peer) {
                 send(.countReport(presenceCount.report(for: peer)), to: peer)
             }
             lastUpstreamReport = (presenceCount.upstream, presenceCount.subtree, now)
@@ -48,11 +57,16 @@ extension RoomNode {
         countDirty = lastUpstreamReport.upstream != presenceCount.upstream || lastUpstreamReport.subtree != presenceCount.subtree
     }
 
-    /// The census the host would send now.
+    /// The census the host would send now: the joiners the last one
+    /// listed that are still here, and at most `censusNewJoiners` newer
+    /// ones, newest first.
     func currentCensus() -> Census? {
         guard let state else { return nil }
-        let joiners = state.presence.present.filter { $0.id != host }.sorted { $0.entry.joinedAt > $1.entry.joinedAt }
-            .prefix(Census.maxJoiners).map(\.id)
+        let previous = lastCensus?.census.joiners ?? []
+        let present = state.presence.present.filter { $0.id != host }
+        let fresh = present.reversed().filter { !previous.contains($0.id) }.prefix(RoomConstants.censusNewJoiners)
+        let kept = present.filter { previous.contains($0.id) }
+        let joiners = (Array(fresh) + kept).sorted { $0.entry.joinedAt > $1.entry.joinedAt }.prefix(Census.maxJoiners).map(\.id)
         return Census(count: presenceCount.subtree, likes: state.likeTotal, joiners: Array(joiners))
     }
 
@@ -62,6 +76,8 @@ extension RoomNode {
             let since = now - last.at
             guard since >= RoomConstants.censusRefresh || (last.census != census && since >= RoomConstants.censusInterval) else { return }
         }
-        if case .success = publish(.census(census)) { lastCensus = (census, now) }
+        guard case .success = publish(.census(census)) else { return }
+        passOnNewlyListed(census, after: lastCensus?.census)
+        lastCensus = (census, now)
     }
 }

@@ -3,19 +3,23 @@ import LVBCrypto
 import LVBGossip
 import LVBTransport
 
-// Leaving so that everyone knows: the leave event goes to the room by gossip
-// and, because our sessions end right after, straight to every member we hold
-// a session with, together with our last events (a member that only heard of
-// them lazily could no longer fetch them from us). Each acknowledges; we
-// repeat to the silent ones until all have or the owner's bounded wait ends.
+// Leaving so that those who know us know: the leave event goes straight to
+// every member we hold a session with (the host among them), together with
+// our last events (a member that only heard of them lazily could no longer
+// fetch them from us), and to the whole room by gossip when the whole room
+// knows of us (`isListedRoomWide`: the host, a listed joiner, a relay). Each
+// acknowledges; we repeat to the silent ones until all have or the owner's
+// bounded wait ends.
 extension RoomNode {
     /// Announces that we leave. Keep feeding events and ticks until
     /// `leaveSettled`, then close the transport.
     public func leave() {
-        guard let state, let pass, phase.isActive, case .success(let event) = publish(.leave(reason: 0)) else { return }
+        guard state != nil, let pass, phase.isActive else { return }
+        let wide = isListedRoomWide(core.nodeID)
+        guard case .success(let event) = publish(.leave(reason: 0), broadcast: wide) else { return }
         gossip.tick()
-        let present = Set(state.members.map(\.id))
-        let members = core.peers.filter { $0.established && present.contains($0.id) }.map(\.id)
+        let gone = state?.presence.departed ?? []
+        let members = core.peers.filter { $0.established && hears($0.id) && !gone.contains($0.id) }.map(\.id)
         let words = lastWords(ending: event)
         departure = (words, event.id.seq, Set(members), clock.now())
         phase = .departing(since: clock.now())
@@ -50,8 +54,8 @@ extension RoomNode {
     func repeatLeave() {
         guard let d = departure, let pass, !d.awaiting.isEmpty, clock.now() - d.lastSent >= RoomConstants.leaveRepeat else { return }
         // A member whose session ended, or who left meanwhile, cannot answer.
-        let present = Set(state?.members.map(\.id) ?? [])
-        let awaiting = d.awaiting.filter { core.isEstablished(with: $0) && present.contains($0) }
+        let gone = state?.presence.departed ?? []
+        let awaiting = d.awaiting.filter { core.isEstablished(with: $0) && !gone.contains($0) }
         departure?.awaiting = awaiting
         departure?.lastSent = clock.now()
         for id in awaiting { send(.leaving(pass: pass, events: d.events), to: id) }
@@ -73,7 +77,14 @@ extension RoomNode {
             penalize(peer)
             return
         }
-        for bytes in events { gossip.receive(GossipMessage.repair(bytes[...]).bytes[...], from: peer) }
+        // Our last words go to the room; the leave only as far as the room
+        // knows of the leaver (the host passes on a listed joiner's).
+        for bytes in events.dropLast() { gossip.receive(GossipMessage.repair(bytes[...]).bytes[...], from: peer) }
+        if isListedRoomWide(peer) {
+            gossip.receive(GossipMessage.repair(leave.encoded[...]).bytes[...], from: peer)
+        } else {
+            applyHere(leave, from: peer)
+        }
         countForget(peer)
         send(.leaveAck(seq: leave.id.seq), to: peer)
     }

@@ -79,6 +79,10 @@ extension RoomNode {
             }
             return only
         }
+        // A requester by its id's start, before anyone the host knows by name.
+        let needle = name.lowercased()
+        let asking = pending.keys.filter { $0.text.hasPrefix(needle) }
+        if asking.count == 1, needle.count >= 4 { return asking[0] }
         return try member(named: name)
     }
 

@@ -70,13 +70,17 @@ public final class RoomNode {
     var passWantedAt: [NodeID: Instant] = [:]
     /// When we last showed a peer our pass because it asked.
     var passAnsweredAt: [NodeID: Instant] = [:]
-    var lastHeartbeat: Instant
+    /// Our join and profile for the host, until it acknowledges them (`RoomNode+Roster`).
+    var roster: (events: [[UInt8]], seq: UInt64, lastSent: Instant?)?
+    /// Our profile went to the whole room (it goes when we first speak).
+    var profileSpoken = false
     /// Counting the room (`RoomNode+Count`): this node's part, when it last
     /// reported to everyone, what it last told its upstream, and the host's last census.
     var presenceCount: PresenceCount
     var lastCountReport: Instant?
     var lastUpstreamReport: (upstream: NodeID?, subtree: UInt32, at: Instant)
     var countDirty = false
+    var lastCountExpiry: Instant
     var lastCensus: (census: Census, at: Instant)?
     var lastSweep: Instant
     public internal(set) var rejectedEvents = 0
@@ -109,6 +113,8 @@ public final class RoomNode {
     public convenience init(hosting policy: AdmissionPolicy, core: TransportCore, clock: Clock, random: RandomSource, info: RoomInfo) {
         self.init(core: core, room: policy.room, host: core.nodeID, policy: policy, proof: .none, clock: clock, random: random)
         let state = RoomState(room: room, host: host, clock: clock)
+        state.isHostsView = true
+        state.me = host
         self.state = state
         pass = MembershipPass(host: identity, room: room, member: host, issuedAt: wallMs())
         linkMicHost = LinkMicHost(maxGuests: RoomConstants.defaultMaxGuests)
@@ -174,10 +180,10 @@ public final class RoomNode {
         // the wall clock in microseconds.
         let wall = clock.wallTime()
         seq = wall.seconds * 1_000_000 + UInt64(wall.nanoseconds / 1000)
-        lastHeartbeat = clock.now()
         lastSweep = clock.now()
         presenceCount = PresenceCount(me: core.nodeID, isHost: policy != nil)
         lastUpstreamReport = (nil, 0, clock.now())
+        lastCountExpiry = clock.now()
         wireGossip()
         // Every member holds a session with the host: it introduces neighbours.
         adapter.coordinators = { [unowned self] in isHost ? [] : [self.host] }
@@ -326,10 +332,7 @@ public final class RoomNode {
         }
         guard let state else { return }
         tickCount(now: now)
-        if now - lastHeartbeat >= RoomConstants.presenceTimeout / 3 {
-            lastHeartbeat = now
-            publish(.join(instance: instance, role: isHost ? .host : .viewer))
-        }
+        tickRoster(now: now)
         if now - lastSweep >= RoomConstants.presenceSweep {
             lastSweep = now
             _ = state.noteActivity(from: core.nodeID)

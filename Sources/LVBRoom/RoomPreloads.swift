@@ -61,7 +61,7 @@ final class RoomPreloads: LiveRole {
         departing.removeAll { d in done.contains { $0 === d.room } }
         for old in done {
             old.shutdown()
-            let peers = Set(Array(old.verified) + [old.host] + (old.state?.members.map(\.id) ?? []))
+            let peers = Set(Array(old.verified) + [old.host] + (old.state?.known.map(\.id) ?? []))
             for peer in peers where peer != node.core.nodeID && !node.isNeeded(peer) { node.core.disconnect(peer) }
         }
     }

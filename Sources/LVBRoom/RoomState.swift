@@ -30,8 +30,16 @@ public final class RoomState {
     var censusEvent: RoomEvent?
     /// The host's latest stage event for each member (link-mic co-hosts).
     var stage: [NodeID: RoomEvent] = [:]
-    /// Each member's latest relay position (the media tree).
+    /// Each member's latest relay position (the media tree), and when it or
+    /// anything from its author was last heard.
     var relays: [NodeID: RoomEvent] = [:]
+    var relaysHeard: [NodeID: Instant] = [:]
+    /// The host's own state: it keeps every member that told it of itself
+    /// (its roster) and watches the ones its census lists. A member's state
+    /// keeps the host, the co-hosts and the census's joiners.
+    public var isHostsView = false
+    /// The node whose state this is (kept whatever the census lists).
+    public var me: NodeID?
     var treeCache: [NodeID: RelayPosition]?
     var chatBuckets = RateLimiter<NodeID>(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst, sweepThreshold: RoomConstants.sweepThreshold)
     var profileBuckets = RateLimiter<NodeID>(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst, sweepThreshold: RoomConstants.sweepThreshold)
@@ -64,6 +72,7 @@ public final class RoomState {
         // Presence events speak for themselves; any other shows its author is here.
         let kind = e.body.kind
         let all = kind == MemberJoin.kind || kind == MemberLeave.kind ? changes : presence.heard(e.author, now: now) + changes
+        if relaysHeard[e.author] != nil { relaysHeard[e.author] = now }
         // The tree changes with a position (its rule says so), or with who is present.
         if all.contains(where: \.changesPresence) { treeCache = nil }
         return .accepted(all)
@@ -103,12 +112,29 @@ public final class RoomState {
 
     // MARK: Presence
 
-    /// Call about once a second: members silent for
-    /// `RoomConstants.presenceTimeout` are shown as left (reason 1, timeout).
+    /// Call about once a second: watched members silent for
+    /// `RoomConstants.presenceTimeout` are shown as left (reason 1,
+    /// timeout): the host watches the joiners its census lists, a member
+    /// watches the host. Relay positions not heard for
+    /// `RoomConstants.positionLifetime` are dropped.
     public func expirePresence() -> [RoomChange] {
-        let changes = presence.expire(now: clock.now())
-        if changes.contains(where: \.changesPresence) { treeCache = nil }
+        let now = clock.now()
+        let watched = isHostsView ? Set(census?.joiners ?? []) : [host]
+        let changes = presence.expire(now: now, only: watched)
+        let stale = relaysHeard.filter { now - $0.value >= RoomConstants.positionLifetime }.keys
+        for id in stale {
+            relays[id] = nil
+            relaysHeard[id] = nil
+        }
+        if !stale.isEmpty || changes.contains(where: \.changesPresence) { treeCache = nil }
         return changes
+    }
+
+    /// `id` left or was removed: its relay position goes with it.
+    func forgetPosition(of id: NodeID) {
+        guard relays.removeValue(forKey: id) != nil else { return }
+        relaysHeard[id] = nil
+        treeCache = nil
     }
 
     /// Call on any authenticated traffic from `id` (gossip, media, control):
@@ -117,7 +143,9 @@ public final class RoomState {
     @discardableResult
     public func noteActivity(from id: NodeID) -> [RoomChange] {
         guard !isClosed else { return [] }
-        let changes = presence.heard(id, now: clock.now())
+        let now = clock.now()
+        let changes = presence.heard(id, now: now)
+        if relaysHeard[id] != nil { relaysHeard[id] = now }
         if changes.contains(where: \.changesPresence) { treeCache = nil }
         return changes
     }
@@ -132,8 +160,16 @@ public final class RoomState {
 
     public func likes(of id: NodeID) -> UInt64 { likeTally.total(of: id) }
 
-    /// Members present now, in order of arrival.
+    /// The members this node lists, in order of arrival: the host, the
+    /// co-hosts and the latest joiners the host's census names (before the
+    /// first census, everyone known). `count` says how many are in the room.
     public var members: [Member] {
+        guard let listed = census.map({ Set($0.joiners).union(coHosts).union([host]) }) else { return known }
+        return known.filter { listed.contains($0.id) }
+    }
+
+    /// Every member this node knows present (on the host: everyone that told it of itself).
+    public var known: [Member] {
         presence.present.map { id, entry in
             var m = Member(id: id, profile: profile(of: id), role: entry.role, joinedAt: entry.joinedAt, instance: entry.instance)
             m.onStage = isOnStage(id)
@@ -179,7 +215,7 @@ public final class RoomState {
     public var tree: [NodeID: RelayPosition] {
         if let treeCache { return treeCache }
         var out: [NodeID: RelayPosition] = [:]
-        for (id, e) in relays where presence.isPresent(id) {
+        for (id, e) in relays where !kicks.keys.contains(id) {
             if let p = e.body.as(RelayPosition.self) { out[id] = p }
         }
         treeCache = out
@@ -189,27 +225,44 @@ public final class RoomState {
     /// Members the host has on stage now.
     public var coHosts: [NodeID] { stage.keys.filter(isOnStage) }
 
-    /// The events a late joiner needs to reach this state: the latest
-    /// `RoomConstants.chatHistory` chat and bullet comments, each author's
-    /// latest like, each present member's latest join, profile, stage event
-    /// and relay position, the latest room info; then every kick and each
-    /// target's latest mute; then the room's closing. Each group is ordered by timestamp, then author key,
-    /// then sequence number, so nodes with the same state give the same list;
-    /// moderation comes last so a chat this node accepted before a kick or
-    /// mute is accepted by the joiner too, whatever the authors' clock skew.
+    /// The events a late joiner needs to reach this state, bounded whatever
+    /// the room's size (a snapshot of at most about 64 KB): the newest chat
+    /// and bullet comments up to `snapshotChatBytes`, the top
+    /// `snapshotLikers` likers' latest likes, the host's, the co-hosts' and
+    /// the census's joiners' joins, profiles and stage events, the
+    /// `snapshotPositions` relay positions nearest the host, the latest
+    /// room info and census; then the latest `snapshotModeration` kicks and
+    /// mutes; then the room's closing. Each group is ordered by timestamp,
+    /// then author key, then sequence number, so nodes with the same state
+    /// give the same list; moderation comes last so a chat this node
+    /// accepted before a kick or mute is accepted by the joiner too,
+    /// whatever the authors' clock skew.
     public func retainedEvents() -> [RoomEvent] {
-        var content = chat.latest + likeTally.events
-        for (id, entry) in presence.present {
-            content.append(entry.join)
-            if let p = profiles[id] { content.append(p) }
-            if let s = stage[id] { content.append(s) }
+        var content: [RoomEvent] = []
+        var chatBytes = 0
+        for e in chat.latest.reversed() {
+            chatBytes += e.encoded.count
+            guard chatBytes <= RoomConstants.snapshotChatBytes else { break }
+            content.append(e)
+        }
+        content += likeTally.top(RoomConstants.snapshotLikers)
+        for m in members {
+            if let join = presence.entries[m.id]?.join { content.append(join) }
+            if let p = profiles[m.id] { content.append(p) }
+            if let s = stage[m.id] { content.append(s) }
+        }
+        let placement = TreePlacement(host: host, tree: tree)
+        // Nearest the host first; positions whose chain does not reach it last.
+        let nearest = tree.keys.map { id in (id, placement.depth(of: id) ?? Int.max) }
+            .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0.publicKey.lexicographicallyPrecedes($1.0.publicKey) }
+        for (id, _) in nearest.prefix(RoomConstants.snapshotPositions) {
             if let r = relays[id] { content.append(r) }
         }
         if let infoEvent { content.append(infoEvent) }
         if let censusEvent { content.append(censusEvent) }
-        let moderation = Array(kicks.values) + Array(mutes.values)
+        let moderation = (Array(kicks.values) + Array(mutes.values)).sorted(by: RoomEvent.historyOrder).suffix(RoomConstants.snapshotModeration)
         return content.sorted(by: RoomEvent.historyOrder)
-            + moderation.sorted(by: RoomEvent.historyOrder)
+            + moderation
             + (closedEvent.map { [$0] } ?? [])
     }
 }

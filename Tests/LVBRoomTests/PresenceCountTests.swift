@@ -68,6 +68,10 @@ import Testing
         let all = [host] + viewers
         let counted = net.run(until: { all.allSatisfy { $0.room.state?.census?.count == 121 } }, timeout: .seconds(30))
         #expect(counted, "counts: \(Dictionary(grouping: all.map { $0.room.state?.census?.count ?? 0 }, by: { $0 }).mapValues(\.count))")
+        // The host knows everyone (its roster: kicks and mutes by name); a
+        // member lists the host, itself and the latest joiners only.
+        #expect(host.room.state?.known.count == 121)
+        #expect(viewers.allSatisfy { ($0.room.state?.members.count ?? 0) <= 2 + Census.maxJoiners })
         let start = net.clock.now()
         for v in viewers.prefix(12) { v.crash() }
         let alive = [host] + viewers.dropFirst(12)

@@ -296,10 +296,14 @@ import Testing
         #expect(!RoomState.RoomRejection.stale.isMisbehaviour)
     }
 
-    @Test func aMemberSilentFor30SecondsTimesOut() {
+    /// The host watches the joiners its census lists: one silent for 30 s
+    /// times out; heard from again, it is back without a new join.
+    @Test func aListedMemberSilentFor30SecondsTimesOutAtTheHost() {
         let state = makeState()
+        state.isHostsView = true
         _ = state.apply(alice.join())
         _ = state.apply(bob.join())
+        _ = state.apply(host.event(.census(Census(count: 3, likes: 0, joiners: [bob.id, alice.id]))))
         clock.advance(by: .seconds(20))
         state.noteActivity(from: alice.id)
         clock.advance(by: .seconds(9))
@@ -315,6 +319,33 @@ import Testing
         #expect(state.apply(line) == .accepted([.joined(bob.id, role: .viewer), .chat(line)]))
         #expect(state.noteActivity(from: alice.id) == [.joined(alice.id, role: .viewer)])
         #expect(Set(state.members.map(\.id)) == [alice.id, bob.id])
+    }
+
+    /// A member's state follows the census: it lists the census's joiners,
+    /// drops quietly those newer joiners pushed out, shows as timed out
+    /// those the host stopped hearing from, and times out the host itself
+    /// when nothing came from it for 30 s.
+    @Test func aMembersListFollowsTheCensus() {
+        let state = makeState()
+        let others = (20..<32).map { Author(UInt8($0)) }
+        _ = state.apply(host.join(role: .host))
+        for a in [alice, bob] + others { _ = state.apply(a.join()) }
+        let first = Census(count: 15, likes: 0, joiners: [bob.id, alice.id])
+        #expect(state.apply(host.event(.census(first))).changes == [.counted(15)])
+        // Everyone not listed (nor host) is dropped quietly.
+        #expect(Set(state.members.map(\.id)) == [host.id, alice.id, bob.id])
+        #expect(state.count == 15)
+        // bob gone from a list with room to spare: the host lost it.
+        let second = Census(count: 14, likes: 0, joiners: [alice.id])
+        #expect(state.apply(host.event(.census(second))).changes == [.left(bob.id, reason: 1), .counted(14)])
+        // Ten newer joiners push alice out: no notice.
+        let newer = Array(others.prefix(Census.maxJoiners)).map(\.id)
+        for a in others.prefix(Census.maxJoiners) { _ = state.apply(a.join(instance: 2)) }
+        #expect(state.apply(host.event(.census(Census(count: 24, likes: 0, joiners: newer)))).changes == [.counted(24)])
+        #expect(!state.members.contains { $0.id == alice.id })
+        // Only the host is watched here.
+        clock.advance(by: .seconds(30))
+        #expect(state.expirePresence() == [.left(host.id, reason: 1)])
     }
 
     @Test func aNewerJoinFromAnotherInstanceIsSignedInElsewhere() {

@@ -64,7 +64,10 @@ extension Census: RoomEventRule {
         if let order = RoomState.order(e, after: state.censusEvent) { return order }
         let before = state.census
         state.censusEvent = e
-        return .accepted(before?.count != count ? [.counted(count)] : [])
+        var changes: [RoomChange] = before?.count != count ? [.counted(count)] : []
+        if !state.isHostsView { changes = state.presence.follow(self, after: before, keeping: Set(state.coHosts + [state.host] + (state.me.map { [$0] } ?? []))) + changes }
+        if changes.contains(where: \.changesPresence) { state.treeChanged() }
+        return .accepted(changes)
     }
 }
 

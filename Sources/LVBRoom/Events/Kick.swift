@@ -32,6 +32,7 @@ extension Kick: RoomEventRule {
         guard target != state.host, state.kicks[target] == nil else { return .accepted([]) }
         state.kicks[target] = e
         _ = state.presence.remove(target)
+        state.forgetPosition(of: target)
         return .accepted([.kicked(target)])
     }
 }

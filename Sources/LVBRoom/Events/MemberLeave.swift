@@ -36,7 +36,9 @@ extension MemberLeave: RoomEventRule {
         switch state.presence.order(of: e) {
         case .same: return .duplicate
         case .older: return .rejected(.stale)
-        case .newer: return .accepted(state.presence.leave(e, reason: reason))
+        case .newer:
+            state.forgetPosition(of: e.author)
+            return .accepted(state.presence.leave(e, reason: reason))
         }
     }
 }

@@ -83,8 +83,10 @@ extension RelayPosition: RoomEventRule {
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
         guard (parent == nil) == (e.author == state.host), parent != e.author else { return .rejected(.badTreePosition) }
         if let order = RoomState.order(e, after: state.relays[e.author]) { return order }
+        if state.presence.predatesLeave(e) { return .rejected(.stale) }
         if limited, !state.relayBuckets.allow(e.author, now: now) { return .rejected(.rateLimited) }
         state.relays[e.author] = e
+        state.relaysHeard[e.author] = now
         state.treeChanged()
         return .accepted([])
     }

@@ -40,6 +40,9 @@ protocol RoomMessageContent: Sendable {
 ///                            a slot (those with one first): try them
 ///    12 count report         hops(1) ‖ upstream(1) ‖ subtree(4): the
 ///                            sender's part in counting the room (CountReport)
+///    13 roster               count(1: 1...4) ‖ (length(2) ‖ event) × count:
+///                            the sender's own join and profile, for the host
+///    14 roster ack           seq(8): the host holds them (RosterMessage)
 public struct RoomMessage: Equatable, Sendable {
     let content: any RoomMessageContent
 
@@ -59,6 +62,7 @@ public struct RoomMessage: Equatable, Sendable {
         RelaySignal.self,
         PassWanted.self,
         CountReport.self,
+        RosterMessage.self,
     ]
 
     private static let byType: [UInt8: any RoomMessageContent.Type] = {
@@ -101,5 +105,6 @@ public struct RoomMessage: Equatable, Sendable {
     public static func linkMic(_ m: LinkMicMessage) -> RoomMessage { RoomMessage(content: m) }
     public static func relay(_ signal: RelaySignal) -> RoomMessage { RoomMessage(content: signal) }
     public static func passWanted(room: RoomID) -> RoomMessage { RoomMessage(content: PassWanted(room: room)) }
+    static func roster(_ m: RosterMessage) -> RoomMessage { RoomMessage(content: m) }
     static func countReport(_ report: PresenceCount.Report) -> RoomMessage { RoomMessage(content: CountReport(report: report)) }
 }
