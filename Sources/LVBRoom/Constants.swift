@@ -18,6 +18,15 @@ public enum RoomConstants {
     public static let chatRate = 5
     /// Chat and danmaku events an author may send at once.
     public static let chatBurst = 10
+    /// Chat lines and bullet comments the whole room carries per second
+    /// unless the host says otherwise (`--chat-rate`, `/chatrate`): about
+    /// 5 KB/s of chat at the longest lines, which any member carries. An
+    /// author holds back its own line while the room's last
+    /// `roomChatWindow` already carried the rate (refused with a clear
+    /// line, never dropped on the way); receivers do not enforce it, so a
+    /// line some author sent reaches everyone.
+    public static let defaultRoomChatRate: UInt16 = 20
+    public static let roomChatWindow: Duration = .seconds(2)
     /// Profile events per author per second, and at once.
     public static let profileRate = 1
     public static let profileBurst = 3

@@ -32,9 +32,13 @@ extension RoomNode {
     @discardableResult
     func publish(_ body: EventBody, broadcast: Bool = true) -> Result<RoomEvent, RoomActionError> {
         guard let state else { return .failure(.notInRoom) }
+        let speech = body.kind == ChatLine.kind || body.kind == BulletComment.kind
+        if speech, state.isChatBusy() {
+            return .failure(.refused("the room is busy: it carries \(state.roomChatRate) chat lines a second (the host's chat rate); say it again in a moment"))
+        }
         // The room hears a viewer's name when it first speaks (its profile
         // went to the host alone when it joined).
-        if broadcast, !profileSpoken, !isHost, body.kind == ChatLine.kind || body.kind == BulletComment.kind,
+        if broadcast, speech, !profileSpoken, !isHost,
            let p = state.profiles[core.nodeID] {
             profileSpoken = true
             gossip.broadcast(p)

@@ -1,3 +1,4 @@
+import DequeModule
 import LVBCore
 import LVBCrypto
 import LVBGossip
@@ -18,6 +19,9 @@ public final class RoomState {
     private let clock: Clock
     var recent = RecentEvents()
     var chat = ChatHistory()
+    /// When the room's latest chat lines and bullet comments were accepted
+    /// here (the room-wide chat rate), within `roomChatWindow`.
+    var chatTimes = Deque<Instant>()
     var presence = Presence()
     var likeTally = LikeTally()
     var profiles: [NodeID: RoomEvent] = [:]
@@ -90,7 +94,26 @@ public final class RoomState {
         if isMuted(e.author) { return .rejected(.authorMuted) }
         if limited, !chatBuckets.allow(e.author, now: now) { return .rejected(.rateLimited) }
         chat.append(e)
+        chatTimes.append(now)
+        trimChatTimes(now: now)
         return .accepted([change])
+    }
+
+    private func trimChatTimes(now: Instant) {
+        while let first = chatTimes.first, now - first >= RoomConstants.roomChatWindow { chatTimes.removeFirst() }
+        // More than the window can hold at the highest rate says nothing more.
+        while chatTimes.count > Int(RoomInfo.chatRates.upperBound) * 4 { chatTimes.removeFirst() }
+    }
+
+    /// Chat lines and bullet comments the whole room carries a second.
+    public var roomChatRate: UInt16 { info.chatRate ?? RoomConstants.defaultRoomChatRate }
+
+    /// Whether the room already carried its chat rate over the last
+    /// `roomChatWindow`: an author holds its line back.
+    public func isChatBusy() -> Bool {
+        let now = clock.now()
+        trimChatTimes(now: now)
+        return Double(chatTimes.count) >= Double(roomChatRate) * RoomConstants.roomChatWindow.seconds
     }
 
     /// The host closed the room with `e`: every later event is refused.

@@ -26,6 +26,9 @@ struct HostCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Room title shown to viewers (1–100 bytes).", valueName: "text"))
     var title: String?
 
+    @Option(name: .long, help: ArgumentHelp("Chat lines and bullet comments the whole room carries a second, 1–1000 (default \(RoomConstants.defaultRoomChatRate)); a viewer's line past it is refused at the viewer with a note to wait. /chatrate changes it live.", valueName: "n"))
+    var chatRate: UInt16?
+
     @Option(name: .long, help: ArgumentHelp("Make the room private: joiners need this password (never sent: joiners prove it).", valueName: "password"))
     var password: String?
 
@@ -42,6 +45,9 @@ struct HostCommand: AsyncParsableCommand {
         for server in stun { _ = try parseAddress(server, what: "--stun") }
         if node.relaySlots == 0 { throw ValidationError("--relay-slots: a host needs at least 1 (the viewers it sends its stream to directly)") }
         if !(0...MixConstants.maxGuests).contains(maxGuests) { throw ValidationError("--max-guests must be 0...\(MixConstants.maxGuests)") }
+        if let chatRate, !RoomInfo.chatRates.contains(chatRate) {
+            throw ValidationError("--chat-rate must be 1...1000 (chat lines a second for the whole room)")
+        }
         if let title {
             do { try EventBody.roomInfo(RoomInfo(title: title)).validate() } catch { throw ValidationError("--title: \(error)") }
         }
@@ -70,7 +76,7 @@ struct HostCommand: AsyncParsableCommand {
         }
         let started = SystemClock.shared.wallTime().milliseconds
         var runner = NodeRunner(options: node, setup: .host(room: room, mode: mode, access: access,
-                                                            info: RoomInfo(title: title, startedAt: started)))
+                                                            info: RoomInfo(title: title, startedAt: started, chatRate: chatRate)))
         runner.profile = profile.profile
         runner.publish = mediaSetup.isEmpty ? nil : mediaSetup
         runner.maxGuests = maxGuests
