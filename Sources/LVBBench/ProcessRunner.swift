@@ -13,6 +13,13 @@ enum ProcessRunner {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
+    /// Wall-clock milliseconds since the Unix epoch (what event timestamps count).
+    static func wallMilliseconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Double(ts.tv_sec) * 1000 + Double(ts.tv_nsec) / 1e6
+    }
+
     static func sleep(_ seconds: Double) {
         guard seconds > 0 else { return }
         var ts = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1e9))
@@ -113,6 +120,8 @@ final class ChildProcess: @unchecked Sendable {
     let name: String
     private let lock = BenchLock()
     private var buffered: [String] = []
+    /// When each line of `buffered` arrived, wall-clock milliseconds (event timestamps are wall-clock too).
+    private var arrivals: [Double] = []
     private var partial: [UInt8] = []
     private var exitStatus: Int32?
 
@@ -183,6 +192,20 @@ final class ChildProcess: @unchecked Sendable {
     /// The complete lines the child printed so far.
     func lines() -> [String] { lock.locked { buffered } }
 
+    /// The complete lines so far from index `from`, each with when it arrived (wall-clock ms).
+    func stampedLines(from: Int = 0) -> [(at: Double, line: String)] {
+        lock.locked { Array(zip(arrivals, buffered).dropFirst(from)).map { (at: $0.0, line: $0.1) } }
+    }
+
+    /// SIGKILL at once (a crash, as far as its peers can tell), reaped.
+    func crash() {
+        if isRunning() {
+            kill(pid, SIGKILL)
+            waitForExit(timeout: .infinity)
+        }
+        Self.unregister(self)
+    }
+
     /// Waits until the child has printed a line for which `matches` holds; nil when it
     /// exits or `timeout` passes first.
     func waitForLine(timeout: Double, _ matches: (String) -> Bool) -> String? {
@@ -239,6 +262,7 @@ final class ChildProcess: @unchecked Sendable {
                 for byte in chunk[0..<n] {
                     if byte == UInt8(ascii: "\n") {
                         buffered.append(String(decoding: partial, as: UTF8.self))
+                        arrivals.append(ProcessRunner.wallMilliseconds())
                         partial.removeAll(keepingCapacity: true)
                     } else {
                         partial.append(byte)
@@ -247,7 +271,10 @@ final class ChildProcess: @unchecked Sendable {
             }
         }
         lock.locked {
-            if !partial.isEmpty { buffered.append(String(decoding: partial, as: UTF8.self)) }
+            if !partial.isEmpty {
+                buffered.append(String(decoding: partial, as: UTF8.self))
+                arrivals.append(ProcessRunner.wallMilliseconds())
+            }
             partial = []
         }
     }

@@ -110,13 +110,13 @@ struct Presence {
     }
 
     /// A member's presence follows the host's census: it keeps the joiners
-    /// the census lists and `keeping` (host, co-hosts, itself) and drops
-    /// the rest quietly — they are still in the room, only not listed. A
+    /// the census lists, `keeping` (host, co-hosts, itself) and those that
+    /// joined within `censusRefresh`, and drops the rest quietly — they are still in the room, only not listed. A
     /// joiner the last census listed that this one drops while it keeps an
     /// older one (or while the list has room) was not pushed out by newer
     /// joiners: the host stopped hearing from it, so it shows as left
     /// (reason 1, timeout).
-    mutating func follow(_ census: Census, after previous: Census?, keeping: Set<NodeID>) -> [RoomChange] {
+    mutating func follow(_ census: Census, after previous: Census?, keeping: Set<NodeID>, now: Instant) -> [RoomChange] {
         let listed = Set(census.joiners)
         var changes: [RoomChange] = []
         if let old = previous?.joiners {
@@ -125,7 +125,9 @@ struct Presence {
                 if keptOlder || census.joiners.count < Census.maxJoiners { changes.append(.left(id, reason: 1)) }
             }
         }
-        entries = entries.filter { listed.contains($0.key) || keeping.contains($0.key) }
+        // A join that came lately may be newer than this census (the host
+        // passes joins on as they come): kept until a census says otherwise.
+        entries = entries.filter { listed.contains($0.key) || keeping.contains($0.key) || now - $0.value.joinedAt < RoomConstants.censusRefresh }
         return changes
     }
 }

@@ -82,10 +82,13 @@ struct PresenceCount {
     }
 
     /// Fewest hops wins; the current upstream keeps its place on a tie, so
-    /// the tree does not flap between equals.
+    /// the tree does not flap between equals. A neighbour that counts itself
+    /// below us is no route (its hops came through us: split horizon).
     private mutating func chooseUpstream(now: Instant) {
         guard !isHost else { upstream = nil; return }
-        let routes = heard.filter { $0.value.report.hops < Self.unreachable - 1 && now - $0.value.at < Self.staleAfter }
+        let routes = heard.filter {
+            !$0.value.report.upstream && $0.value.report.hops < Self.unreachable - 1 && now - $0.value.at < Self.staleAfter
+        }
         guard let fewest = routes.values.map(\.report.hops).min() else { upstream = nil; return }
         if let upstream, routes[upstream]?.report.hops == fewest { return }
         let best = routes.filter { $0.value.report.hops == fewest }.keys.min { $0.publicKey.lexicographicallyPrecedes($1.publicKey) }

@@ -48,7 +48,10 @@ extension RoomNode {
             }
             lastUpstreamReport = (presenceCount.upstream, presenceCount.subtree, now)
         }
-        if isHost { publishCensusIfDue(now: now) }
+        if isHost {
+            featureNewJoiners(now: now)
+            publishCensusIfDue(now: now)
+        }
     }
 
     /// What this member speaks for changed: tell the upstream soon.
@@ -57,16 +60,11 @@ extension RoomNode {
         countDirty = lastUpstreamReport.upstream != presenceCount.upstream || lastUpstreamReport.subtree != presenceCount.subtree
     }
 
-    /// The census the host would send now: the joiners the last one
-    /// listed that are still here, and at most `censusNewJoiners` newer
-    /// ones, newest first.
+    /// The census the host would send now: the joiners it listed (passed
+    /// on) that are still here, newest first.
     func currentCensus() -> Census? {
         guard let state else { return nil }
-        let previous = lastCensus?.census.joiners ?? []
-        let present = state.presence.present.filter { $0.id != host }
-        let fresh = present.reversed().filter { !previous.contains($0.id) }.prefix(RoomConstants.censusNewJoiners)
-        let kept = present.filter { previous.contains($0.id) }
-        let joiners = (Array(fresh) + kept).sorted { $0.entry.joinedAt > $1.entry.joinedAt }.prefix(Census.maxJoiners).map(\.id)
+        let joiners = state.listed.filter(state.isPresent).prefix(Census.maxJoiners)
         return Census(count: presenceCount.subtree, likes: state.likeTotal, joiners: Array(joiners))
     }
 
@@ -77,7 +75,6 @@ extension RoomNode {
             guard since >= RoomConstants.censusRefresh || (last.census != census && since >= RoomConstants.censusInterval) else { return }
         }
         guard case .success = publish(.census(census)) else { return }
-        passOnNewlyListed(census, after: lastCensus?.census)
         lastCensus = (census, now)
     }
 }

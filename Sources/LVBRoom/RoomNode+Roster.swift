@@ -35,6 +35,8 @@ extension RoomNode {
             return
         }
         for e in parsed { applyHere(e, from: peer) }
+        // Listed at once while the rate allows: a small room hears of a joiner as it comes.
+        featureNewJoiners(now: clock.now())
         if let seq = parsed.map(\.id.seq).max() { send(.roster(.ack(seq: seq)), to: peer) }
     }
 
@@ -57,21 +59,35 @@ extension RoomNode {
     }
 
     /// Whether the whole room hears of `id` coming and going: the host,
-    /// the joiners the census lists, and members holding a relay position
-    /// (the media tree reads everyone's).
+    /// the joiners the host listed (on the host, its own list, which a
+    /// census shows a moment later), and members holding a relay position
+    /// (the media tree reads everyone's). A leave the host hears from one
+    /// it listed goes on to the whole room, whether or not its author knew.
     func isListedRoomWide(_ id: NodeID) -> Bool {
         guard let state else { return false }
-        return id == host || state.census?.joiners.contains(id) == true || state.relays[id] != nil
+        if id == host || state.relays[id] != nil { return true }
+        return isHost ? state.listed.contains(id) : state.census?.joiners.contains(id) == true
     }
 
-    /// The host, after each census: the join and profile of each joiner it
-    /// lists for the first time go to the whole room.
-    func passOnNewlyListed(_ census: Census, after previous: Census?) {
+    /// The host lists the latest joiners and passes on their join and
+    /// profile to the whole room, at most `censusNewJoiners` every
+    /// `censusInterval` (a room joined by many at once costs everyone a
+    /// bounded rate); those that joined while the rate was spent wait their
+    /// turn, newest first, and are let go unlisted once `censusRefresh` old.
+    func featureNewJoiners(now: Instant) {
         guard let state else { return }
-        let before = Set(previous?.joiners ?? [])
-        for id in census.joiners where !before.contains(id) {
-            if let join = state.presence.entries[id]?.join { gossip.broadcast(join) }
-            if let p = state.profiles[id] { gossip.broadcast(p) }
+        let listed = Set(state.listed)
+        let waiting = state.presence.present.reversed().filter { m in
+            m.id != host && !listed.contains(m.id) && now - m.entry.joinedAt < RoomConstants.censusRefresh
+        }
+        for m in waiting {
+            guard featureBucket.allow(0, now: now) else { break }
+            state.listed.insert(m.id, at: 0)
+            gossip.broadcast(m.entry.join)
+            if let p = state.profiles[m.id] { gossip.broadcast(p) }
+        }
+        if state.listed.count > Census.maxJoiners * 2 {
+            state.listed = Array(state.listed.filter(state.isPresent).prefix(Census.maxJoiners))
         }
     }
 }

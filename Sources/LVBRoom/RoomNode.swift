@@ -82,6 +82,9 @@ public final class RoomNode {
     var countDirty = false
     var lastCountExpiry: Instant
     var lastCensus: (census: Census, at: Instant)?
+    /// The host: the rate it lists joiners at (`RoomState.listed`).
+    var featureBucket = RateLimiter<Int>(count: RoomConstants.censusNewJoiners, per: RoomConstants.censusInterval,
+                                         burst: RoomConstants.censusNewJoiners)
     var lastSweep: Instant
     public internal(set) var rejectedEvents = 0
     var pendingDisconnects: [NodeID: Instant] = [:]

@@ -42,6 +42,9 @@ public final class RoomState {
     /// (its roster) and watches the ones its census lists. A member's state
     /// keeps the host, the co-hosts and the census's joiners.
     public var isHostsView = false
+    /// The host's own list: the joiners it listed (passed on to the room),
+    /// newest first; its census shows them a moment later.
+    var listed: [NodeID] = []
     /// The node whose state this is (kept whatever the census lists).
     public var me: NodeID?
     var treeCache: [NodeID: RelayPosition]?
@@ -142,7 +145,7 @@ public final class RoomState {
     /// `RoomConstants.positionLifetime` are dropped.
     public func expirePresence() -> [RoomChange] {
         let now = clock.now()
-        let watched = isHostsView ? Set(census?.joiners ?? []) : [host]
+        let watched = isHostsView ? Set(listed.prefix(Census.maxJoiners)) : [host]
         let changes = presence.expire(now: now, only: watched)
         let stale = relaysHeard.filter { now - $0.value >= RoomConstants.positionLifetime }.keys
         for id in stale {
@@ -187,8 +190,10 @@ public final class RoomState {
     /// co-hosts and the latest joiners the host's census names (before the
     /// first census, everyone known). `count` says how many are in the room.
     public var members: [Member] {
-        guard let listed = census.map({ Set($0.joiners).union(coHosts).union([host]) }) else { return known }
-        return known.filter { listed.contains($0.id) }
+        let joiners = isHostsView ? Array(listed.prefix(Census.maxJoiners)) : census?.joiners
+        guard let joiners else { return known }
+        let shown = Set(joiners).union(coHosts).union([host])
+        return known.filter { shown.contains($0.id) }
     }
 
     /// Every member this node knows present (on the host: everyone that told it of itself).
