@@ -55,6 +55,7 @@ extension GossipNode {
         }
         stats.delivered += 1
         store.insert(event)
+        lastEventAt = clock.now()
         missing[event.id] = nil
         if !repair, active.contains(peer) {
             eager.insert(peer)

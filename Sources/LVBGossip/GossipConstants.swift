@@ -28,8 +28,12 @@ public enum GossipConstants {
     public static let graftTimeout: Duration = .milliseconds(120)
     /// How often lazy announcements (IHAVE) are flushed.
     public static let lazyFlushInterval: Duration = .milliseconds(40)
-    /// How often a digest goes to one random neighbour (anti-entropy).
+    /// How often a digest goes to one random neighbour (anti-entropy)
+    /// while events flow (one came in within `digestBusyWindow`), and how
+    /// often when none did: an idle room of thousands gossips few digests.
     public static let digestInterval: Duration = .milliseconds(700)
+    public static let idleDigestInterval: Duration = .milliseconds(1400)
+    public static let digestBusyWindow: Duration = .seconds(3)
     /// How often the owner calls `GossipNode.tick()`.
     public static let tickInterval: Duration = .milliseconds(20)
     /// How often the views are maintained (promotions) and shuffled.

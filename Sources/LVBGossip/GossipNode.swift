@@ -79,6 +79,8 @@ public final class GossipNode {
     var lastMaintenance: Instant
     var lastShuffle: Instant
     var digestCursor = 0
+    /// When an event last came in or went out (digests slow down when none did lately).
+    var lastEventAt: Instant?
 
     public init(id: NodeID, transport: GossipTransport, kinds: EventKindTable, clock: Clock, random: RandomSource) {
         self.id = id
@@ -104,6 +106,7 @@ public final class GossipNode {
     /// Broadcasts an event this node authored (already applied locally).
     public func broadcast(_ event: RoomEvent) {
         store.insert(event)
+        lastEventAt = clock.now()
         push(event, except: nil)
     }
 

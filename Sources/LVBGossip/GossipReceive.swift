@@ -41,7 +41,8 @@ extension GossipNode {
             flushLazy()
         }
         graftDue()
-        if now - lastDigest >= GossipConstants.digestInterval {
+        let busy = lastEventAt.map { now - $0 < GossipConstants.digestBusyWindow } ?? false
+        if now - lastDigest >= (busy ? GossipConstants.digestInterval : GossipConstants.idleDigestInterval) {
             lastDigest = now
             sendDigest()
         }
