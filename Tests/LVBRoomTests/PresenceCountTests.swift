@@ -66,24 +66,25 @@ import Testing
         }
     }
 
-    /// 120 viewers on a lossy virtual network: every member's census shows
+    /// 300 viewers on a lossy virtual network: every member's census shows
     /// the exact count within seconds, and again after a tenth of them crash.
     @Test func everyMemberSeesTheRoomsCountAndItFollowsCrashes() {
-        let (net, host, viewers) = simRoom(viewers: 120, seed: 2801, loss: 0.02)
+        let (net, host, viewers) = simRoom(viewers: 300, seed: 2801, loss: 0.02)
         let all = [host] + viewers
-        let counted = net.run(until: { all.allSatisfy { $0.room.state?.census?.count == 121 } }, timeout: .seconds(30))
+        let counted = net.run(until: { all.allSatisfy { $0.room.state?.census?.count == 301 } }, timeout: .seconds(60))
         #expect(counted, "counts: \(Dictionary(grouping: all.map { $0.room.state?.census?.count ?? 0 }, by: { $0 }).mapValues(\.count))")
         // The host knows everyone (its roster: kicks and mutes by name); a
         // member lists the host, itself and the latest joiners only.
-        #expect(host.room.state?.known.count == 121)
+        #expect(host.room.state?.known.count == 301)
         #expect(viewers.allSatisfy { ($0.room.state?.members.count ?? 0) <= 2 + Census.maxJoiners })
         let start = net.clock.now()
-        for v in viewers.prefix(12) { v.crash() }
-        let alive = [host] + viewers.dropFirst(12)
-        let recounted = net.run(until: { alive.allSatisfy { $0.room.state?.census?.count == 109 } }, timeout: .seconds(30))
+        for v in viewers.prefix(30) { v.crash() }
+        let alive = [host] + viewers.dropFirst(30)
+        let recounted = net.run(until: { alive.allSatisfy { $0.room.state?.census?.count == 271 } }, timeout: .seconds(30))
         #expect(recounted, "counts: \(Dictionary(grouping: alive.map { $0.room.state?.census?.count ?? 0 }, by: { $0 }).mapValues(\.count))")
-        // Every member has it soon (a tenth crashing at once at 2 % loss;
+        // Every member has it soon (a tenth crashing at once at 2 % loss: 4.5 to 7 s in 10 of 11 runs, 15 s in one;
         // `Scripts/bench presence` measures the staleness against its 10 s goal).
-        #expect(net.clock.now() - start <= .seconds(15))
+        let took = net.clock.now() - start
+        #expect(took <= .seconds(20), "recounted after \(took)")
     }
 }

@@ -196,6 +196,9 @@ import LVBTransport
             "relay-move-down": [9],
             "pass-wanted": [10] + room,
             "relay-redirect": [11, 2] + guest + guest,
+            "count-report": [12, 3, 1, 0, 0, 0, 42],
+            "roster": [13, 2, 0, 40] + event + [0, 40] + event,
+            "roster-ack": [14, 0, 0, 0, 0, 0, 0, 0, 42],
             "unknown-type": [200, 1, 2, 3],
         ]
     }
@@ -235,7 +238,8 @@ import LVBTransport
             "join": .join(instance: 0x0102_0304_0506_0708, role: .host),
             "leave": .leave(reason: 2),
             "profile": .profile(Profile(nickname: "小明", avatar: "https://example.com/a.png", gender: 2, location: "Berlin")),
-            "room-info": .roomInfo(RoomInfo(title: "Evening set", cover: "ipfs:bafy", location: "東京", startedAt: 1_699_999_000_000)),
+            "room-info": .roomInfo(RoomInfo(title: "Evening set", cover: "ipfs:bafy", location: "東京", startedAt: 1_699_999_000_000, chatRate: 40)),
+            "census": .census(Census(count: 10_001, likes: 123_456, joiners: [target])),
             "kick": .kick(target: target),
             "mute": .mute(target: target, muted: true),
             "room-closed": .roomClosed,
