@@ -147,6 +147,8 @@ let package = Package(
             name: "LVBBench",
             dependencies: [
                 "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom",
+                // The virtual network, for rooms larger than processes on one machine reach.
+                "LVBTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -9,8 +9,9 @@ import Glibc
 // Benchmarks for the session and gossip layers, the VP8 encoder, live media with the
 // lvbnode binary as processes, the host's link-mic mix, a relay's forwarding and the media tree
 // (Scripts/bench; a second argument "handshakes", "gossip", "vp8", "media", "mix", "switch", "relay",
-// "tree" or "presence" runs that one alone; media, mix, switch, tree and presence need the binary: see
-// MediaBench.swift; "presence" takes the room sizes as a third argument, e.g. 20,40,80). Each figure comes with a reference measured in the same run,
+// "tree", "presence" or "presence-virtual" runs that one alone; media, mix, switch, tree and presence
+// need the binary: see MediaBench.swift; "presence" and "presence-virtual" take the room sizes as a
+// third argument, e.g. 20,40,80). Each figure comes with a reference measured in the same run,
 // so ratios hold on a noisy machine.
 
 let seconds = Double(CommandLine.arguments.dropFirst().first ?? "") ?? 3.0
@@ -53,6 +54,12 @@ if CommandLine.arguments.dropFirst(2).first == "presence" {
     PresenceBench.runAndPrint(sizes: presenceSizes)
     exit(0)
 }
+let virtualSizes = CommandLine.arguments.dropFirst(3).first.map { $0.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } }
+    .flatMap { $0.isEmpty ? nil : $0 } ?? VirtualPresenceBench.defaultSizes
+if CommandLine.arguments.dropFirst(2).first == "presence-virtual" {
+    VirtualPresenceBench.runAndPrint(sizes: virtualSizes)
+    exit(0)
+}
 let payloadSize = CoreConstants.maxDatagram - MessageSize.transportOverhead - 1  // fills a 1200-byte datagram
 
 print("lvbnode session benchmarks (\(seconds) s per figure, 1 core)")
@@ -76,6 +83,7 @@ MixBench.runAndPrint(seconds: seconds)
 SwitchBench.runAndPrint(seconds: seconds)
 TreeBench.runAndPrint(seconds: seconds)
 PresenceBench.runAndPrint(sizes: presenceSizes)
+VirtualPresenceBench.runAndPrint(sizes: virtualSizes)
 
 func format2(_ v: Double) -> String {
     let r = (v * 100).rounded() / 100

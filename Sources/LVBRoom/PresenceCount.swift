@@ -49,11 +49,14 @@ struct PresenceCount {
         chooseUpstream(now: now)
     }
 
-    /// Drops reports that went stale (call before reading, about once a report interval).
-    mutating func expire(now: Instant) {
-        let before = heard.count
-        heard = heard.filter { now - $0.value.at < Self.staleAfter }
-        if heard.count != before || upstream.map({ heard[$0] == nil }) == true { chooseUpstream(now: now) }
+    /// Drops reports that went stale (call before reading, about once a
+    /// report interval); returns the neighbours they came from (gone quiet).
+    @discardableResult
+    mutating func expire(now: Instant) -> [NodeID] {
+        let quiet = heard.filter { now - $0.value.at >= Self.staleAfter }.map(\.key)
+        for id in quiet { heard[id] = nil }
+        if !quiet.isEmpty || upstream.map({ heard[$0] == nil }) == true { chooseUpstream(now: now) }
+        return quiet
     }
 
     /// This member's hops from the host.

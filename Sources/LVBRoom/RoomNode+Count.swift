@@ -29,12 +29,15 @@ extension RoomNode {
         if now - lastCountExpiry >= RoomConstants.countReportSoonest {
             lastCountExpiry = now
             let before = presenceCount.subtree
-            presenceCount.expire(now: now)
+            // A gossip neighbour quiet for three report intervals is gone as
+            // far as the overlay is concerned: replace it now rather than
+            // when its session times out (15 s), so the members that counted
+            // through it find another way to the host.
+            for peer in presenceCount.expire(now: now) where gossip.active.contains(peer) { gossip.peerDown(peer) }
             if presenceCount.subtree != before { reportCountSoon(now: now) }
         }
         if lastCountReport.map({ now - $0 >= RoomConstants.countReportInterval }) ?? true {
             lastCountReport = now
-            presenceCount.expire(now: now)
             // A joiner the census lists reports to the host too: the host watches it.
             let listed = state?.census?.joiners.contains(core.nodeID) == true ? [host] : []
             for peer in Set(gossip.active).union(presenceCount.heard.keys).union(listed) where core.isEstablished(with: peer) {

@@ -1,0 +1,133 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+import LVBRoom
+import LVBTestSupport
+import LVBTransport
+
+// The room layer's cost per member at sizes processes on one machine cannot
+// reach (issue 28): the real room, gossip and transport code, one process,
+// on the virtual network (1 % loss, 10 ± 5 ms a link) with its manual clock.
+// A host without media and N viewers joining 50 a second; once all are in
+// and the room has settled (10 s): every member's census count against the
+// truth; each viewer's bytes in per second over 20 s idle; a late joiner's
+// bytes to its first census; and, a tenth of the viewers crashed, how long
+// until every member counts the rest. The same figures as the process bench
+// (`presence`), whose 40-member room is the reference for the ratio; CPU is
+// the process bench's alone (one process simulates the room here).
+// `LVBBench <seconds> presence-virtual [N,N,…]` (default 200,1000).
+enum VirtualPresenceBench {
+    private typealias M = MediaBench
+
+    static let defaultSizes = [200, 1000]
+    static let joinsPerSecond = 50.0, settle: Duration = .seconds(10), window: Duration = .seconds(20)
+
+    struct Room {
+        var members: Int
+        var joinSeconds = 0.0, wallSeconds = 0.0
+        var bytesPerSecond: [Double] = []
+        var countError: Double?
+        var staleness: Double?
+        var joinerBytes: Int?
+    }
+
+    static func runAndPrint(sizes: [Int]) {
+        M.say("")
+        M.say("room cost per member on the virtual network: real room, gossip and transport code in one process, 1 % loss")
+        M.say("  a host without media and N viewers (50 joins a second); bytes in per viewer over \(window.seconds) s idle")
+        var reference: Room?
+        for n in sizes {
+            let room = run(viewers: n)
+            printRoom(room, reference: reference)
+            if reference == nil { reference = room }
+        }
+    }
+
+    final class Member {
+        let sim: SimulatedNode
+        let room: RoomNode
+        var ticker: TimerHandle?
+
+        init(_ sim: SimulatedNode, _ room: RoomNode, network: VirtualNetwork) {
+            self.sim = sim
+            self.room = room
+            sim.recordsEvents = false
+            sim.onTransportEvent = { [unowned self] in self.room.handle($0) }
+            ticker = network.every(GossipConstants.tickInterval) { [unowned self] in self.room.tick() }
+            room.start()
+        }
+
+        func crash() {
+            ticker?.cancel()
+            sim.crash()
+        }
+
+        var count: UInt32? { room.state?.census?.count }
+    }
+
+    static func run(viewers n: Int) -> Room {
+        let wallStart = ProcessRunner.now()
+        let seed: UInt64 = 2800 + UInt64(n)
+        let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(loss: 0.01, delay: .milliseconds(10), jitter: .milliseconds(5)))
+        let nodes = net.makeNodes(n + 2, seed: seed)
+        let random = SeededRandom(seed: seed ^ 0xABC)
+        let roomID = RoomID.random(random)
+        let policy = AdmissionPolicy(room: roomID, host: nodes[0].core.identity, mode: .open, clock: net.clock)
+        let host = Member(nodes[0], RoomNode(hosting: policy, core: nodes[0].core, clock: net.clock, random: random,
+                                              info: RoomInfo(title: "bench")), network: net)
+        var viewers: [Member] = []
+        func join(_ node: SimulatedNode) -> Member {
+            let r = RoomNode(joining: roomID, host: nodes[0].id, proof: .none, core: node.core, clock: net.clock, random: random)
+            node.core.connect(to: nodes[0].address, expecting: nodes[0].id)
+            return Member(node, r, network: net)
+        }
+        var room = Room(members: n + 1)
+        let joinStart = net.clock.now()
+        for node in nodes[1...n] {
+            viewers.append(join(node))
+            net.run(for: .milliseconds(Int64(1000 / joinsPerSecond)))
+        }
+        _ = net.run(until: { viewers.allSatisfy(\.room.isAdmitted) }, timeout: .seconds(60))
+        room.joinSeconds = (net.clock.now() - joinStart).seconds
+        net.run(for: settle)
+        let truth = Double(n + 1)
+        room.countError = ([host] + viewers).map { m in m.count.map { abs(Double($0) - truth) / truth } ?? 1 }.max()
+        let before = viewers.map { $0.sim.core.stats.bytesIn }
+        net.run(for: window)
+        room.bytesPerSecond = zip(before, viewers).map { Double($1.sim.core.stats.bytesIn - $0) / window.seconds }
+        // A late joiner: its bytes in until its first census.
+        let late = join(nodes[n + 1])
+        if net.run(until: { late.count != nil }, timeout: .seconds(20)) { room.joinerBytes = late.sim.core.stats.bytesIn }
+        // A tenth of the viewers crash.
+        let killed = max(1, n / 10)
+        for v in viewers.suffix(killed) { v.crash() }
+        let alive = [host, late] + viewers.dropLast(killed), expected = UInt32(n + 2 - killed)
+        let crashed = net.clock.now()
+        if net.run(until: { alive.allSatisfy { $0.count == expected } }, timeout: .seconds(60)) {
+            room.staleness = (net.clock.now() - crashed).seconds
+        }
+        room.wallSeconds = ProcessRunner.now() - wallStart
+        return room
+    }
+
+    static func printRoom(_ r: Room, reference: Room?) {
+        let label = "\(r.members) members (virtual)"
+        let mean = PresenceBench.mean(r.bytesPerSecond)
+        let bytes = mean.map { M.fixed($0 / 1024, 2) + " KB/s" } ?? "?"
+        if let reference, let ratio = PresenceBench.ratio(mean, PresenceBench.mean(reference.bytesPerSecond)) {
+            M.row("\(label): bytes in per viewer, idle", bytes + ", " + M.fixed(ratio, 2) + "×", goal: "≤ 1.25×, ≤ 2 KB/s",
+                  ok: ratio <= PresenceBench.goalRatio && (mean ?? .infinity) <= PresenceBench.goalBytesPerSecond)
+        } else {
+            M.row("\(label): bytes in per viewer, idle", bytes, goal: "≤ 2 KB/s", ok: (mean ?? .infinity) <= PresenceBench.goalBytesPerSecond,
+                  note: "(reference for the ratio)")
+        }
+        let most = r.bytesPerSecond.max().map { M.fixed($0 / 1024, 2) + " KB/s" } ?? "?"
+        M.say("    busiest viewer \(most); joins took \(M.fixed(r.joinSeconds, 1)) s virtual; the run \(M.fixed(r.wallSeconds, 0)) s of wall time")
+        M.row("\(label): count error, worst member", r.countError.map { M.fixed($0 * 100, 2) + " %" } ?? "?", goal: "≤ 2 %",
+              ok: (r.countError ?? 1) <= 0.02)
+        M.row("\(label): a tenth crashed, counted by every member", r.staleness.map { M.fixed($0, 1) + " s" } ?? "not within 60 s",
+              goal: "≤ 10 s", ok: (r.staleness ?? .infinity) <= 10)
+        M.row("\(label): a late joiner's bytes to its first census", r.joinerBytes.map { M.fixed(Double($0) / 1024, 1) + " KB" } ?? "?",
+              goal: "≤ 64 KB", ok: (r.joinerBytes ?? .max) <= 64 * 1024)
+    }
+}
