@@ -72,11 +72,10 @@ extension RoomNode {
     }
 
     private func publishCensusIfDue(now: Instant) {
+        let since = lastCensus.map { now - $0.at }
+        if let since, since < RoomConstants.censusInterval { return }
         guard let census = currentCensus() else { return }
-        if let last = lastCensus {
-            let since = now - last.at
-            guard since >= RoomConstants.censusRefresh || (last.census != census && since >= RoomConstants.censusInterval) else { return }
-        }
+        if let since, since < RoomConstants.censusRefresh, lastCensus?.census == census { return }
         guard case .success = publish(.census(census)) else { return }
         lastCensus = (census, now)
     }

@@ -71,9 +71,7 @@ extension RoomNode {
             penalize(peer)
             return
         }
-        let parsed = events.compactMap { try? RoomEvent.parse($0[...], kinds: RoomEvents.table) }
-        guard parsed.count == events.count, parsed.allSatisfy({ $0.id.author == peer && $0.room == room }),
-              let leave = parsed.last, leave.body.kind == MemberLeave.kind else {
+        guard let parsed = ownEvents(events, from: peer), let leave = parsed.last, leave.body.kind == MemberLeave.kind else {
             penalize(peer)
             return
         }

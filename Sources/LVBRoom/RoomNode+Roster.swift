@@ -28,16 +28,26 @@ extension RoomNode {
     /// on (the census lists the latest joiners and passes theirs on).
     func rosterReceived(_ events: [[UInt8]], from peer: NodeID) {
         guard isHost, let state, verified.contains(peer) else { return }
-        let parsed = events.compactMap { try? RoomEvent.parse($0[...], kinds: RoomEvents.table) }
-        guard parsed.count == events.count, parsed.allSatisfy({ $0.id.author == peer && $0.room == room }),
+        guard let parsed = ownEvents(events, from: peer),
               parsed.allSatisfy({ $0.body.kind == MemberJoin.kind || $0.body.kind == Profile.kind }) else {
             penalize(peer)
             return
         }
-        for e in parsed { applyHere(e, from: peer) }
+        for e in parsed {
+            // A new member's join waits its turn to be listed.
+            if e.body.kind == MemberJoin.kind, !state.isPresent(peer) { unlisted.append((peer, clock.now())) }
+            applyHere(e, from: peer)
+        }
         // Listed at once while the rate allows: a small room hears of a joiner as it comes.
         featureNewJoiners(now: clock.now())
         if let seq = parsed.map(\.id.seq).max() { send(.roster(.ack(seq: seq)), to: peer) }
+    }
+
+    /// `events` parsed, if every one is `peer`'s own, for this room.
+    func ownEvents(_ events: [[UInt8]], from peer: NodeID) -> [RoomEvent]? {
+        let parsed = events.compactMap { try? RoomEvent.parse($0[...], kinds: RoomEvents.table) }
+        guard parsed.count == events.count, parsed.allSatisfy({ $0.id.author == peer && $0.room == room }) else { return nil }
+        return parsed
     }
 
     func rosterAcknowledged(_ seq: UInt64, by peer: NodeID) {
@@ -75,16 +85,15 @@ extension RoomNode {
     /// bounded rate); those that joined while the rate was spent wait their
     /// turn, newest first, and are let go unlisted once `censusRefresh` old.
     func featureNewJoiners(now: Instant) {
-        guard let state else { return }
-        let listed = Set(state.listed)
-        let waiting = state.presence.present.reversed().filter { m in
-            m.id != host && !listed.contains(m.id) && now - m.entry.joinedAt < RoomConstants.censusRefresh
-        }
-        for m in waiting {
-            guard featureBucket.allow(0, now: now) else { break }
-            state.listed.insert(m.id, at: 0)
-            gossip.broadcast(m.entry.join)
-            if let p = state.profiles[m.id] { gossip.broadcast(p) }
+        guard let state, !unlisted.isEmpty else { return }
+        // Newest last; those past `censusRefresh` are let go unlisted.
+        unlisted.removeAll { now - $0.at >= RoomConstants.censusRefresh || !state.isPresent($0.id) }
+        while let newest = unlisted.last, featureBucket.allow(0, now: now) {
+            unlisted.removeLast()
+            guard let entry = state.presence.entries[newest.id], !state.listed.contains(newest.id) else { continue }
+            state.listed.insert(newest.id, at: 0)
+            gossip.broadcast(entry.join)
+            if let p = state.profiles[newest.id] { gossip.broadcast(p) }
         }
         if state.listed.count > Census.maxJoiners * 2 {
             state.listed = Array(state.listed.filter(state.isPresent).prefix(Census.maxJoiners))

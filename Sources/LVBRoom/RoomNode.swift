@@ -82,7 +82,9 @@ public final class RoomNode {
     var countDirty = false
     var lastCountExpiry: Instant
     var lastCensus: (census: Census, at: Instant)?
-    /// The host: the rate it lists joiners at (`RoomState.listed`).
+    /// The host: the rate it lists joiners at (`RoomState.listed`), and the
+    /// joiners waiting their turn, oldest first.
+    var unlisted: [(id: NodeID, at: Instant)] = []
     var featureBucket = RateLimiter<Int>(count: RoomConstants.censusNewJoiners, per: RoomConstants.censusInterval,
                                          burst: RoomConstants.censusNewJoiners)
     var lastSweep: Instant

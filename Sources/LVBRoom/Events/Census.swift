@@ -66,7 +66,6 @@ extension Census: RoomEventRule {
         state.censusEvent = e
         var changes: [RoomChange] = before?.count != count ? [.counted(count)] : []
         if !state.isHostsView { changes = state.presence.follow(self, after: before, keeping: Set(state.coHosts + [state.host] + (state.me.map { [$0] } ?? [])), now: now) + changes }
-        if changes.contains(where: \.changesPresence) { state.treeChanged() }
         return .accepted(changes)
     }
 }
