@@ -44,6 +44,11 @@ public enum RoomConstants {
     /// over; a parent we already held a session with answers from its GOP
     /// cache within a round trip, so it gets less.
     public static let attachTimeout: Duration = .seconds(1)
+    /// An orphan asking a node it holds no session with moves on if the
+    /// session is not up this soon (it goes on dialling in the background).
+    public static let orphanSessionWait: Duration = .milliseconds(400)
+    /// Candidates a node whose stream stopped for half a silence dials.
+    public static let orphanDials = 6
     public static let attachTimeoutLive: Duration = .milliseconds(300)
     /// Until the parent's stream arrives the subscription goes again this
     /// often over the session: at 10 % loss one in ten is lost, and a lost
@@ -63,6 +68,12 @@ public enum RoomConstants {
     /// The children a full node named when it refused us are tried this long,
     /// when the room's positions offer no candidate (`RelaySignal.redirect`).
     public static let redirectFor: Duration = .seconds(5)
+    /// A member with no candidate left asks the host (which sends its
+    /// directory when it is full) at most this often.
+    public static let hostAskedEvery: Duration = .milliseconds(500)
+    /// A full node answers one asker's subscriptions at most this often
+    /// (each answer carries positions: the host's, its directory).
+    public static let refusalInterval: Duration = .milliseconds(400)
     /// With no candidate left, a node that did not answer our subscription
     /// in time is asked again after this long (rather than after `refusedFor`).
     public static let askAgainAfter: Duration = .seconds(1)
@@ -101,7 +112,6 @@ public enum RoomConstants {
     /// The latest joiners' and co-hosts' events, likers' and moderation a joiner's snapshot carries at most.
     public static let snapshotLikers = 10
     public static let snapshotModeration = 64
-    public static let snapshotPositions = 128
     /// Bytes of chat and bullet comments a joiner's snapshot carries at most (the newest).
     public static let snapshotChatBytes = 32 * 1024
     /// The host sends a census when the count, the likes or the latest

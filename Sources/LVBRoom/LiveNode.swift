@@ -115,6 +115,7 @@ public final class LiveNode {
         room.onAdmissionRequested = { [unowned self] in dispatch(.admissionRequested) }
         room.onStage = { [unowned self] action in dispatch(.stage(action)) }
         room.onRelaySignal = { [unowned self] peer, signal in dispatch(.relaySignal(peer, signal)) }
+        room.onPositions = { [unowned self] peer, events in dispatch(.positions(peer, events)) }
         room.lastMedia = { [unowned media] peer in media.lastHeard(from: peer) }
     }
 

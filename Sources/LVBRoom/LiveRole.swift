@@ -1,5 +1,6 @@
 import LVBCore
 import LVBCrypto
+import LVBGossip
 import LVBTransport
 
 /// Everything that happens to a node, typed, as its driver (`LiveNode`)
@@ -17,6 +18,8 @@ public enum NodeEvent {
     case stage(LinkMicAction)
     /// A member's signal about the media tree: it is full, or we must move down.
     case relaySignal(NodeID, RelaySignal)
+    /// Relay positions a member sent us, checked and applied (`TreeView`).
+    case positions(NodeID, [RoomEvent])
     /// This viewer left room `from` for another (roles bound to a room let the old one go).
     case switchedRoom(from: RoomNode)
 }

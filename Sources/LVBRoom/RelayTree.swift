@@ -33,6 +33,8 @@ public final class RelayTree: LiveRole {
     let repairKbps: Int
     /// How this node takes the stream; nil at the root, which makes it.
     private var attachment: TreeAttachment?
+    /// How positions travel: ours up, the host's directory down.
+    private var view: TreeView!
     private var published: RelayPosition?
     private var lastPublished: Instant?
     private var refusalsSent: [NodeID: Instant] = [:]
@@ -68,6 +70,7 @@ public final class RelayTree: LiveRole {
         self.slots = max(0, min(slots, Int(RelayPosition.maxSlots)))
         self.addresses = Array(addresses.prefix(RelayPosition.maxAddresses))
         self.repairKbps = repairKbps
+        self.view = TreeView(tree: self)
     }
 
     /// The children of the stream this node serves, and how many it takes.
@@ -102,6 +105,8 @@ public final class RelayTree: LiveRole {
     /// Times this node attached to a parent (the first included), and moved after a silence.
     public var attachments: Int { attachment?.attachments ?? 0 }
     public var failovers: Int { attachment?.failovers ?? 0 }
+    /// The latest attachment steps (asked, fed by, refused, did not answer), newest last.
+    public var attachmentLog: [(at: Instant, step: String)] { attachment?.log ?? [] }
     /// Times this node was moved down by its parent.
     public var demotions: Int { attachment?.demotions ?? 0 }
 
@@ -136,6 +141,7 @@ public final class RelayTree: LiveRole {
         case .relaySignal(let peer, .full): attachment?.refused(by: peer)
         case .relaySignal(let peer, .redirect(let children)): attachment?.refused(by: peer, redirectedTo: children)
         case .relaySignal(let peer, .moveDown): attachment?.movedDown(by: peer)
+        case .positions(let peer, let events): view.received(events, from: peer, parent: attachment?.parent ?? attachment?.asking, now: clock.now())
         default: break
         }
     }
@@ -147,11 +153,13 @@ public final class RelayTree: LiveRole {
         if let lastTick, now - lastTick < RoomConstants.treeTickInterval { return }
         lastTick = now
         moveDownSlowChildren(now: now)
-        guard let attachment else {
-            return publishIfChanged(RelayPosition(parent: nil, depth: 0, slots: UInt8(slots), children: UInt8(min(childCount, slots)),
-                                                  addresses: addresses), now: now)
+        if let attachment {
+            attachment.tick(state, now: now)
+        } else {
+            publishIfChanged(RelayPosition(parent: nil, depth: 0, slots: UInt8(slots), children: UInt8(min(childCount, slots)),
+                                           addresses: addresses), now: now)
         }
-        attachment.tick(state, now: now)
+        view.tick(state, children: children, now: now)
     }
 
     /// Runs the tree's work on the node's next tick rather than the tree's next one.
@@ -195,16 +203,16 @@ public final class RelayTree: LiveRole {
         slowSince = slow
     }
 
-    /// Tells `peer` our slots are taken (at most once a second each), and
+    /// Tells `peer` our slots are taken (at most once every `refusalInterval` each), and
     /// which of our children to try instead: those whose positions show a
     /// free slot first, then those whose positions are not known yet, then
     /// the full ones (they send it further down). A joiner so finds a slot
     /// a hop or two down at once, before gossip tells it where slots are.
     private func tellFull(_ peer: NodeID) {
         let now = clock.now()
-        if let last = refusalsSent[peer], now - last < .seconds(1) { return }
+        if let last = refusalsSent[peer], now - last < RoomConstants.refusalInterval { return }
         refusalsSent[peer] = now
-        if refusalsSent.count > 4 * Int(RelayPosition.maxSlots) { refusalsSent = refusalsSent.filter { now - $0.value < .seconds(1) } }
+        if refusalsSent.count > 4 * Int(RelayPosition.maxSlots) { refusalsSent = refusalsSent.filter { now - $0.value < RoomConstants.refusalInterval } }
         let tree = room.state?.tree ?? [:]
         let ranked = children.filter { $0 != peer }.sorted { a, b in
             let (fa, fb) = (tree[a].map { $0.free > 0 ? 0 : 2 } ?? 1, tree[b].map { $0.free > 0 ? 0 : 2 } ?? 1)
@@ -212,6 +220,8 @@ public final class RelayTree: LiveRole {
         }
         // An orphan's children are orphans too: no use sending anyone there.
         let suggested = adopting ? Array(ranked.prefix(RoomMessage.maxRedirects)) : []
+        // Where they are first (and, from the host, where slots are free): the redirect alone names nodes the asker may not know.
+        if let state = room.state, adopting { room.sendPositions(view.forRefused(state, children: suggested, now: now), to: peer) }
         room.send(.relay(suggested.isEmpty ? .full : .redirect(suggested)), to: peer)
     }
 
@@ -224,7 +234,7 @@ public final class RelayTree: LiveRole {
         let due = lastPublished.map { now - $0 >= RoomConstants.positionRefresh } ?? true
         guard position != published || due else { return }
         if let lastPublished, now - lastPublished < RoomConstants.relayPublishInterval { return }
-        if case .success = room.publish(.relay(position)) {
+        if view.publish(position, parent: attachment?.parent) {
             published = position
             lastPublished = now
         }

@@ -27,6 +27,8 @@ public enum RoomError: Error, Equatable, CustomStringConvertible {
     case badCountReport
     /// A roster message carrying no events, or more than `RosterMessage.maxEvents`.
     case badRosterCount(UInt8)
+    /// A positions message carrying no events, or more than `PositionsMessage.maxEvents`.
+    case badPositionsCount(UInt8)
 
     public var description: String {
         switch self {
@@ -40,6 +42,7 @@ public enum RoomError: Error, Equatable, CustomStringConvertible {
         case .notAnInvite: "this is not an invite (invites start with 'lvbi'); ask the host for one"
         case .badText: "link-mic text is too long, not UTF-8, or holds control characters"
         case let .badRosterCount(n): "roster message carries \(n) events (1 to \(RosterMessage.maxEvents))"
+        case let .badPositionsCount(n): "positions message carries \(n) events (1 to \(PositionsMessage.maxEvents))"
         case .badCountReport: "count report has hops above 64, a bad upstream flag, or a count sent to a non-upstream"
         case let .badRedirectCount(n): "relay redirect names \(n) nodes (1 to \(RoomMessage.maxRedirects))"
         case .damagedInvite: "the invite is damaged (a character is missing or changed); copy it again from the host"

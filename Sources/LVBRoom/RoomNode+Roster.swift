@@ -68,14 +68,16 @@ extension RoomNode {
         }
     }
 
-    /// Whether the whole room hears of `id` coming and going: the host,
+    /// Whether the whole room hears of `id` coming and going: the host and
     /// the joiners the host listed (on the host, its own list, which a
-    /// census shows a moment later), and members holding a relay position
-    /// (the media tree reads everyone's). A leave the host hears from one
-    /// it listed goes on to the whole room, whether or not its author knew.
+    /// census shows a moment later). A relay's leave reaches those that
+    /// hold a session with it (its parent, its children, the host); other
+    /// members' views drop its position when it is no longer passed down
+    /// (`TreeView`). A leave the host hears from one it listed goes on to
+    /// the whole room, whether or not its author knew.
     func isListedRoomWide(_ id: NodeID) -> Bool {
         guard let state else { return false }
-        if id == host || state.relays[id] != nil { return true }
+        if id == host { return true }
         return isHost ? state.listed.contains(id) : state.census?.joiners.contains(id) == true
     }
 

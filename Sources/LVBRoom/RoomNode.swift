@@ -64,6 +64,8 @@ public final class RoomNode {
     /// that shows pictures subscribes to the host's stream at the same time).
     public var onAdmissionRequested: (() -> Void)?
     /// A member told us its relay slots are all taken, or to move down (the media tree).
+    /// Relay positions a member sent us, checked and applied (its own, or ones it passes down the tree).
+    public var onPositions: ((NodeID, [RoomEvent]) -> Void)?
     public var onRelaySignal: ((NodeID, RelaySignal) -> Void)?
     var passSentAt: [NodeID: Instant] = [:]
     /// When we last asked a peer for its pass (`RoomMessage.passWanted`).

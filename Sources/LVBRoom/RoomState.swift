@@ -257,9 +257,9 @@ public final class RoomState {
     /// the room's size (a snapshot of at most about 64 KB): the newest chat
     /// and bullet comments up to `snapshotChatBytes`, the top
     /// `snapshotLikers` likers' latest likes, the host's, the co-hosts' and
-    /// the census's joiners' joins, profiles and stage events, the
-    /// `snapshotPositions` relay positions nearest the host, the latest
-    /// room info and census; then the latest `snapshotModeration` kicks and
+    /// the census's joiners' joins, profiles and stage events, the latest
+    /// room info and census (relay positions travel along the media tree,
+    /// `TreeView`, not in snapshots); then the latest `snapshotModeration` kicks and
     /// mutes; then the room's closing. Each group is ordered by timestamp,
     /// then author key, then sequence number, so nodes with the same state
     /// give the same list; moderation comes last so a chat this node
@@ -278,13 +278,6 @@ public final class RoomState {
             if let join = presence.entries[m.id]?.join { content.append(join) }
             if let p = profiles[m.id] { content.append(p) }
             if let s = stage[m.id] { content.append(s) }
-        }
-        let placement = TreePlacement(host: host, tree: tree)
-        // Nearest the host first; positions whose chain does not reach it last.
-        let nearest = tree.keys.map { id in (id, placement.depth(of: id) ?? Int.max) }
-            .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0.publicKey.lexicographicallyPrecedes($1.0.publicKey) }
-        for (id, _) in nearest.prefix(RoomConstants.snapshotPositions) {
-            if let r = relays[id] { content.append(r) }
         }
         if let infoEvent { content.append(infoEvent) }
         if let censusEvent { content.append(censusEvent) }

@@ -24,14 +24,20 @@ final class TreeAttachment {
     private(set) var attachments = 0
     private(set) var failovers = 0
     private(set) var demotions = 0
+    /// The latest attachment steps, newest last (at most `logLength`): what a
+    /// test prints of a node that found no parent in time.
+    private(set) var log: [(at: Instant, step: String)] = []
+    private static let logLength = 12
 
     private unowned let tree: RelayTree
     private var room: RoomNode { tree.room }
     private var media: NodeMedia { tree.media }
     private var core: TransportCore { tree.core }
     private var clock: Clock { tree.clock }
+    /// The node asked for the stream, not yet heard from.
+    var asking: NodeID? { trying?.id }
     /// Asked, not yet heard from: who and since when.
-    private var trying: (id: NodeID, since: Instant, sessionUp: Bool, asked: Instant)?
+    private var trying: (id: NodeID, since: Instant, sessionUp: Bool, asked: Instant, orphaned: Bool)?
     /// When the backup (or the node asked) last answered anything: the
     /// backup is probed, so a dead one is passed over when it is needed.
     private var heardFrom: [NodeID: Instant] = [:]
@@ -46,6 +52,8 @@ final class TreeAttachment {
     private var demotedUntil: Instant?
     /// Children full nodes named when they refused us, until then (`RelaySignal.redirect`).
     private var redirects: [NodeID: Instant] = [:]
+    /// When we last asked the host for lack of anyone else (`askHost`).
+    private var hostAsked: Instant?
     /// Nodes silenced because they did not answer a subscription in time, and when.
     private var unanswered: [NodeID: Instant] = [:]
 
@@ -57,6 +65,10 @@ final class TreeAttachment {
         case .established(let info) where info.id == trying?.id:
             trying?.asked = clock.now()
             media.feed(room.host, from: info.id)
+        case .established(let info) where unanswered[info.id] != nil:
+            // Passed over while its session was coming up: it is alive after all.
+            unanswered[info.id] = nil
+            silenced[info.id] = nil
         case .rtt(let peer, _), .message(let peer, _, _):
             if peer == backup || peer == trying?.id { heardFrom[peer] = clock.now() }
         default:
@@ -94,13 +106,20 @@ final class TreeAttachment {
         tree.setAdopting(heard.map { now - $0 < RoomConstants.parentSilence / 2 } ?? false)
         if let t = trying {
             if let heard, heard > t.since {
+                note("fed by \(t.id.short)", now: now)
                 if parent != nil, parent != t.id { failovers += 1 }
                 parent = t.id
                 attachments += 1
                 trying = nil
-            } else if now - t.since >= (t.sessionUp ? RoomConstants.attachTimeoutLive : RoomConstants.attachTimeout) {
+            } else if now - t.since >= (t.sessionUp ? RoomConstants.attachTimeoutLive : RoomConstants.attachTimeout)
+                        || t.orphaned && !t.sessionUp && !core.isEstablished(with: t.id) && now - t.since >= RoomConstants.orphanSessionWait {
+                // (An orphan does not wait long for a session: the node may
+                // have died with its parent, and one that merely needs a
+                // relay to be reached is too slow to heal within a second.
+                // The dialling goes on; once up, the node is asked again.)
                 silenced[t.id] = now + RoomConstants.refusedFor
                 unanswered[t.id] = now
+                note("\(t.id.short) did not answer (session \(t.sessionUp ? "up" : "new"))", now: now)
                 trying = nil
             } else if now - t.asked >= RoomConstants.attachResubscribe, core.isEstablished(with: t.id) {
                 // Nothing yet: the subscription (or the parent's answer) may
@@ -124,9 +143,10 @@ final class TreeAttachment {
             }
             // And dial the first ones we hold no session with: behind NATs
             // a session takes both sides punching, which should not start
-            // only at the silence (an attachment without a session waits
-            // up to `attachTimeout`).
-            for id in candidates.lazy.filter({ $0 != self.room.host && !self.core.isEstablished(with: $0) }).prefix(2)
+            // only at the silence; and at the silence the ones whose session
+            // came up are known alive (relays die together: of the few
+            // places our view offers, several may have died with our parent).
+            for id in candidates.lazy.filter({ $0 != self.room.host && !self.core.isEstablished(with: $0) }).prefix(RoomConstants.orphanDials)
             where !core.isReaching(id) {
                 core.reach(id, at: placement.tree[id]?.addresses ?? [], via: [room.host])
             }
@@ -154,9 +174,20 @@ final class TreeAttachment {
             // we were: orphans of different relays taking each other
             // would close a loop, but not when each takes a shallower one.
             let depth = placement.depth(of: core.nodeID) ?? Int.max
+            // Then a child a full node named, if the view gives it a free
+            // slot: orphans of relays killed together all race for the few
+            // free slots the view shows highest up, and the view is a few
+            // seconds old, so one refused there is likelier to find room a
+            // hop down (a branch's lower levels have the most free slots).
+            let redirected = ranked.first { redirects[$0].map { $0 > now } ?? false }
+            // Then one surely alive, however deep, before one that may have
+            // died with our parent (a dead one with no session costs
+            // `orphanSessionWait`, with one `attachTimeoutLive`).
+            let alive = parent != nil ? ranked.first { heardLately($0, now: now) } : nil
             let next = demotedUntil != nil ? ranked.last
                 : live ?? (parent != nil ? ranked.first { heardLately($0, now: now) && (placement.depth(of: $0) ?? Int.max) < depth } : nil)
-                ?? ranked.first ?? redirect(placement, now: now) ?? askAgain(placement, excluding: excluding, now: now)
+                ?? redirected ?? alive ?? ranked.first ?? redirect(placement, now: now) ?? askAgain(placement, excluding: excluding, now: now)
+                ?? askHost(now: now)
             if let next { attach(to: next, placement: placement, now: now) }
         }
         keepBackup(placement)
@@ -225,6 +256,11 @@ final class TreeAttachment {
         }
     }
 
+    private func note(_ step: String, now: Instant) {
+        log.append((now, step))
+        if log.count > Self.logLength { log.removeFirst(log.count - Self.logLength) }
+    }
+
     /// Our parent says we cannot keep up: our children go elsewhere at once,
     /// and we attach as deep as there is room, taking none for a while.
     func movedDown(by peer: NodeID) {
@@ -241,7 +277,9 @@ final class TreeAttachment {
 
     /// Subscribes with `next` (dialling it first unless it is the host or a session is up).
     private func attach(to next: NodeID, placement: TreePlacement, now: Instant) {
-        trying = (next, now, core.isEstablished(with: next), now)
+        let how = next == backup ? "backup" : core.isEstablished(with: next) ? heardLately(next, now: now) ? "heard" : "session" : "new"
+        note("asks \(next.short) (\(how), depth \(placement.depth(of: next).map(String.init) ?? "?"))", now: now)
+        trying = (next, now, core.isEstablished(with: next), now, parent != nil)
         heardFrom = heardFrom.filter { $0.key == backup }
         if next == backup { backup = nil }
         if next != room.host, !core.isEstablished(with: next) {
@@ -292,6 +330,7 @@ final class TreeAttachment {
         // Noted even when we are not asking it now: the host answers the
         // subscription sent with our admission request before we try anyone.
         excluded[peer] = Exclusion(until: now + (children.isEmpty ? RoomConstants.noStreamRefusedFor : RoomConstants.refusedFor))
+        if trying?.id == peer || parent == peer { note("\(peer.short) refused\(children.isEmpty ? "" : ", naming \(children.count)")", now: now) }
         for child in children where child != core.nodeID && child != room.host { redirects[child] = now + RoomConstants.redirectFor }
         guard trying?.id == peer || parent == peer else { return }
         if parent == peer { parent = nil }
@@ -312,6 +351,18 @@ final class TreeAttachment {
         unanswered[next] = nil
         silenced[next] = nil
         return next
+    }
+
+    /// With nowhere else to go, the host, at most every `hostAskedEvery`
+    /// whatever it said last: a full host sends its directory with its
+    /// refusal (our view holds only what our parent passed us, and the
+    /// positions of those that turned us away).
+    private func askHost(now: Instant) -> NodeID? {
+        if let last = hostAsked, now - last < RoomConstants.hostAskedEvery { return nil }
+        hostAsked = now
+        excluded[room.host] = nil
+        silenced[room.host] = nil
+        return room.host
     }
 
     /// A node a full one sent us to, when placement has none to offer:

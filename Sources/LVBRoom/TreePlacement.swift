@@ -103,6 +103,31 @@ public struct TreePlacement: Sendable {
             ?? options.first
     }
 
+    /// What the host passes down the tree for placement (`TreeView`): the
+    /// `spots` best places to attach — nodes with a free slot whose chain
+    /// reaches the host, least depth first, then most free slots, equals
+    /// in an order fixed by their keys — and every node on their chains,
+    /// each once, nearest the host first (the host itself left out). With
+    /// the chains a member can tell which spots lie below itself.
+    public func directory(spots: Int) -> [NodeID] {
+        var open: [(id: NodeID, chain: [NodeID], free: Int, tie: UInt64)] = []
+        for (id, position) in tree where id != host && position.free > 0 {
+            guard let chain = ancestors(of: id) else { continue }
+            open.append((id, chain, position.free, Self.tie(host, id)))
+        }
+        open.sort { a, b in
+            if a.chain.count != b.chain.count { return a.chain.count < b.chain.count }
+            if a.free != b.free { return a.free > b.free }
+            return a.tie < b.tie
+        }
+        var depth: [NodeID: Int] = [:]
+        for spot in open.prefix(spots) {
+            depth[spot.id] = spot.chain.count
+            for (i, above) in spot.chain.dropLast().enumerated() { depth[above] = spot.chain.count - 1 - i }
+        }
+        return depth.sorted { $0.value != $1.value ? $0.value < $1.value : $0.key.publicKey.lexicographicallyPrecedes($1.key.publicKey) }.map(\.key)
+    }
+
     /// The host's child that `id` hangs below (nil for the host itself or an unconnected node).
     func branch(of id: NodeID) -> NodeID? {
         guard id != host, let chain = ancestors(of: id) else { return nil }

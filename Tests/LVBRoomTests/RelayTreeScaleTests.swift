@@ -248,10 +248,19 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
             }
             return healedAt.count == orphans.count
         }, timeout: .seconds(2))
-        let unhealed = orphans.filter { healedAt[$0] == nil }.map { o in
+        func steps(_ o: NodeID) -> String {
+            let log = (c.viewers[o]?.node.tree?.attachmentLog ?? []).filter { $0.at >= killedAt }
+            return log.map { entry -> String in
+                var line = "\(Int((entry.at - killedAt).milliseconds)) ms \(entry.step)"
+                for v in victims { line = line.replacing(v.short, with: "\(v.short) (dead)") }
+                return line
+            }.joined(separator: ", ")
+        }
+        let unhealed = orphans.filter { healedAt[$0] == nil }.map { o -> String in
             let p = c.parent(o)
-            return "\(o.short): parent \(p?.short ?? "none")\(p.map { victims.contains($0) ? " (dead)" : orphans.contains($0) ? " (an orphan)" : "" } ?? ""), "
-                + "failovers \(c.viewers[o]?.node.tree?.failovers ?? -1), last picture \(c.lastPicture(o).map { "\(($0 - killedAt).milliseconds) ms after the kill" } ?? "none")"
+            let parentText = p.map { victims.contains($0) ? " (dead)" : orphans.contains($0) ? " (an orphan)" : "" } ?? ""
+            let last = c.lastPicture(o).map { "\(($0 - killedAt).milliseconds) ms after the kill" } ?? "none"
+            return "\(o.short): parent \(p?.short ?? "none")\(parentText), failovers \(c.viewers[o]?.node.tree?.failovers ?? -1), last picture \(last); \(steps(o))"
         }
         #expect(healed, "\(orphans.count - healedAt.count) of \(orphans.count) orphans without a live parent or a new picture 2 s after the kill: \(unhealed)")
         let repairs = healedAt.values.map { ($0 - killedAt).milliseconds }.sorted()

@@ -52,6 +52,12 @@ private final class Tree {
     func children(of id: NodeID) -> [Int] { viewers.indices.filter { parent($0) == id } }
     func pictures(_ i: Int, since: Instant) -> Int { pictures[i].filter { $0 >= since }.count }
 
+    /// Viewer `i`'s attachment steps since `since` (for failure messages).
+    func steps(_ i: Int, since: Instant) -> String {
+        let log = viewers[i].node.tree?.attachmentLog ?? []
+        return "\(i): " + log.filter { $0.at >= since }.map { "\(Int(($0.at - since).milliseconds)) ms \($0.step)" }.joined(separator: ", ")
+    }
+
     /// Kills the first viewer with children that `which` accepts; expects each
     /// of its children below another parent, with a picture since, within
     /// `within`; then, after `settle`, at least 50 pictures in 2 s at every
@@ -64,7 +70,7 @@ private final class Tree {
         let diedAt = net.clock.now()
         #expect(net.run(until: {
             orphans.allSatisfy { self.parent($0) != self.viewers[victim].id && self.parent($0) != nil && (self.pictures[$0].last ?? diedAt) > diedAt }
-        }, timeout: within), "orphans \(orphans) still below the dead relay or without pictures")
+        }, timeout: within), "orphans \(orphans) still below the dead relay or without pictures: \(orphans.map { steps($0, since: diedAt) })")
         net.run(for: settle)
         let since = net.clock.now()
         net.run(for: .seconds(2))

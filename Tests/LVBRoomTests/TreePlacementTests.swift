@@ -66,6 +66,26 @@ import Testing
         #expect(firsts.count >= 3, "30 joiners all picked from \(firsts.count) of 4 equal relays")
     }
 
+    /// The host's directory: the best free slots, shallowest first, with
+    /// every node on their chains, each once, nearest the host first.
+    @Test func theDirectoryOffersTheBestSpotsWithTheirChains() {
+        let p = TreePlacement(host: host, tree: sample)
+        // Free: 2 (depth 1, 4 free), 1 (depth 1, 2 free), 3 (depth 2, 3 free), 5 (depth 3, 4 free); 4 takes none.
+        let all = p.directory(spots: 10)
+        #expect(all.count == 4 && Set(all.prefix(2)) == [ids[1], ids[2]] && Array(all.suffix(2)) == [ids[3], ids[5]])
+        // One spot: the shallowest with the most free slots.
+        #expect(p.directory(spots: 1) == [ids[2]])
+        // A deep spot brings its chain (not the host): with 1, 2 and 3 full, 5 comes with 3 and 1.
+        var tree = sample
+        tree[ids[1]] = position(host, depth: 1, slots: 2, children: 2)
+        tree[ids[2]] = position(host, depth: 1, slots: 0)
+        tree[ids[3]] = position(ids[1], depth: 2, slots: 1, children: 1)
+        #expect(TreePlacement(host: host, tree: tree).directory(spots: 1) == [ids[1], ids[3], ids[5]])
+        // A node whose chain reaches no host is never offered.
+        tree[ids[6]] = position(ids[30], depth: 1)
+        #expect(!TreePlacement(host: host, tree: tree).directory(spots: 10).contains(ids[6]))
+    }
+
     @Test func theBackupIsInAnotherBranch() {
         let p = TreePlacement(host: host, tree: sample)
         // 5 hangs below 3 (branch 1): the backup is outside it, in branch 2.

@@ -199,6 +199,7 @@ import LVBTransport
             "count-report": [12, 3, 1, 0, 0, 0, 42],
             "roster": [13, 2, 0, 40] + event + [0, 40] + event,
             "roster-ack": [14, 0, 0, 0, 0, 0, 0, 0, 42],
+            "positions": [15, 2, 0, 40] + event + [0, 40] + event,
             "unknown-type": [200, 1, 2, 3],
         ]
     }

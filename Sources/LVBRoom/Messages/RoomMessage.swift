@@ -43,6 +43,9 @@ protocol RoomMessageContent: Sendable {
 ///    13 roster               count(1: 1...4) ‖ (length(2) ‖ event) × count:
 ///                            the sender's own join and profile, for the host
 ///    14 roster ack           seq(8): the host holds them (RosterMessage)
+///    15 positions            count(1: 1...8) ‖ (length(2) ‖ event) × count:
+///                            signed relay positions, passed along the media
+///                            tree (PositionsMessage)
 public struct RoomMessage: Equatable, Sendable {
     let content: any RoomMessageContent
 
@@ -63,6 +66,7 @@ public struct RoomMessage: Equatable, Sendable {
         PassWanted.self,
         CountReport.self,
         RosterMessage.self,
+        PositionsMessage.self,
     ]
 
     private static let byType: [UInt8: any RoomMessageContent.Type] = {
