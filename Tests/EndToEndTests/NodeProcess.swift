@@ -58,11 +58,12 @@ final class NodeProcess: @unchecked Sendable {
     var events: [[String: Any]] { lock.withLock { lines } }
     var stderr: String { lock.withLock { errText } }
 
-    /// Waits for the first event named `name` satisfying `match`.
-    func waitFor(_ name: String, timeout: Double = 30, where match: ([String: Any]) -> Bool = { _ in true }) -> [String: Any]? {
+    /// Waits for the first event named `name` satisfying `match` (among
+    /// those printed after the first `after` events).
+    func waitFor(_ name: String, after: Int = 0, timeout: Double = 30, where match: ([String: Any]) -> Bool = { _ in true }) -> [String: Any]? {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let e = events.first(where: { $0["event"] as? String == name && match($0) }) { return e }
+            if let e = events.dropFirst(after).first(where: { $0["event"] as? String == name && match($0) }) { return e }
             Thread.sleep(forTimeInterval: 0.02)
         }
         return nil
