@@ -77,8 +77,9 @@ public enum TransportConstants {
     public static let maxQueuedPerPeer = 128
     /// Responder-side XX handshakes awaiting message 3.
     public static let maxPendingResponses = 1024
-    /// Peers (sessions) one node keeps at once.
-    public static let maxPeers = 4096
+    /// Peers (sessions) one node keeps at once: the host of a room of ten
+    /// thousand holds one with every member.
+    public static let maxPeers = 16384
     /// Initiator timestamps remembered for replay rejection.
     public static let maxRememberedTimestamps = 65536
     /// Socket addresses the UDP driver keeps made (one per address it sends

@@ -19,14 +19,10 @@ public struct LeavingMessage: RoomMessageContent, Equatable {
     }
 
     public var encoded: [UInt8] {
-        var w = ByteWriter(capacity: 2 + MembershipPass.encodedLength + events.reduce(0) { $0 + 2 + $1.count })
+        var w = ByteWriter(capacity: 1 + MembershipPass.encodedLength + EventList.size(events))
         w.write(RoomMessage.Kind.leaving.rawValue)
         w.write(bytes: pass.encoded)
-        w.write(UInt8(events.count))
-        for e in events {
-            w.write(UInt16(e.count))
-            w.write(bytes: e)
-        }
+        EventList.write(events, into: &w)
         return w.bytes
     }
 
@@ -34,11 +30,7 @@ public struct LeavingMessage: RoomMessageContent, Equatable {
         var r = ByteReader(bytes.dropFirst())
         let pass = try MembershipPass.read(from: &r)
         guard let count = try? r.readUInt8(), count > 0 else { throw .truncated }
-        var events: [[UInt8]] = []
-        for _ in 0..<count {
-            guard let length = try? r.readUInt16(), let e = try? r.readBytes(Int(length)) else { throw .truncated }
-            events.append(Array(e))
-        }
+        let events = try EventList.read(count, from: &r)
         guard r.isAtEnd else { throw .trailingBytes }
         return LeavingMessage(pass: pass, events: events)
     }

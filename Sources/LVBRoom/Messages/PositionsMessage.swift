@@ -19,13 +19,9 @@ struct PositionsMessage: RoomMessageContent, Equatable {
     static let maxEvents = 8
 
     var encoded: [UInt8] {
-        var w = ByteWriter(capacity: 1 + events.reduce(0) { $0 + 2 + $1.count })
+        var w = ByteWriter(capacity: 1 + EventList.size(events))
         w.write(RoomMessage.Kind.positions.rawValue)
-        w.write(UInt8(events.count))
-        for e in events {
-            w.write(UInt16(e.count))
-            w.write(bytes: e)
-        }
+        EventList.write(events, into: &w)
         return w.bytes
     }
 
@@ -33,11 +29,7 @@ struct PositionsMessage: RoomMessageContent, Equatable {
         var r = ByteReader(bytes.dropFirst())
         guard let count = try? r.readUInt8() else { throw .truncated }
         guard count >= 1, Int(count) <= maxEvents else { throw .badPositionsCount(count) }
-        var events: [[UInt8]] = []
-        for _ in 0..<count {
-            guard let length = try? r.readUInt16(), let e = try? r.readBytes(Int(length)) else { throw .truncated }
-            events.append(Array(e))
-        }
+        let events = try EventList.read(count, from: &r)
         guard r.isAtEnd else { throw .trailingBytes }
         return PositionsMessage(events: events)
     }

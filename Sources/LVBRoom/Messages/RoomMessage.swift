@@ -112,3 +112,28 @@ public struct RoomMessage: Equatable, Sendable {
     static func roster(_ m: RosterMessage) -> RoomMessage { RoomMessage(content: m) }
     static func countReport(_ report: PresenceCount.Report) -> RoomMessage { RoomMessage(content: CountReport(report: report)) }
 }
+
+/// Signed events carried in a room message, as the leaving, roster and
+/// positions messages lay them out: count(1) ‖ (length(2) ‖ event) × count.
+enum EventList {
+    /// Bytes `events` take, the count byte included.
+    static func size(_ events: [[UInt8]]) -> Int { 1 + events.reduce(0) { $0 + 2 + $1.count } }
+
+    static func write(_ events: [[UInt8]], into w: inout ByteWriter) {
+        w.write(UInt8(events.count))
+        for e in events {
+            w.write(UInt16(e.count))
+            w.write(bytes: e)
+        }
+    }
+
+    /// `count` events (the count byte already read).
+    static func read(_ count: UInt8, from r: inout ByteReader) throws(RoomError) -> [[UInt8]] {
+        var events: [[UInt8]] = []
+        for _ in 0..<count {
+            guard let length = try? r.readUInt16(), let e = try? r.readBytes(Int(length)) else { throw .truncated }
+            events.append(Array(e))
+        }
+        return events
+    }
+}

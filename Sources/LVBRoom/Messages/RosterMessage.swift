@@ -23,11 +23,7 @@ public enum RosterMessage: RoomMessageContent, Equatable {
         switch self {
         case .roster(let events):
             w.write(RoomMessage.Kind.roster.rawValue)
-            w.write(UInt8(events.count))
-            for e in events {
-                w.write(UInt16(e.count))
-                w.write(bytes: e)
-            }
+            EventList.write(events, into: &w)
         case .ack(let seq):
             w.write(RoomMessage.Kind.rosterAck.rawValue)
             w.write(seq)
@@ -44,12 +40,7 @@ public enum RosterMessage: RoomMessageContent, Equatable {
         } else {
             guard let count = try? r.readUInt8() else { throw .truncated }
             guard count >= 1, Int(count) <= maxEvents else { throw .badRosterCount(count) }
-            var events: [[UInt8]] = []
-            for _ in 0..<count {
-                guard let length = try? r.readUInt16(), let e = try? r.readBytes(Int(length)) else { throw .truncated }
-                events.append(Array(e))
-            }
-            message = .roster(events)
+            message = .roster(try EventList.read(count, from: &r))
         }
         guard r.isAtEnd else { throw .trailingBytes }
         return message
