@@ -64,11 +64,16 @@ extension RoomNode {
     }
 
     /// The census the host would send now: the joiners it listed (passed
-    /// on) that are still here, newest first.
+    /// on) that are still here, newest first. Count reports travel hop by
+    /// hop, authenticated but unsigned, so a member could claim a subtree
+    /// it does not have: the count is never more than the members whose
+    /// signed joins the host holds (its roster, less those that left or
+    /// were kicked).
     func currentCensus() -> Census? {
         guard let state else { return nil }
         let joiners = state.listed.filter(state.isPresent).prefix(Census.maxJoiners)
-        return Census(count: presenceCount.subtree, likes: state.likeTotal, joiners: Array(joiners))
+        let count = min(presenceCount.subtree, UInt32(clamping: state.presence.present.count))
+        return Census(count: count, likes: state.likeTotal, joiners: Array(joiners))
     }
 
     private func publishCensusIfDue(now: Instant) {

@@ -87,4 +87,24 @@ import Testing
         let took = net.clock.now() - start
         #expect(took <= .seconds(20), "recounted after \(took)")
     }
+
+    /// Count reports are authenticated hop by hop but not signed: a member
+    /// claiming a subtree it does not have cannot lift the census above the
+    /// members whose signed joins the host holds.
+    @Test func aMemberClaimingAHugeSubtreeCannotInflateTheCount() {
+        let (net, host, viewers) = simRoom(viewers: 5, seed: 2803, loss: 0)
+        let all = [host] + viewers
+        #expect(net.run(until: { all.allSatisfy { $0.room.state?.census?.count == 6 } }, timeout: .seconds(20)))
+        let liar = viewers[0]
+        let lie = RoomMessage.countReport(.init(hops: 1, upstream: true, subtree: 1_000_000)).encoded
+        let lying = net.every(.milliseconds(50)) { try? liar.sim.core.send(lie, channel: .room, to: host.id) }
+        // The most any member counted while the lie went on (censuses go at most every 2 s).
+        var most: UInt32 = 0
+        for _ in 0..<60 {
+            net.run(for: .milliseconds(100))
+            most = all.reduce(most) { max($0, $1.room.state?.census?.count ?? 0) }
+        }
+        lying.cancel()
+        #expect(most == 6, "a member counted \(most)")
+    }
 }
