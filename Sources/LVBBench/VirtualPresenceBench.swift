@@ -40,7 +40,7 @@ enum VirtualPresenceBench {
     static func runAndPrint(sizes: [Int]) {
         M.say("")
         M.say("room cost per member on the virtual network: real room, gossip and transport code in one process, 1 % loss")
-        M.say("  a host without media and N viewers (50 joins a second); bytes in per viewer over \(window.seconds) s idle")
+        M.say("  a host without media and N viewers (50 joins a second, N/20 above 1,000); bytes in per viewer over \(window.seconds) s idle")
         var reference: Room?
         for n in sizes {
             let room = run(viewers: n)

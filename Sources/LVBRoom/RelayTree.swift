@@ -105,6 +105,8 @@ public final class RelayTree: LiveRole {
     /// Times this node attached to a parent (the first included), and moved after a silence.
     public var attachments: Int { attachment?.attachments ?? 0 }
     public var failovers: Int { attachment?.failovers ?? 0 }
+    /// Bytes of the relay positions this node signed.
+    public var positionBytesPublished: Int { view.publishedBytes }
     /// The latest attachment steps (asked, fed by, refused, did not answer), newest last.
     public var attachmentLog: [(at: Instant, step: String)] { attachment?.log ?? [] }
     /// Times this node was moved down by its parent.

@@ -11,6 +11,7 @@ extension RoomNode {
     /// else, or a position for another room, costs the sender standing.
     func positionsReceived(_ events: [[UInt8]], from peer: NodeID) {
         guard let state, isAdmitted, peer == host || verified.contains(peer) else { return }
+        positionBytesIn += events.reduce(0) { $0 + 2 + $1.count }
         var held: [RoomEvent] = []
         for bytes in events {
             guard let e = try? RoomEvent.parse(bytes[...], kinds: RoomEvents.table), e.room == room,

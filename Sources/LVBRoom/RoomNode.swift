@@ -91,6 +91,8 @@ public final class RoomNode {
                                          burst: RoomConstants.censusNewJoiners)
     var lastSweep: Instant
     public internal(set) var rejectedEvents = 0
+    /// Bytes of relay positions received in room messages (`TreeView`): what the media tree's placement costs a member.
+    public internal(set) var positionBytesIn = 0
     var pendingDisconnects: [NodeID: Instant] = [:]
     var startInfo: RoomInfo?
     /// Where this node stands with the room.

@@ -19,6 +19,8 @@ final class TreeView {
     private var room: RoomNode { tree.room }
     /// Our latest position, signed.
     private(set) var own: RoomEvent?
+    /// Bytes of the positions we signed (what each member would receive if they were gossiped to the room).
+    private(set) var publishedBytes = 0
     /// Whose positions our parent passed us to pass on, and when (we pass
     /// on the latest we hold of each).
     private var fromParent: [NodeID: Instant] = [:]
@@ -44,6 +46,7 @@ final class TreeView {
     func publish(_ position: RelayPosition, parent: NodeID?) -> Bool {
         guard case .success(let event) = room.publish(.relay(position), broadcast: false) else { return false }
         own = event
+        publishedBytes += event.encoded.count
         if !tree.isRoot {
             room.sendPositions([event], to: room.host)
             if let parent, parent != room.host { room.sendPositions([event], to: parent) }

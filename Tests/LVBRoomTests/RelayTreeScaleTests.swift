@@ -205,7 +205,15 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
             #expect(lines(member) == 10, "\(name): \(member.id.short) has \(lines(member)) of 10 chat lines")
         }
         let start = c.net.clock.now()
+        let audience = Array(c.viewers.values), everyone = [c.host] + audience
+        let positionBytes = audience.map(\.room.positionBytesIn), published = everyone.reduce(0) { $0 + ($1.node.tree?.positionBytesPublished ?? 0) }
         c.net.run(for: .seconds(6))
+        // What placement costs a member now that positions travel along the
+        // tree, against what the room signs (each member's cost when they were gossiped).
+        let perSecond = zip(positionBytes, audience).map { Double($1.room.positionBytesIn - $0) / 6 }
+        let signed = Double(everyone.reduce(0) { $0 + ($1.node.tree?.positionBytesPublished ?? 0) } - published) / 6
+        print("\(name): relay positions in per viewer \(Int(perSecond.reduce(0, +) / Double(perSecond.count))) B/s (mean), "
+              + "\(Int(perSecond.max() ?? 0)) B/s (most); the room signed \(Int(signed)) B/s of them")
         var worst = 1.0
         for id in c.viewers.keys {
             let d = c.delivered(id, from: start, to: c.net.clock.now())
