@@ -214,6 +214,10 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
         let signed = Double(everyone.reduce(0) { $0 + ($1.node.tree?.positionBytesPublished ?? 0) } - published) / 6
         print("\(name): relay positions in per viewer \(Int(perSecond.reduce(0, +) / Double(perSecond.count))) B/s (mean), "
               + "\(Int(perSecond.max() ?? 0)) B/s (most); the room signed \(Int(signed)) B/s of them")
+        // A member holds the directory, its own chain and its children, not the room's tree.
+        let views = audience.map { $0.room.state?.tree.count ?? 0 }
+        print("\(name): positions a viewer holds \(views.min() ?? 0)...\(views.max() ?? 0), the host \(c.host.room.state?.tree.count ?? 0)")
+        #expect(views.allSatisfy { $0 <= 120 }, "\(name): a viewer holds \(views.max() ?? 0) positions of 201")
         var worst = 1.0
         for id in c.viewers.keys {
             let d = c.delivered(id, from: start, to: c.net.clock.now())
