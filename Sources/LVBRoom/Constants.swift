@@ -87,7 +87,7 @@ public enum RoomConstants {
     /// A node looks at its place in the tree this often (placement, silence,
     /// slow children); far finer than the silences it acts on.
     public static let treeTickInterval: Duration = .milliseconds(100)
-    /// A node gossips its relay position at most this often (changes coalesce).
+    /// A node signs its relay position at most this often (changes coalesce).
     public static let relayPublishInterval: Duration = .milliseconds(600)
     /// A relay position stands this long after it (or anything from its
     /// author) was last heard; its author publishes it again, unchanged,

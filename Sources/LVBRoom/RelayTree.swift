@@ -15,7 +15,7 @@ import LVBTransport
 /// attaches as deep as it can and takes no children for
 /// `RoomConstants.demotedFor`, so a slow link holds up no branch and, below
 /// the host, no stream rate); a newcomer past the slots is told the node is
-/// full. Each change of place is gossiped as the node's relay position (coalesced).
+/// full. Each change of place is signed as the node's relay position (coalesced) and sent along the tree (`TreeView`).
 public final class RelayTree: LiveRole {
     /// Children this node takes (`--relay-slots`; 0: a leaf).
     public let slots: Int

@@ -3,7 +3,7 @@ import LVBCrypto
 import LVBGossip
 
 /// Where a node attaches in the room's media tree, read from the relay
-/// positions members gossip (`RoomState.tree`). Pure: the same view gives
+/// positions a member holds (`RoomState.tree`: on the host, everyone's; on a member, what `TreeView` passed it). Pure: the same view gives
 /// the same answer. Depth is counted along the parent chain, not taken from
 /// what a node says of itself, and a chain that does not reach the host (a
 /// parent nobody has heard of, a loop, more than `maxDepth` hops) disqualifies
