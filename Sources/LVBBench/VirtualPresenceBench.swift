@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import LVBCore
 import LVBCrypto
 import LVBGossip
@@ -96,6 +99,11 @@ enum VirtualPresenceBench {
         }
         _ = net.run(until: { viewers.allSatisfy(\.room.isAdmitted) }, timeout: .seconds(60))
         room.joinSeconds = (net.clock.now() - joinStart).seconds
+        // Progress, for the large rooms that take a while (stderr: the figures stay on stdout).
+        let progress = { (what: String) in
+            fputs("  \(n + 1) members: \(what) (\(M.fixed(ProcessRunner.now() - wallStart, 0)) s of wall time)\n", stderr)
+        }
+        progress("all admitted after \(M.fixed(room.joinSeconds, 1)) s virtual")
         net.run(for: settle)
         let truth = Double(n + 1)
         room.countError = ([host] + viewers).map { m in m.count.map { abs(Double($0) - truth) / truth } ?? 1 }.max()
@@ -105,12 +113,14 @@ enum VirtualPresenceBench {
         room.bytesPerSecond = zip(before, viewers).map { Double($1.sim.core.stats.bytesIn - $0) / window.seconds }
         room.hostIn = Double(host.sim.core.stats.bytesIn - hostBefore.0) / window.seconds
         room.hostOut = Double(host.sim.core.stats.bytesOut - hostBefore.1) / window.seconds
+        progress("idle window measured")
         // A late joiner: its bytes in until its first census.
         let late = join(nodes[n + 1]), lateAt = net.clock.now()
         if net.run(until: { late.count != nil }, timeout: .seconds(20)) {
             room.joinerBytes = late.sim.core.stats.bytesIn
             room.joinerSeconds = (net.clock.now() - lateAt).seconds
         }
+        progress("late joiner in")
         // A tenth of the viewers crash.
         let killed = max(1, n / 10)
         for v in viewers.suffix(killed) { v.crash() }
