@@ -34,7 +34,7 @@ public final class RelayTree: LiveRole {
     /// How this node takes the stream; nil at the root, which makes it.
     private var attachment: TreeAttachment?
     /// How positions travel: ours up, the host's directory down.
-    private var view: TreeView!
+    private lazy var view = TreeView(tree: self)
     private var published: RelayPosition?
     private var lastPublished: Instant?
     private var refusalsSent: [NodeID: Instant] = [:]
@@ -70,7 +70,6 @@ public final class RelayTree: LiveRole {
         self.slots = max(0, min(slots, Int(RelayPosition.maxSlots)))
         self.addresses = Array(addresses.prefix(RelayPosition.maxAddresses))
         self.repairKbps = repairKbps
-        self.view = TreeView(tree: self)
     }
 
     /// The children of the stream this node serves, and how many it takes.

@@ -97,9 +97,10 @@ final class TreeView {
             rebuildDirectory(state, now: now)
             passed = directory
         } else {
+            // Each chain followed once, not at every comparison (this runs every tree tick).
             let placement = TreePlacement(host: room.host, tree: state.tree)
-            passed = fromParent.keys.compactMap { state.relays[$0] }
-                .sorted { (placement.depth(of: $0.author) ?? .max) < (placement.depth(of: $1.author) ?? .max) }
+            passed = fromParent.keys.compactMap { id in state.relays[id].map { (event: $0, depth: placement.depth(of: id) ?? .max) } }
+                .sorted { $0.depth < $1.depth }.map(\.event)
         }
         return (own.map { [$0] } ?? []) + passed
     }
