@@ -4,8 +4,10 @@ import LVBCrypto
 // Digests: a periodic backstop for what eager push and lazy repair both lost
 // (e.g. every copy of an event and all its announcements on a lossy link).
 // Each digest names, per author, the lowest and highest sequence held and the
-// newest holes; the
-// neighbour answers with the events it holds that the digest lacks.
+// newest holes; the neighbour answers with the events it holds that the
+// digest lacks, and, when the digest shows the sender holds what the
+// neighbour lacks, with its own digest of the same range (push-pull: a hole
+// is repaired by either side's digest, twice as often as by one's alone).
 extension GossipNode {
     /// Sends the next slice of our per-author progress, sized to one datagram;
     /// successive digests walk the author key space round-robin.
@@ -14,10 +16,23 @@ extension GossipNode {
         guard let target = pick(active.filter(transport.isConnected)) else { return }
         let authors = store.sortedAuthors
         if digestCursor >= authors.count { digestCursor = 0 }
+        let (entries, end) = digestEntries(from: digestCursor, through: nil)
+        let after = digestCursor == 0 ? [UInt8](repeating: 0, count: 32) : authors[digestCursor - 1].publicKey
+        let through = end >= authors.count ? [UInt8](repeating: 0xFF, count: 32) : authors[end - 1].publicKey
+        digestCursor = end >= authors.count ? 0 : end
+        send(.digest(after: after, through: through, entries: entries), to: target)
+        stats.digestsSent += 1
+    }
+
+    /// Entries for the authors from index `start` of `sortedAuthors` (up to
+    /// key `limit`, when given) that fit one digest, and the index after the last.
+    private func digestEntries(from start: Int, through limit: [UInt8]?) -> ([DigestEntry], Int) {
+        let authors = store.sortedAuthors
         var entries = [DigestEntry]()
         var size = 2 + 64 + 1
-        var index = digestCursor
+        var index = start
         while index < authors.count, entries.count < GossipConstants.maxDigestEntries {
+            if let limit, limit.lexicographicallyPrecedes(authors[index].publicKey) { break }
             guard let p = store.authors[authors[index]] else { break }
             let entry = DigestEntry(author: authors[index], minSeq: p.minSeq, maxSeq: p.maxSeq, missing: p.digestMissing)
             let entrySize = 32 + 8 + 8 + 1 + 8 * entry.missing.count
@@ -26,11 +41,7 @@ extension GossipNode {
             entries.append(entry)
             index += 1
         }
-        let after = digestCursor == 0 ? [UInt8](repeating: 0, count: 32) : authors[digestCursor - 1].publicKey
-        let through = index >= authors.count ? [UInt8](repeating: 0xFF, count: 32) : authors[index - 1].publicKey
-        digestCursor = index >= authors.count ? 0 : index
-        send(.digest(after: after, through: through, entries: entries), to: target)
-        stats.digestsSent += 1
+        return (entries, index)
     }
 
     func handleDigest(after: [UInt8], through: [UInt8], entries: [DigestEntry], from peer: NodeID) {
@@ -54,5 +65,34 @@ extension GossipNode {
             transport.sendGossip(GossipMessage.repair(e.encoded[...]).bytes, to: peer)
             stats.repairsSent += 1
         }
+        if entries.contains(where: senderHoldsMore), active.contains(peer) { pull(after: after, through: through, from: peer) }
+    }
+
+    /// Whether the sender of `entry` holds events of its author that we lack:
+    /// numbers beyond our range, or in one of our holes it does not list.
+    private func senderHoldsMore(_ entry: DigestEntry) -> Bool {
+        guard let p = store.authors[entry.author] else { return true }
+        if entry.maxSeq > p.maxSeq || entry.minSeq < p.minSeq { return true }
+        return p.digestMissing.contains { $0 >= entry.minSeq && $0 <= entry.maxSeq && !entry.missing.contains($0) }
+    }
+
+    /// Answers a digest with our own over the same key range (as far as one
+    /// datagram holds), at most once per `pullInterval` per neighbour, so
+    /// two nodes each behind the other cannot keep one another busy.
+    private func pull(after: [UInt8], through: [UInt8], from peer: NodeID) {
+        let now = clock.now()
+        if let last = lastPull[peer], now - last < GossipConstants.pullInterval { return }
+        lastPull[peer] = now
+        let authors = store.sortedAuthors
+        var low = 0, high = authors.count
+        while low < high {
+            let mid = (low + high) / 2
+            if after.lexicographicallyPrecedes(authors[mid].publicKey) { high = mid } else { low = mid + 1 }
+        }
+        let (entries, end) = digestEntries(from: low, through: through)
+        let covered = end > low && end < authors.count && !through.lexicographicallyPrecedes(authors[end].publicKey)
+            ? authors[end - 1].publicKey : through
+        send(.digest(after: after, through: covered, entries: entries), to: peer)
+        stats.pullsSent += 1
     }
 }

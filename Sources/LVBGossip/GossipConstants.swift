@@ -49,6 +49,9 @@ public enum GossipConstants {
     public static let storeCapacity = 8192
     /// Most events sent in answer to one digest.
     public static let maxRepairPerDigest = 48
+    /// A node answers a neighbour's digest with its own digest of the same
+    /// range (when the neighbour holds what it lacks) at most this often.
+    public static let pullInterval: Duration = .milliseconds(300)
     /// A sequence gap wider than this is a new epoch of the author, not loss.
     public static let maxTrackedGap: UInt64 = 1024
 }

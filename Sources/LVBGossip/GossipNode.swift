@@ -37,6 +37,8 @@ public struct GossipStats: Sendable, Equatable {
     public var ihavesSent = 0
     public var digestsSent = 0
     public var repairsSent = 0
+    /// Digests sent in answer to a neighbour's digest that showed it holds what we lack.
+    public var pullsSent = 0
     /// Payload copies per delivered event (1.0 is the ideal of a tree).
     public var copiesPerDelivery: Double { delivered == 0 ? 0 : Double(eventCopiesReceived) / Double(delivered) }
 }
@@ -79,6 +81,8 @@ public final class GossipNode {
     var lastMaintenance: Instant
     var lastShuffle: Instant
     var digestCursor = 0
+    /// When we last answered each neighbour's digest with ours.
+    var lastPull: [NodeID: Instant] = [:]
     /// When an event last came in or went out (digests slow down when none did lately).
     var lastEventAt: Instant?
 

@@ -104,6 +104,7 @@ extension GossipNode {
         eager.remove(peer)
         lazy.remove(peer)
         pendingNeighbor[peer] = nil
+        lastPull[peer] = nil
         for (eventID, var m) in missing where m.announcers.contains(peer) {
             m.announcers.removeAll { $0 == peer }
             missing[eventID] = m

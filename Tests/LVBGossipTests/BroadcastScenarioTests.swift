@@ -1,6 +1,6 @@
 import LVBCore
 import LVBCrypto
-import LVBGossip
+@testable import LVBGossip  // a failure shows each node's held ranges
 import LVBRoom
 import LVBTestSupport
 import LVBTransport
@@ -77,6 +77,18 @@ import Testing
         return out
     }
 
+    /// For a failure message: the neighbours of each author some node lacks an event of.
+    private func views(_ sent: [(EventID, Int, Bool)], nodes: [GossipSimNode], dead: Set<Int>) -> String {
+        let index = Dictionary(uniqueKeysWithValues: nodes.enumerated().map { ($0.element.id, $0.offset) })
+        let authors = Set(sent.filter { s in nodes.enumerated().contains { !dead.contains($0.offset) && $0.offset != s.1 && $0.element.delivered[s.0] == nil } }.map(\.1))
+        return authors.sorted().map { a in
+            let holders = nodes.indices.filter { nodes[$0].gossip.active.contains(nodes[a].id) }
+            let ranges = ([a] + holders).map { "\($0): \(nodes[$0].gossip.store.authors[nodes[a].id]?.ranges ?? [])" }
+            return "author \(a): active \(nodes[a].gossip.active.compactMap { index[$0] }), in the active view of \(holders), "
+                + "\(nodes[a].gossip.stats), held \(ranges)"
+        }.joined(separator: "; ")
+    }
+
     private func copiesPerDelivery(_ nodes: [GossipSimNode], dead: Set<Int>) -> Double {
         let stats = nodes.enumerated().filter { !dead.contains($0.offset) }.map(\.element.gossip.stats)
         let delivered = stats.map(\.delivered).reduce(0, +)
@@ -88,7 +100,7 @@ import Testing
         var dead = Set<Int>()
         let sent = try broadcast(1000, nodes: nodes, net: net, seed: 7, settle: .seconds(30), dead: &dead)
         let lacking = missing(sent, nodes: nodes, dead: dead) { _ in true }
-        #expect(lacking.count == 0, "e.g. \(lacking.prefix(5))")
+        #expect(lacking.count == 0, "e.g. \(lacking.prefix(5)); \(views(sent, nodes: nodes, dead: dead))")
         let copies = copiesPerDelivery(nodes, dead: dead)
         print("gossip, 50 nodes, 20% loss + reordering: \(copies) payload copies per delivered event")
         // Each event crosses each node about once; loss repair adds some.
