@@ -22,6 +22,10 @@ struct Presence {
     enum Order { case newer, same, older }
 
     private(set) var entries: [NodeID: Entry] = [:]
+    /// How many entries are present, kept as they change (the host's census
+    /// and every count read it: counting ten thousand entries each tick would
+    /// cost more than the room).
+    private(set) var presentCount = 0
     /// Each author's latest join or leave sequence number.
     private var latest: [NodeID: UInt64] = [:]
     /// Members whose latest word was a leave.
@@ -38,7 +42,7 @@ struct Presence {
         let id = e.author
         departed.remove(id)
         guard var entry = entries[id], entry.present else {
-            entries[id] = Entry(role: role, instance: instance, joinedAt: now, lastHeard: now, join: e, present: true)
+            store(Entry(role: role, instance: instance, joinedAt: now, lastHeard: now, join: e, present: true), for: id)
             return [.joined(id, role: role)]
         }
         var changes = [RoomChange]()
@@ -59,7 +63,9 @@ struct Presence {
         latest[e.author] = e.seq
         if departed.count >= 65_536 { departed.removeAll() }
         departed.insert(e.author)
-        guard let entry = entries.removeValue(forKey: e.author), entry.present else { return [] }
+        guard let entry = entries[e.author] else { return [] }
+        store(nil, for: e.author)
+        guard entry.present else { return [] }
         return [.left(e.author, reason: reason)]
     }
 
@@ -68,7 +74,7 @@ struct Presence {
     mutating func heard(_ id: NodeID, now: Instant) -> [RoomChange] {
         guard var entry = entries[id] else { return [] }
         entry.lastHeard = now
-        defer { entries[id] = entry }
+        defer { store(entry, for: id) }
         guard !entry.present else { return [] }
         entry.present = true
         entry.joinedAt = now
@@ -77,7 +83,16 @@ struct Presence {
 
     /// Forgets `id` entirely (kicked); true if it was present.
     mutating func remove(_ id: NodeID) -> Bool {
-        entries.removeValue(forKey: id)?.present ?? false
+        let was = isPresent(id)
+        store(nil, for: id)
+        return was
+    }
+
+    /// Sets (or, with nil, removes) `id`'s entry, keeping `presentCount`.
+    private mutating func store(_ entry: Entry?, for id: NodeID) {
+        let was = isPresent(id), now = entry?.present ?? false
+        entries[id] = entry
+        if was != now { presentCount += now ? 1 : -1 }
     }
 
     /// Members of `only` silent for `timeout` are shown as left (reason 1, timeout).
@@ -86,6 +101,7 @@ struct Presence {
         var changes = [RoomChange]()
         for id in silent.sorted(by: { $0.publicKey.lexicographicallyPrecedes($1.publicKey) }) {
             entries[id]?.present = false
+            presentCount -= 1
             changes.append(.left(id, reason: 1))
         }
         return changes
@@ -128,6 +144,7 @@ struct Presence {
         // A join that came lately may be newer than this census (the host
         // passes joins on as they come): kept until a census says otherwise.
         entries = entries.filter { listed.contains($0.key) || keeping.contains($0.key) || now - $0.value.joinedAt < RoomConstants.censusRefresh }
+        presentCount = entries.values.count(where: \.present)
         return changes
     }
 }

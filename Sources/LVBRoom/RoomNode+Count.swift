@@ -72,7 +72,7 @@ extension RoomNode {
     func currentCensus() -> Census? {
         guard let state else { return nil }
         let joiners = state.listed.filter(state.isPresent).prefix(Census.maxJoiners)
-        let count = min(presenceCount.subtree, UInt32(clamping: state.presence.present.count))
+        let count = min(presenceCount.subtree, UInt32(clamping: state.presence.presentCount))
         return Census(count: count, likes: state.likeTotal, joiners: Array(joiners))
     }
 

@@ -192,17 +192,26 @@ public final class RoomState {
     public var members: [Member] {
         let joiners = isHostsView ? Array(listed.prefix(Census.maxJoiners)) : census?.joiners
         guard let joiners else { return known }
+        // Built from the few shown, not by sorting everyone known (the host
+        // knows the whole room).
         let shown = Set(joiners).union(coHosts).union([host])
-        return known.filter { shown.contains($0.id) }
+        return shown.compactMap { id in presence.entries[id].flatMap { $0.present ? member(id, $0) : nil } }.sorted(by: Self.arrival)
     }
 
     /// Every member this node knows present (on the host: everyone that told it of itself).
     public var known: [Member] {
-        presence.present.map { id, entry in
-            var m = Member(id: id, profile: profile(of: id), role: entry.role, joinedAt: entry.joinedAt, instance: entry.instance)
-            m.onStage = isOnStage(id)
-            return m
-        }
+        presence.present.map(member)
+    }
+
+    private func member(_ id: NodeID, _ entry: Presence.Entry) -> Member {
+        var m = Member(id: id, profile: profile(of: id), role: entry.role, joinedAt: entry.joinedAt, instance: entry.instance)
+        m.onStage = isOnStage(id)
+        return m
+    }
+
+    /// Order of arrival, ties by key bytes (as `Presence.present`).
+    private static func arrival(_ a: Member, _ b: Member) -> Bool {
+        a.joinedAt != b.joinedAt ? a.joinedAt < b.joinedAt : a.id.publicKey.lexicographicallyPrecedes(b.id.publicKey)
     }
 
     public func isPresent(_ id: NodeID) -> Bool { presence.isPresent(id) }
@@ -213,7 +222,7 @@ public final class RoomState {
     /// How many are in the room (the host included): the host's census,
     /// or the members this node knows before the first census comes.
     public var count: Int {
-        census.map { Int($0.count) } ?? presence.present.count
+        census.map { Int($0.count) } ?? presence.presentCount
     }
 
     public func profile(of id: NodeID) -> Profile? {
