@@ -66,7 +66,7 @@ extension MediaBench {
     static func row(_ label: String, _ value: String, goal: String? = nil, ok: Bool = false, note: String? = nil) {
         var line = "  " + pad(label, 34) + value
         if let goal {
-            line = pad(line, 2 + 34 + 26) + pad("goal " + goal, 20) + (ok ? "✓" : "✗")
+            line = pad(line, 2 + 34 + 26) + pad("goal " + goal, 20) + (ok ? "✓" : "✗") + (note.map { "  " + $0 } ?? "")
         } else if let note {
             line = pad(line, 2 + 34 + 26) + note
         }

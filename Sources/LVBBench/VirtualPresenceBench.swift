@@ -14,9 +14,11 @@ import LVBTransport
 // A host without media and N viewers joining 50 a second (a twentieth of
 // the room a second above 1,000: 10,000 join in 20 s); once all are in
 // and the room has settled (10 s): every member's census count against the
-// truth; each viewer's bytes in per second over 20 s idle; a late joiner's
-// bytes to its first census; and, a tenth of the viewers crashed, how long
-// until every member counts the rest. The same figures as the process bench
+// truth; each viewer's bytes in per second over 20 s idle and over 20 s of
+// chat at 90 % of the room's chat rate (10 authors), with how many members
+// each line reached and how late; a late joiner's bytes to its first census;
+// and, a tenth of the viewers crashed, how long until every member's count
+// is within 2 % of the rest, and until it is exact. The same figures as the process bench
 // (`presence`), whose 40-member room is the reference for the ratio; CPU is
 // the process bench's alone (one process simulates the room here). The host's
 // own bytes in and out are shown too: it holds a session with every member.
@@ -33,7 +35,12 @@ enum VirtualPresenceBench {
         var joinSeconds = 0.0, wallSeconds = 0.0
         var bytesPerSecond: [Double] = []
         var countError: Double?
-        var staleness: Double?
+        /// A tenth crashed: until every member's count was within 2 %, and exact.
+        var staleness: Double?, exactAfter: Double?
+        /// Chatting: bytes in per viewer, lines sent and refused, receipts owed and made, latencies.
+        var chatBytesPerSecond: [Double] = []
+        var linesSent = 0, linesRefused = 0, owed = 0, reached = 0
+        var latenciesMs: [Double] = []
         var joinerBytes: Int?
         var joinerSeconds: Double?
         /// The host's bytes in and out per second over the idle window.
@@ -52,16 +59,33 @@ enum VirtualPresenceBench {
         }
     }
 
+    /// When each bench chat line was said, and when members heard it.
+    final class ChatTally {
+        var sentAt: [String: Instant] = [:]
+        var reached = 0
+        var latenciesMs: [Double] = []
+
+        func heard(_ e: RoomEvent, at now: Instant) {
+            guard let text = e.body.as(ChatLine.self)?.text, let sent = sentAt[text] else { return }
+            reached += 1
+            latenciesMs.append((now - sent).seconds * 1000)
+        }
+    }
+
     final class Member {
         let sim: SimulatedNode
         let room: RoomNode
         var ticker: TimerHandle?
 
-        init(_ sim: SimulatedNode, _ room: RoomNode, network: VirtualNetwork) {
+        init(_ sim: SimulatedNode, _ room: RoomNode, network: VirtualNetwork, chat: ChatTally) {
             self.sim = sim
             self.room = room
             sim.recordsEvents = false
             sim.onTransportEvent = { [unowned self] in self.room.handle($0) }
+            let me = sim.id
+            room.onOutput = { out in
+                if case let .change(.chat(e)) = out, e.author != me { chat.heard(e, at: network.clock.now()) }
+            }
             ticker = network.every(GossipConstants.tickInterval) { [unowned self] in self.room.tick() }
             room.start()
         }
@@ -81,14 +105,15 @@ enum VirtualPresenceBench {
         let nodes = net.makeNodes(n + 2, seed: seed)
         let random = SeededRandom(seed: seed ^ 0xABC)
         let roomID = RoomID.random(random)
+        let chat = ChatTally()
         let policy = AdmissionPolicy(room: roomID, host: nodes[0].core.identity, mode: .open, clock: net.clock)
         let host = Member(nodes[0], RoomNode(hosting: policy, core: nodes[0].core, clock: net.clock, random: random,
-                                              info: RoomInfo(title: "bench")), network: net)
+                                              info: RoomInfo(title: "bench")), network: net, chat: chat)
         var viewers: [Member] = []
         func join(_ node: SimulatedNode) -> Member {
             let r = RoomNode(joining: roomID, host: nodes[0].id, proof: .none, core: node.core, clock: net.clock, random: random)
             node.core.connect(to: nodes[0].address, expecting: nodes[0].id)
-            return Member(node, r, network: net)
+            return Member(node, r, network: net, chat: chat)
         }
         var room = Room(members: n + 1)
         let joinStart = net.clock.now()
@@ -114,6 +139,8 @@ enum VirtualPresenceBench {
         room.hostIn = Double(host.sim.core.stats.bytesIn - hostBefore.0) / window.seconds
         room.hostOut = Double(host.sim.core.stats.bytesOut - hostBefore.1) / window.seconds
         progress("idle window measured")
+        measureChat(&room, net: net, host: host, viewers: viewers, chat: chat)
+        progress("chat measured")
         // A late joiner: its bytes in until its first census.
         let late = join(nodes[n + 1]), lateAt = net.clock.now()
         if net.run(until: { late.count != nil }, timeout: .seconds(20)) {
@@ -126,11 +153,37 @@ enum VirtualPresenceBench {
         for v in viewers.suffix(killed) { v.crash() }
         let alive = [host, late] + viewers.dropLast(killed), expected = UInt32(n + 2 - killed)
         let crashed = net.clock.now()
-        if poll(net, timeout: .seconds(60), { alive.allSatisfy { $0.count == expected } }) {
+        let near = { (m: Member) in m.count.map { abs(Double($0) - Double(expected)) <= 0.02 * Double(expected) } ?? false }
+        if poll(net, timeout: .seconds(60), { alive.allSatisfy(near) }) {
             room.staleness = (net.clock.now() - crashed).seconds
+        }
+        if poll(net, timeout: .seconds(60), { alive.allSatisfy { $0.count == expected } }) {
+            room.exactAfter = (net.clock.now() - crashed).seconds
         }
         room.wallSeconds = ProcessRunner.now() - wallStart
         return room
+    }
+
+    /// 20 s of chat at 90 % of the room's rate from 10 authors spread over
+    /// the room, then 5 s for the last lines to arrive.
+    private static func measureChat(_ room: inout Room, net: VirtualNetwork, host: Member, viewers: [Member], chat: ChatTally) {
+        let rate = PresenceBench.chatRate * PresenceBench.chatShare
+        let authors = (0..<PresenceBench.authors).map { viewers[$0 * viewers.count / PresenceBench.authors] }
+        let before = viewers.map { $0.sim.core.stats.bytesIn }
+        let lines = Int(rate * window.seconds)
+        for i in 0..<lines {
+            let text = "bench line \(i)"
+            chat.sentAt[text] = net.clock.now()
+            do { try authors[i % authors.count].room.chat(text) } catch { room.linesRefused += 1 }
+            net.run(for: .seconds(1) / rate)
+        }
+        room.chatBytesPerSecond = zip(before, viewers).map { Double($1.sim.core.stats.bytesIn - $0) / window.seconds }
+        net.run(for: .seconds(5))
+        room.linesSent = lines - room.linesRefused
+        // Every member but the author hears each line said.
+        room.owed = room.linesSent * viewers.count
+        room.reached = chat.reached
+        room.latenciesMs = chat.latenciesMs
     }
 
     /// Runs `net` until `done` holds, checking it every `pollInterval` of
@@ -164,8 +217,18 @@ enum VirtualPresenceBench {
               + "joins took \(M.fixed(r.joinSeconds, 1)) s virtual; the run \(M.fixed(r.wallSeconds, 0)) s of wall time")
         M.row("\(label): count error, worst member", r.countError.map { M.fixed($0 * 100, 2) + " %" } ?? "?", goal: "≤ 2 %",
               ok: (r.countError ?? 1) <= 0.02)
-        M.row("\(label): a tenth crashed, counted by every member", r.staleness.map { M.fixed($0, 1) + " s" } ?? "not within 60 s",
-              goal: "≤ 10 s", ok: (r.staleness ?? .infinity) <= 10)
+        M.row("\(label): a tenth crashed, every member within 2 %", r.staleness.map { M.fixed($0, 1) + " s" } ?? "not within 60 s",
+              goal: "≤ 10 s", ok: (r.staleness ?? .infinity) <= 10,
+              note: "exact after " + (r.exactAfter.map { M.fixed($0, 1) + " s" } ?? "more than 60 s"))
+        let chatMean = PresenceBench.mean(r.chatBytesPerSecond)
+        M.row("\(label): bytes in per viewer, chatting", chatMean.map { M.fixed($0 / 1024, 2) + " KB/s" } ?? "?")
+        let share = r.owed == 0 ? nil : Double(r.reached) / Double(r.owed)
+        M.row("\(label): chat lines reaching members", share.map { M.fixed($0 * 100, 2) + " %" } ?? "?",
+              goal: "≥ 99.9 %", ok: (share ?? 0) >= 0.999,
+              note: "\(r.linesSent) sent at \(M.fixed(PresenceBench.chatRate * PresenceBench.chatShare, 0))/s, \(r.linesRefused) refused at the author")
+        let p99 = PresenceProbes.percentile(r.latenciesMs, 0.99), p50 = PresenceProbes.percentile(r.latenciesMs, 0.5)
+        M.row("\(label): chat line latency p99", p99.map { M.fixed($0, 0) + " ms" } ?? "?", goal: "≤ 1000 ms",
+              ok: (p99 ?? .infinity) <= 1000, note: p50.map { "median " + M.fixed($0, 0) + " ms" })
         M.row("\(label): a late joiner's first complete view",
               (r.joinerBytes.map { M.fixed(Double($0) / 1024, 1) + " KB" } ?? "?") + " in " + (r.joinerSeconds.map { M.fixed($0, 2) + " s" } ?? "?"),
               goal: "≤ 64 KB", ok: (r.joinerBytes ?? .max) <= 64 * 1024)
