@@ -159,6 +159,18 @@ enum PresenceBench {
         }
     }
 
+    /// How many members the lines said reached (of those owed: every member
+    /// but the author, for each line its author did not refuse) and how late.
+    static func chatRows(_ label: String, sent: Int, refused: Int, reached: Int, owed: Int, latenciesMs: [Double]) {
+        let share = owed == 0 ? nil : Double(reached) / Double(owed)
+        M.row("\(label): chat lines reaching members", share.map { M.fixed($0 * 100, 2) + " %" } ?? "?",
+              goal: "≥ 99.9 %", ok: (share ?? 0) >= 0.999,
+              note: "\(sent) sent at \(M.fixed(chatRate * chatShare, 0))/s, \(refused) refused at the author")
+        let p99 = PresenceProbes.percentile(latenciesMs, 0.99), p50 = PresenceProbes.percentile(latenciesMs, 0.5)
+        M.row("\(label): chat line latency p99", p99.map { M.fixed($0, 0) + " ms" } ?? "?", goal: "≤ 1000 ms",
+              ok: (p99 ?? .infinity) <= 1000, note: p50.map { "median " + M.fixed($0, 0) + " ms" })
+    }
+
     static func printRoom(_ r: Room, reference: Room?) {
         let label = "\(r.viewers) viewers"
         usageRows(label + ", idle", r.bytesPerSecond, r.cpuPercent, reference.map { ($0.bytesPerSecond, $0.cpuPercent) })
@@ -170,13 +182,7 @@ enum PresenceBench {
         M.row("\(label): count error, worst member", error, goal: "≤ 2 %", ok: (r.countError ?? 1) <= 0.02)
         let stale = r.staleness.map { M.fixed($0, 1) + " s" } ?? "not within 60 s"
         M.row("\(label): a tenth killed, counted by host + 5", stale, goal: "≤ 10 s", ok: (r.staleness ?? .infinity) <= 10)
-        let share = r.owed == 0 ? nil : Double(r.reached) / Double(r.owed)
-        M.row("\(label): chat lines reaching members", share.map { M.fixed($0 * 100, 2) + " %" } ?? "?",
-              goal: "≥ 99.9 %", ok: (share ?? 0) >= 0.999,
-              note: "\(r.linesSent) sent at \(M.fixed(chatRate * chatShare, 0))/s, \(r.linesRefused) refused at the author")
-        let p99 = PresenceProbes.percentile(r.latenciesMs, 0.99), p50 = PresenceProbes.percentile(r.latenciesMs, 0.5)
-        M.row("\(label): chat line latency p99", p99.map { M.fixed($0, 0) + " ms" } ?? "?", goal: "≤ 1000 ms",
-              ok: (p99 ?? .infinity) <= 1000, note: p50.map { "median " + M.fixed($0, 0) + " ms" })
+        chatRows(label, sent: r.linesSent, refused: r.linesRefused, reached: r.reached, owed: r.owed, latenciesMs: r.latenciesMs)
         let joinerBytes = r.joinerBytes.map { M.fixed($0 / 1024, 1) + " KB" } ?? "?"
         M.row("\(label): a late joiner's first complete view", joinerBytes + " in " + (r.joinerSeconds.map { M.fixed($0, 2) + " s" } ?? "?"),
               goal: "≤ 64 KB", ok: (r.joinerBytes ?? .infinity) <= 64 * 1024)
