@@ -21,8 +21,7 @@ struct RTPSource {
     private let payloadOffset: Int
 
     init(size: Int) {
-        // invariant: a constant header with an empty payload is always a valid packet.
-        var p = try! RTPPacket(payloadType: MediaConstants.videoPayloadType, sequenceNumber: 0, timestamp: 0, ssrc: 0xB0B0_0001,
+        var p = try! RTPPacket(payloadType: MediaConstants.videoPayloadType, sequenceNumber: 0, timestamp: 0, ssrc: 0xB0B0_0001,  // invariant: a constant header with an empty payload is always valid
                                payload: [][...])
         p.setCaptureTime(0x0123_4567_89AB_CDEF)
         let header = p.serialized().count
