@@ -45,8 +45,11 @@ public final class Downstream<Peer: Hashable> {
     public private(set) var stats = DownstreamStats()
     /// Full subscribers taken at most; keyframes-only ones are not counted.
     public var maxFullSubscribers = Int.max
-    /// A peer's feedback was refused: every full slot is taken.
+    /// A peer's feedback was refused: every full slot is taken, or `admits` said no.
     public var onRefused: ((Peer) -> Void)?
+    /// Whether a new full subscriber may be taken at all (a relay refuses
+    /// the nodes it takes its own stream through: one taken would close a loop).
+    public var admits: ((Peer) -> Bool)?
     /// Whether a PLI from a subscriber the GOP cache has just started still
     /// raises a keyframe request: at the origin it does (a keyframe costs one
     /// encode there, and under loss a burst may reach the subscriber
@@ -172,7 +175,7 @@ public final class Downstream<Peer: Hashable> {
     private func subscribe(_ peer: Peer, keyframesOnly: Bool, resumeAfter: UInt16?, capped: Bool, now: Instant) -> Bool? {
         let existing = subscribers[peer]
         let wasFull = existing != nil && !fanOut.isKeyframesOnly(peer)
-        if capped, !keyframesOnly, !wasFull, fullCount >= maxFullSubscribers {
+        if capped, !keyframesOnly, !wasFull, fullCount >= maxFullSubscribers || admits?(peer) == false {
             stats.subscribersRefused += 1
             onRefused?(peer)
             return nil

@@ -72,8 +72,11 @@ public enum RoomConstants {
     /// directory when it is full) at most this often.
     public static let hostAskedEvery: Duration = .milliseconds(500)
     /// A full node answers one asker's subscriptions at most this often
-    /// (each answer carries positions: the host's, its directory).
-    public static let refusalInterval: Duration = .milliseconds(400)
+    /// (each answer carries positions: the host's, its directory). Under
+    /// `attachTimeoutLive` less `attachResubscribe`, so that a subscription
+    /// sent again finds an answer when the first one was lost (at 10 %
+    /// loss a lost refusal cost the asker that node for `refusedFor`).
+    public static let refusalInterval: Duration = .milliseconds(150)
     /// With no candidate left, a node that did not answer our subscription
     /// in time is asked again after this long (rather than after `refusedFor`).
     public static let askAgainAfter: Duration = .seconds(1)

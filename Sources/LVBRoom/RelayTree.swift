@@ -79,14 +79,35 @@ public final class RelayTree: LiveRole {
     func serve(_ downstream: Downstream<NodeID>, slots: Int) {
         downstream.maxFullSubscribers = adopting ? slots : 0
         downstream.onRefused = { [unowned self] peer in tellFull(peer) }
+        downstream.admits = { [unowned self] peer in !isUpstream(peer) }
     }
 
-    /// Whether this node takes new children now. A member whose own stream
-    /// has stopped (its parent went silent, it is moving to another) takes
-    /// none until the stream flows again: a child taken then would wait on
-    /// a stream that is not coming, and orphans of different relays taking
-    /// each other would close a loop with no way to the host. The children
-    /// it has stay and resume with it.
+    /// Whether our stream comes through `peer`, as far as we know: the
+    /// parent (or the node we are asking) and the chain above it that the
+    /// room's positions show. Taken as a child it would close a loop: two
+    /// nodes moving at once can each take the other's child (seen at 10 %
+    /// loss: three viewers fed one another, the host's picture reaching none).
+    func isUpstream(_ peer: NodeID) -> Bool {
+        guard let attachment, peer != room.host else { return false }
+        let tree = room.state?.tree ?? [:]
+        for first in [attachment.parent, attachment.asking].compactMap({ $0 }) {
+            var at = first
+            for _ in 0..<Int(RelayPosition.maxDepth) {
+                if at == peer { return true }
+                guard at != room.host, let next = tree[at]?.parent else { break }
+                at = next
+            }
+        }
+        return false
+    }
+
+    /// Whether this node takes new children now. A member with no parent
+    /// (refused or moved by it, looking for another) or whose own stream
+    /// has stopped (its parent went silent) takes none until it has a parent
+    /// and the stream flows again: a child taken then would wait on a
+    /// stream that is not coming, and orphans taking each other would
+    /// close a loop with no way to the host. The children it has stay and
+    /// resume with it.
     private(set) var adopting = true
 
     func setAdopting(_ open: Bool) {
@@ -219,8 +240,9 @@ public final class RelayTree: LiveRole {
             let (fa, fb) = (tree[a].map { $0.free > 0 ? 0 : 2 } ?? 1, tree[b].map { $0.free > 0 ? 0 : 2 } ?? 1)
             return fa != fb ? fa < fb : a.text < b.text
         }
-        // An orphan's children are orphans too: no use sending anyone there.
-        let suggested = adopting ? Array(ranked.prefix(RoomMessage.maxRedirects)) : []
+        // An orphan's children are orphans too, and ours are below one that
+        // feeds us: no use sending either there.
+        let suggested = adopting && !isUpstream(peer) ? Array(ranked.prefix(RoomMessage.maxRedirects)) : []
         // Where they are first (and, from the host, where slots are free): the redirect alone names nodes the asker may not know.
         if let state = room.state, adopting { room.sendPositions(view.forRefused(state, children: suggested, now: now), to: peer) }
         room.send(.relay(suggested.isEmpty ? .full : .redirect(suggested)), to: peer)

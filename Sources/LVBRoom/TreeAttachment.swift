@@ -102,8 +102,8 @@ final class TreeAttachment {
         guard slots > 0 || media.receivers[room.host] != nil else { return leaveTree() }
         let placement = TreePlacement(host: room.host, tree: state.tree)
         let heard = media.lastHeard(from: room.host)
-        // No new children while our own stream has stopped for half a silence.
-        tree.setAdopting(heard.map { now - $0 < RoomConstants.parentSilence / 2 } ?? false)
+        // No new children without a parent, or while our own stream has stopped for half a silence.
+        tree.setAdopting(parent != nil && heard.map { now - $0 < RoomConstants.parentSilence / 2 } ?? false)
         if let t = trying {
             if let heard, heard > t.since {
                 note("fed by \(t.id.short)", now: now)
@@ -333,7 +333,11 @@ final class TreeAttachment {
         if trying?.id == peer || parent == peer { note("\(peer.short) refused\(children.isEmpty ? "" : ", naming \(children.count)")", now: now) }
         for child in children where child != core.nodeID && child != room.host { redirects[child] = now + RoomConstants.redirectFor }
         guard trying?.id == peer || parent == peer else { return }
-        if parent == peer { parent = nil }
+        if parent == peer {
+            parent = nil
+            // No new children before the next tick: we are looking for a parent.
+            tree.setAdopting(false)
+        }
         trying = nil
         // Asked again with the node's next tick, not the tree's next one.
         tree.tickSoon()
