@@ -39,6 +39,8 @@ public final class Downstream<Peer: Hashable> {
     private struct Subscriber {
         var lossFraction = 0.0
         var rtt: Duration?
+        /// When its last report about the video came.
+        var reportedAt: Instant?
     }
 
     public let fanOut: FanOut<Peer>
@@ -89,6 +91,10 @@ public final class Downstream<Peer: Hashable> {
     public func isKeyframesOnly(_ peer: Peer) -> Bool { fanOut.isKeyframesOnly(peer) }
     /// The loss `peer` last reported (before repair), and its round trip, if it subscribes.
     public func loss(of peer: Peer) -> Double? { subscribers[peer]?.lossFraction }
+    /// When `peer` last reported on the video (nil: never): a subscriber that
+    /// moved away and whose goodbye was lost stays until `subscriberTimeout`
+    /// with the loss it last reported, or none.
+    public func reportedAt(_ peer: Peer) -> Instant? { subscribers[peer]?.reportedAt }
     public func roundTrip(to peer: Peer) -> Duration? { subscribers[peer]?.rtt }
     /// Mean loss the full subscribers report, and the worst round trip.
     public var meanLoss: Double {
@@ -199,6 +205,7 @@ public final class Downstream<Peer: Hashable> {
         let repair = fanOut.takeRepairCounts(peer)
         let beforeRepair = repair.sent > 0 ? min(1, Double(repair.nacked) / Double(repair.sent)) : 0
         s.lossFraction = max(Double(block.fractionLost) / 256, beforeRepair)
+        s.reportedAt = now
         if block.lastSenderReport != 0, let rtt = roundTrip?(block, now) { s.rtt = rtt }
         subscribers[peer] = s
         onLoss?(peer, s.lossFraction, now)

@@ -210,9 +210,13 @@ public final class RelayTree: LiveRole {
         for kid in kids { smoothed[kid] = (childLoss[kid] ?? 0) * 0.9 + (downstream?.loss(of: kid) ?? 0) * 0.1 }
         childLoss = smoothed
         let losses = kids.map { ($0, smoothed[$0] ?? 0) }
+        // Only a sibling that reports says its link is fine: one that went
+        // elsewhere (its goodbye lost) reports nothing and looked lossless
+        // (seen at 10 % loss on every link: the host moved a child down).
+        let reporting = Set(kids.filter { kid in downstream?.reportedAt(kid).map { now - $0 < RoomConstants.slowChildFor / 2 } ?? false })
         var slow: [NodeID: Instant] = [:]
         for (child, loss) in losses where loss >= RoomConstants.slowChildLoss
-            && losses.contains(where: { $0.0 != child && $0.1 < RoomConstants.fineChildLoss }) {
+            && losses.contains(where: { $0.0 != child && $0.1 < RoomConstants.fineChildLoss && reporting.contains($0.0) }) {
             let since = slowSince[child] ?? now
             guard now - since >= RoomConstants.slowChildFor else {
                 slow[child] = since

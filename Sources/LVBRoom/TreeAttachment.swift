@@ -152,13 +152,19 @@ final class TreeAttachment {
             }
         }
         let feeder = media.feeder(of: room.host)
-        if trying == nil, parent == nil, !silent, excluded[feeder] == nil {
+        // (Not one that just failed to answer us: our subscription to it
+        // stays until we ask another, and what it sent before is no sign
+        // it is alive.)
+        if trying == nil, parent == nil, !silent, excluded[feeder] == nil, silenced[feeder] == nil {
             // Already fed (the host took the subscription sent with our admission request).
             parent = feeder
             attachments += 1
         }
         if trying == nil, parent == nil || silent {
-            if let parent { silenced[parent] = now + RoomConstants.refusedFor }
+            if let parent {
+                silenced[parent] = now + RoomConstants.refusedFor
+                note("\(parent.short) silent", now: now)
+            }
             let (excluding, silent) = (Set(excluded.keys), Set(silenced.keys))
             // Moved down: as deep as there is room. Else the backup if it still
             // answers; else placement's first (among the shallowest, those
@@ -184,7 +190,9 @@ final class TreeAttachment {
             // died with our parent (a dead one with no session costs
             // `orphanSessionWait`, with one `attachTimeoutLive`).
             let alive = parent != nil ? ranked.first { heardLately($0, now: now) } : nil
-            let next = demotedUntil != nil ? ranked.last
+            // (Moved down: the deepest heard from lately, if any: a relay
+            // that died keeps its place in our view for a while.)
+            let next = demotedUntil != nil ? ranked.last { heardLately($0, now: now) } ?? ranked.last
                 : live ?? (parent != nil ? ranked.first { heardLately($0, now: now) && (placement.depth(of: $0) ?? Int.max) < depth } : nil)
                 ?? redirected ?? alive ?? ranked.first ?? redirect(placement, now: now) ?? askAgain(placement, excluding: excluding, now: now)
                 ?? askHost(now: now)
@@ -266,6 +274,7 @@ final class TreeAttachment {
     func movedDown(by peer: NodeID) {
         guard parent == peer || trying?.id == peer else { return }
         let now = clock.now()
+        note("moved down by \(peer.short)", now: now)
         demotions += 1
         demotedUntil = now + RoomConstants.demotedFor
         tree.tellChildrenToGo()

@@ -152,8 +152,9 @@ private final class Tree {
     @Test(arguments: [311, 312, 314, 315] as [UInt64])
     func atTenPercentLossViewersAttachSoonAndOrphansMoveWithinThreeSeconds(seed: UInt64) throws {
         let t = try Tree(viewers: 6, slots: 2, seed: seed, impairment: Impairment(loss: 0.1, delay: .milliseconds(5)))
+        let start = t.net.clock.now()
         #expect(t.net.run(until: { t.viewers.indices.allSatisfy { t.parent($0) != nil && !t.pictures[$0].isEmpty } }, timeout: .seconds(4)),
-                "\(t.viewers.indices.filter { t.parent($0) == nil || t.pictures[$0].isEmpty }) without a parent or a picture after 4 s")
+                "\(t.viewers.indices.filter { t.parent($0) == nil || t.pictures[$0].isEmpty }.map { t.steps($0, since: start) }) without a parent or a picture after 4 s")
         t.net.run(for: .seconds(2))
         try t.killRelay(within: .seconds(3), settle: .seconds(1))
     }
