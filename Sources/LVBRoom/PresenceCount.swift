@@ -47,6 +47,7 @@ struct PresenceCount {
     private(set) var heard: [NodeID: (report: Report, at: Instant)] = [:]
     /// The neighbour this member counts itself below (nil for the host, or with no route).
     private(set) var upstream: NodeID?
+
     /// The newest round any route brought (the host: the one it started), and when.
     private(set) var newest: UInt16 = 0
     private var newestAt: Instant?
@@ -92,6 +93,9 @@ struct PresenceCount {
         chooseUpstream(now: now)
     }
 
+    /// The neighbours that count themselves below us.
+    var children: [NodeID] { heard.filter { $0.value.report.upstream }.map(\.key) }
+
     /// A neighbour is gone (left, session ended, no longer a neighbour).
     mutating func forget(_ peer: NodeID, now: Instant) {
         guard heard.removeValue(forKey: peer) != nil else { return }
@@ -125,14 +129,19 @@ struct PresenceCount {
     /// The members this one speaks for: itself and the children (neighbours
     /// that chose it, further from the host) whose route is as fresh as ours.
     func subtree(now: Instant) -> UInt32 {
-        let mine = hops, round = round
-        guard mine < Self.unreachable else { return 1 }
+        guard hops < Self.unreachable else { return 1 }
         var sum: UInt64 = 1
-        for (_, h) in heard where h.report.upstream && h.report.hops > mine
-            && Self.isCurrent(h.report.round, newest: round, since: routeAt, now: now) {
-            sum += UInt64(h.report.subtree)
-        }
+        for (id, h) in heard where counts(id, now: now) { sum += UInt64(h.report.subtree) }
         return UInt32(clamping: sum)
+    }
+
+    /// Whether neighbour `id` counts as our child now: it chose us, sits
+    /// further from the host, and its route keeps up with ours. (A child
+    /// ahead of us counts: our own round can step back when we take a
+    /// nearer upstream whose report of the newest is yet to come.)
+    func counts(_ id: NodeID, now: Instant) -> Bool {
+        guard let h = heard[id]?.report, h.upstream, hops < Self.unreachable, h.hops > hops else { return false }
+        return Self.isNewer(h.round, than: round) || Self.isCurrent(h.round, newest: round, since: routeAt, now: now)
     }
 
     /// The report for neighbour `peer`.

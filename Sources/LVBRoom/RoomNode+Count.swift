@@ -16,6 +16,10 @@ struct CountReporting {
     var neighbours: Set<NodeID> = []
     /// The host: when it started its latest round.
     var roundStarted: Instant?
+    /// The host: the count it tells (its subtree once it held for
+    /// `countSettle`), and the latest subtree and since when.
+    var settled: UInt32?
+    var latest: (count: UInt32, since: Instant)?
 }
 
 extension RoomNode {
@@ -48,6 +52,7 @@ extension RoomNode {
         for peer in presenceCount.expire(now: now) where gossip.active.contains(peer) { gossip.peerDown(peer) }
         sendCountReports(now: now)
         if isHost {
+            settleCount(now: now)
             featureNewJoiners(now: now)
             publishCensusIfDue(now: now)
         }
@@ -64,7 +69,11 @@ extension RoomNode {
         let route = (upstream: count.upstream, hops: count.hops, round: count.round)
         // A joiner the census lists reports to the host too: the host watches it.
         let listed = state?.census?.joiners.contains(core.nodeID) == true ? [host] : []
-        let neighbours = Set(gossip.active).union(count.heard.keys).union(listed).filter { core.isEstablished(with: $0) }
+        // Our gossip neighbours, our upstream and our children: not everyone
+        // that ever reported to us (two that answer each other's reports
+        // would go on for ever; the host would hear from everyone).
+        let neighbours = Set(gossip.active).union(listed).union(count.upstream.map { [$0] } ?? []).union(count.children)
+            .filter { core.isEstablished(with: $0) }
         var to: Set<NodeID> = neighbours.subtracting(countReporting.neighbours)
         countReporting.neighbours = neighbours
         if let last = countReporting.toAll {
@@ -89,6 +98,18 @@ extension RoomNode {
         if let up = route.upstream, to.contains(up) { countReporting.toUpstream = (up, subtree, now) }
     }
 
+    /// A member moving in the tree is uncounted for a round trip (its
+    /// report of the new hops or round is on its way): the host tells a
+    /// count only once it held for `countSettle`, so a census never
+    /// catches such a dip (each one costs every member a signed event).
+    private func settleCount(now: Instant) {
+        let count = presenceCount.subtree(now: now)
+        if countReporting.latest?.count != count { countReporting.latest = (count, now) }
+        if let latest = countReporting.latest, countReporting.settled == nil || now - latest.since >= RoomConstants.countSettle {
+            countReporting.settled = latest.count
+        }
+    }
+
     /// The census the host would send now: the joiners it listed (passed
     /// on) that are still here, newest first. Count reports travel hop by
     /// hop, authenticated but unsigned, so a member could claim a subtree
@@ -98,7 +119,8 @@ extension RoomNode {
     func currentCensus() -> Census? {
         guard let state else { return nil }
         let joiners = state.listed.filter(state.isPresent).prefix(Census.maxJoiners)
-        let count = min(presenceCount.subtree(now: clock.now()), UInt32(clamping: state.presence.presentCount))
+        let counted = countReporting.settled ?? presenceCount.subtree(now: clock.now())
+        let count = min(counted, UInt32(clamping: state.presence.presentCount))
         return Census(count: count, likes: state.likeTotal, joiners: Array(joiners))
     }
 
@@ -110,7 +132,7 @@ extension RoomNode {
         let since = lastCensus.map { now - $0.at }
         if let since, since < RoomConstants.censusSoonest { return }
         if let since, since < RoomConstants.censusInterval, let last = lastCensus?.census,
-           abs(Int64(presenceCount.subtree(now: now)) - Int64(last.count)) * 100 < Int64(last.count) {
+           abs(Int64(countReporting.settled ?? 0) - Int64(last.count)) * 100 < Int64(last.count) {
             return
         }
         guard let census = currentCensus() else { return }
