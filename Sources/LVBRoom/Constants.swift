@@ -123,6 +123,8 @@ public enum RoomConstants {
     /// The host tells a count once it held this long (a member moving in
     /// the tree is uncounted for a round trip).
     public static let countSettle: Duration = .milliseconds(300)
+    /// The count the host tells is at most this old, however it moves.
+    public static let countSettleMost: Duration = .seconds(1)
     /// A count that moved by 1 % or more goes this soon after the last census.
     public static let censusSoonest: Duration = .milliseconds(500)
     public static let censusRefresh: Duration = .seconds(10)

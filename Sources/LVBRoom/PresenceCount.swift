@@ -93,9 +93,6 @@ struct PresenceCount {
         chooseUpstream(now: now)
     }
 
-    /// The neighbours that count themselves below us.
-    var children: [NodeID] { heard.filter { $0.value.report.upstream }.map(\.key) }
-
     /// A neighbour is gone (left, session ended, no longer a neighbour).
     mutating func forget(_ peer: NodeID, now: Instant) {
         guard heard.removeValue(forKey: peer) != nil else { return }

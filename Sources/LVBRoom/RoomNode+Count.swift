@@ -17,8 +17,10 @@ struct CountReporting {
     /// The host: when it started its latest round.
     var roundStarted: Instant?
     /// The host: the count it tells (its subtree once it held for
-    /// `countSettle`), and the latest subtree and since when.
+    /// `countSettle`, or at least every `countSettleMost`) and when it took
+    /// it, and the latest subtree and since when.
     var settled: UInt32?
+    var settledAt: Instant?
     var latest: (count: UInt32, since: Instant)?
 }
 
@@ -69,11 +71,7 @@ extension RoomNode {
         let route = (upstream: count.upstream, hops: count.hops, round: count.round)
         // A joiner the census lists reports to the host too: the host watches it.
         let listed = state?.census?.joiners.contains(core.nodeID) == true ? [host] : []
-        // Our gossip neighbours, our upstream and our children: not everyone
-        // that ever reported to us (two that answer each other's reports
-        // would go on for ever; the host would hear from everyone).
-        let neighbours = Set(gossip.active).union(listed).union(count.upstream.map { [$0] } ?? []).union(count.children)
-            .filter { core.isEstablished(with: $0) }
+        let neighbours = Set(gossip.active).union(count.heard.keys).union(listed).filter { core.isEstablished(with: $0) }
         var to: Set<NodeID> = neighbours.subtracting(countReporting.neighbours)
         countReporting.neighbours = neighbours
         if let last = countReporting.toAll {
@@ -100,13 +98,18 @@ extension RoomNode {
 
     /// A member moving in the tree is uncounted for a round trip (its
     /// report of the new hops or round is on its way): the host tells a
-    /// count only once it held for `countSettle`, so a census never
-    /// catches such a dip (each one costs every member a signed event).
+    /// count once it held for `countSettle`, so a census seldom catches
+    /// such a dip (each one costs every member a signed event); and the
+    /// count it tells is at most `countSettleMost` old, or a room whose
+    /// count keeps moving (a crowd leaving, orphans finding new routes)
+    /// would be told nothing new.
     private func settleCount(now: Instant) {
         let count = presenceCount.subtree(now: now)
         if countReporting.latest?.count != count { countReporting.latest = (count, now) }
-        if let latest = countReporting.latest, countReporting.settled == nil || now - latest.since >= RoomConstants.countSettle {
+        guard let latest = countReporting.latest else { return }
+        if countReporting.settledAt.map({ now - latest.since >= RoomConstants.countSettle || now - $0 >= RoomConstants.countSettleMost }) ?? true {
             countReporting.settled = latest.count
+            countReporting.settledAt = now
         }
     }
 
