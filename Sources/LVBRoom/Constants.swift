@@ -120,13 +120,6 @@ public enum RoomConstants {
     /// The host sends a census when the count, the likes or the latest
     /// joiners changed, at most this often, and at least every `censusRefresh`.
     public static let censusInterval: Duration = .seconds(2)
-    /// The host tells a count once it held this long (a member moving in
-    /// the tree is uncounted for a round trip).
-    public static let countSettle: Duration = .milliseconds(300)
-    /// The count the host tells is at most this old, however it moves.
-    public static let countSettleMost: Duration = .seconds(1)
-    /// A count that moved by 1 % or more goes this soon after the last census.
-    public static let censusSoonest: Duration = .milliseconds(500)
     public static let censusRefresh: Duration = .seconds(10)
 
     /// Domain separation of the room's signatures and MACs; each is followed by

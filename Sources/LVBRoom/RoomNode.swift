@@ -76,10 +76,13 @@ public final class RoomNode {
     var roster: (events: [[UInt8]], seq: UInt64, lastSent: Instant?)?
     /// Our profile went to the whole room (it goes when we first speak).
     var profileSpoken = false
-    /// Counting the room (`RoomNode+Count`): this node's part, what it last
-    /// reported and when, and the host's last census.
+    /// Counting the room (`RoomNode+Count`): this node's part, when it last
+    /// reported to everyone, what it last told its upstream, and the host's last census.
     var presenceCount: PresenceCount
-    var countReporting = CountReporting()
+    var lastCountReport: Instant?
+    var lastUpstreamReport: (upstream: NodeID?, subtree: UInt32, at: Instant)
+    var countDirty = false
+    var lastCountExpiry: Instant
     var lastCensus: (census: Census, at: Instant)?
     /// The host: the rate it lists joiners at (`RoomState.listed`), and the
     /// joiners waiting their turn, oldest first.
@@ -187,8 +190,9 @@ public final class RoomNode {
         let wall = clock.wallTime()
         seq = wall.seconds * 1_000_000 + UInt64(wall.nanoseconds / 1000)
         lastSweep = clock.now()
-        presenceCount = PresenceCount(me: core.nodeID, isHost: policy != nil,
-                                      firstRound: UInt16(truncatingIfNeeded: clock.wallTime().seconds * 2 / 3))
+        presenceCount = PresenceCount(me: core.nodeID, isHost: policy != nil)
+        lastUpstreamReport = (nil, 0, clock.now())
+        lastCountExpiry = clock.now()
         wireGossip()
         // Every member holds a session with the host: it introduces neighbours.
         adapter.coordinators = { [unowned self] in isHost ? [] : [self.host] }
