@@ -56,17 +56,19 @@ private final class Tree {
     func steps(_ i: Int, since: Instant) -> String {
         let log = viewers[i].node.tree?.attachmentLog ?? []
         return "\(i): " + log.filter { $0.at >= since }.map { entry in
-            var step = entry.step.replacing(host.id.short, with: "host")
-            for (j, v) in viewers.enumerated() { step = step.replacing(v.id.short, with: "viewer \(j)") }
+            var step = entry.step.replacing(host.id.short, with: name(host.id))
+            for v in viewers { step = step.replacing(v.id.short, with: "viewer " + name(v.id)) }
             return "\(Int((entry.at - since).milliseconds)) ms \(step)"
         }.joined(separator: ", ")
     }
+
+    /// A node as failure messages name it: "host", or its viewer index.
+    func name(_ id: NodeID) -> String { id == host.id ? "host" : viewers.firstIndex { $0.id == id }.map(String.init) ?? id.short }
 
     /// Viewer `i`'s chain up to the host (each with its pictures since
     /// `since`), its gaps of more than 100 ms since, and its receiver's
     /// counters (for failure messages).
     func delivery(_ i: Int, since: Instant, victim: Int, diedAt: Instant) -> String {
-        func name(_ id: NodeID) -> String { id == host.id ? "host" : viewers.firstIndex { $0.id == id }.map(String.init) ?? id.short }
         var chain: [String] = []
         var at = parent(i)
         while let p = at, let j = viewers.firstIndex(where: { $0.id == p }), chain.count < 8 {
