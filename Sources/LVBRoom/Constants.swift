@@ -121,6 +121,11 @@ public enum RoomConstants {
     /// joiners changed, at most this often, and at least every `censusRefresh`.
     public static let censusInterval: Duration = .seconds(2)
     public static let censusRefresh: Duration = .seconds(10)
+    /// A count that moved by this share of the room (and by two members at
+    /// least) goes out sooner, as soon as `censusSoonest` after the last
+    /// census: a tenth of the room gone is news, one member is not.
+    public static let censusMove = 0.01
+    public static let censusSoonest: Duration = .milliseconds(500)
 
     /// Domain separation of the room's signatures and MACs; each is followed by
     /// one 0x00 byte where it prefixes signed bytes.

@@ -6,6 +6,12 @@ import LVBGossip
 // over the gossip neighbours (`PresenceCount`), and the host publishes the
 // total in its census.
 extension RoomNode {
+    /// This member's place in the counting tree: hops from the host (64:
+    /// no route), the members it speaks for, and the neighbours it heard.
+    public var countPlace: (hops: UInt8, subtree: UInt32, heard: Int) {
+        (presenceCount.hops, presenceCount.subtree, presenceCount.heard.count)
+    }
+
     /// A neighbour's count report.
     func countReported(_ report: PresenceCount.Report, from peer: NodeID) {
         guard isAdmitted, hears(peer) else { return }
@@ -78,10 +84,20 @@ extension RoomNode {
 
     private func publishCensusIfDue(now: Instant) {
         let since = lastCensus.map { now - $0.at }
-        if let since, since < RoomConstants.censusInterval { return }
+        if let since, since < RoomConstants.censusSoonest { return }
         guard let census = currentCensus() else { return }
+        if let since, since < RoomConstants.censusInterval, let last = lastCensus?.census,
+           !Self.countMoved(from: last.count, to: census.count) { return }
         if let since, since < RoomConstants.censusRefresh, lastCensus?.census == census { return }
         guard case .success = publish(.census(census)) else { return }
         lastCensus = (census, now)
+    }
+
+    /// Whether the count moved enough for a census before `censusInterval`:
+    /// by `censusMove` of the room and at least two members (one member
+    /// coming or going is the next regular census's news).
+    static func countMoved(from old: UInt32, to new: UInt32) -> Bool {
+        let moved = old > new ? old - new : new - old
+        return moved >= 2 && Double(moved) >= RoomConstants.censusMove * Double(max(old, new))
     }
 }

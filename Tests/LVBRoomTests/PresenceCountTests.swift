@@ -88,6 +88,34 @@ import Testing
         #expect(took <= .seconds(20), "recounted after \(took)")
     }
 
+    /// A count that moved by a hundredth of the room (two members at least)
+    /// is news: the host tells it 500 ms after its last census, not 2 s.
+    @Test func aCountThatMovedByAHundredthGoesOutSooner() {
+        #expect(RoomNode.countMoved(from: 1001, to: 990))
+        #expect(!RoomNode.countMoved(from: 1001, to: 992))
+        #expect(RoomNode.countMoved(from: 9900, to: 10_001))
+        #expect(!RoomNode.countMoved(from: 40, to: 39))
+        #expect(RoomNode.countMoved(from: 40, to: 38))
+        // Ten of 51 crash: the host's subtree falls in steps as their reports
+        // go stale, and each step of 2 % or more goes out within 500 ms (a
+        // tick and a gossip hop on top), where it waited for 2 s before.
+        let (net, host, viewers) = simRoom(viewers: 50, seed: 2805, loss: 0)
+        #expect(net.run(until: { host.room.state?.census?.count == 51 }, timeout: .seconds(30)))
+        net.run(for: .seconds(3))
+        for v in viewers.suffix(10) { v.crash() }
+        var worst = Duration.zero, settled = false
+        var movedAt: (count: UInt32, at: Instant)?
+        for _ in 0..<300 where !settled {
+            net.run(for: .milliseconds(20))
+            let counted = min(host.room.countPlace.subtree, 51), told = host.room.state?.census?.count ?? 0
+            if counted == told { movedAt = nil; settled = told == 41; continue }
+            if movedAt == nil, RoomNode.countMoved(from: told, to: counted) { movedAt = (counted, net.clock.now()) }
+            if let movedAt { worst = max(worst, net.clock.now() - movedAt.at) }
+        }
+        #expect(settled, "the host's census says \(host.room.state?.census?.count ?? 0)")
+        #expect(worst <= .milliseconds(560), "a moved count waited \(worst) for its census")
+    }
+
     /// Count reports are authenticated hop by hop but not signed: a member
     /// claiming a subtree it does not have cannot lift the census above the
     /// members whose signed joins the host holds.

@@ -6,8 +6,9 @@ import LVBGossip
 /// report up the room's counting tree (`PresenceCount`), the likes it has
 /// tallied, and the latest joiners, newest first — a bounded list, like the
 /// big live services show. Sent when the count or the list changes, at most
-/// every `censusInterval`, and at least every `censusRefresh`, so everyone
-/// knows the room's size without hearing from every member. Latest wins.
+/// every `censusInterval` (`censusSoonest` when the count moved by
+/// `censusMove`), and at least every `censusRefresh`, so everyone knows the
+/// room's size without hearing from every member. Latest wins.
 ///
 ///     body: count(4) ‖ likes(8) ‖ n(1: 0...10) ‖ joiner(32) × n
 public struct Census: EventContent, Equatable {
