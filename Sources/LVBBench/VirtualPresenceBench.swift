@@ -154,7 +154,19 @@ enum VirtualPresenceBench {
         let alive = [host, late] + viewers.dropLast(killed), expected = UInt32(n + 2 - killed)
         let crashed = net.clock.now()
         let near = { (m: Member) in m.count.map { abs(Double($0) - Double(expected)) <= 0.02 * Double(expected) } ?? false }
-        if poll(net, timeout: .seconds(60), { alive.allSatisfy(near) }) {
+        // The counting tree's depths, and each second of the recount (stderr, beside the progress).
+        let depths = Dictionary(grouping: alive, by: { $0.room.countPlace.hops }).mapValues(\.count).sorted { $0.key < $1.key }
+        progress("a tenth crashed; members by hops from the host in the counting tree: "
+                 + depths.map { "\($0.key >= 64 ? "none" : "\($0.key)"): \($0.value)" }.joined(separator: ", "))
+        var second = 0
+        let traced = { (done: Bool) in
+            let at = Int((net.clock.now() - crashed).seconds)
+            guard at > second || done else { return }
+            second = at
+            fputs("    +\(at) s: the host counts \(host.room.countPlace.subtree), its census says \(host.count ?? 0) (truth \(expected)); "
+                  + "members within 2 %: \(alive.count(where: near)) of \(alive.count)\n", stderr)
+        }
+        if poll(net, timeout: .seconds(60), { let done = alive.allSatisfy(near); traced(done); return done }) {
             room.staleness = (net.clock.now() - crashed).seconds
         }
         if poll(net, timeout: .seconds(60), { alive.allSatisfy { $0.count == expected } }) {

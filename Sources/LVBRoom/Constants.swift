@@ -177,6 +177,9 @@ public enum RoomConstants {
     public static let pollFloor: Duration = .milliseconds(1)
     /// A member shows its pass to a peer at most this often (unless forced).
     public static let passRepeat: Duration = .seconds(1)
+    /// Gossip that came before its sender's pass waits for it at most this
+    /// long: up to 4 messages per peer, from up to 32 peers.
+    public static let heldGossip = (wait: Duration.seconds(2), perPeer: 4, peers: 32)
     /// A member that drops a peer's gossip or media for want of its pass
     /// asks for it at most this often, and answers such a request from a
     /// peer at most this often: one lost pass cost a child its new parent

@@ -63,6 +63,35 @@ extension RoomNode {
         send(.passWanted(room: room), to: peer)
     }
 
+    /// Gossip from a member whose pass we hold (or the host's).
+    func readGossip(_ payload: ArraySlice<UInt8>, from peer: NodeID) {
+        guard !standing.isThrottled(peer) else { return }
+        gossip.receive(payload, from: peer)
+        if let changes = state?.noteActivity(from: peer) { changes.forEach(report) }
+    }
+
+    /// A peer's pass and its first gossip (a neighbour request on a new
+    /// session) can cross on the way: its first few messages wait for the
+    /// pass, briefly (`RoomConstants.heldGossip`), and the pass reads them.
+    /// Bounded per peer and in all, so a peer that never shows a pass costs
+    /// a few datagrams of memory for two seconds.
+    func holdGossip(_ payload: ArraySlice<UInt8>, from peer: NodeID) {
+        let now = clock.now(), limits = RoomConstants.heldGossip
+        if heldGossip[peer] == nil, heldGossip.count >= limits.peers {
+            heldGossip = heldGossip.filter { now - $0.value.at < limits.wait }
+            guard heldGossip.count < limits.peers else { return }
+        }
+        var held = heldGossip[peer] ?? (now, [])
+        guard held.payloads.count < limits.perPeer else { return }
+        held.payloads.append(Array(payload))
+        heldGossip[peer] = held
+    }
+
+    func releaseGossip(from peer: NodeID) {
+        guard let held = heldGossip.removeValue(forKey: peer), clock.now() - held.at < RoomConstants.heldGossip.wait else { return }
+        for payload in held.payloads { readGossip(payload[...], from: peer) }
+    }
+
     func handleRoomMessage(_ payload: ArraySlice<UInt8>, from peer: NodeID) {
         let message: RoomMessage
         do { message = try RoomMessage.parse(payload) } catch {
@@ -98,6 +127,7 @@ extension RoomNode {
                 } else if AdmissionPolicy.verifyPass(theirPass, room: room, host: host, member: peer) {
                     let isNew = verified.insert(peer).inserted
                     if isNew { presentPass(to: peer, force: false) }
+                    releaseGossip(from: peer)
                 }
             case .denied(let reason):
                 if !isHost, peer == host, pass == nil, phase.isActive {

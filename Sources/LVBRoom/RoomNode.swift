@@ -68,6 +68,8 @@ public final class RoomNode {
     public var onPositions: ((NodeID, [RoomEvent]) -> Void)?
     public var onRelaySignal: ((NodeID, RelaySignal) -> Void)?
     var passSentAt: [NodeID: Instant] = [:]
+    /// Gossip from peers whose pass has not come yet, read when it does (`holdGossip`).
+    var heldGossip: [NodeID: (at: Instant, payloads: [[UInt8]])] = [:]
     /// When we last asked a peer for its pass (`RoomMessage.passWanted`).
     var passWantedAt: [NodeID: Instant] = [:]
     /// When we last showed a peer our pass because it asked.
@@ -294,17 +296,19 @@ public final class RoomNode {
                 }
             }
             presentPass(to: info.id, force: true)
+            // After the pass, on the same session: a neighbour request that
+            // waited for it is read by a peer that knows we are members.
+            gossip.peerUp(info.id)
         case let .message(id, .room, payload):
             handleRoomMessage(payload, from: id)
         case let .message(id, .gossip, payload):
             guard id == host || verified.contains(id) else {
+                holdGossip(payload, from: id)
                 presentPass(to: id, force: false)
                 askForPass(of: id)
                 return
             }
-            guard !standing.isThrottled(id) else { return }
-            gossip.receive(payload, from: id)
-            if let changes = state?.noteActivity(from: id) { changes.forEach(report) }
+            readGossip(payload, from: id)
         case let .gone(id, reason):
             // Another process with our identity took our place with this peer:
             // go quiet at once (a re-dial would in turn displace it).

@@ -156,6 +156,8 @@ import Testing
         let attacker = room.members[7], author = room.members[4]
 
         let chat = try author.post(.chat(text: "only once"))
+        // The line first: a member that gets the mute before it refuses it.
+        net.run(for: Self.settle)
         let mute = try room.host.post(.mute(target: author.id, muted: true))
         try room.host.post(.mute(target: author.id, muted: false))
         net.run(for: Self.settle)

@@ -20,8 +20,8 @@ import Testing
         // The pass `a` showed `b` when their session came up never arrived.
         b.room.verified.remove(a.id)
         #expect(!b.room.hears(a.id))
-        // Gossip from `a`: `b` drops it, and asks.
-        try a.sim.core.send([0], channel: .gossip, to: b.id)
+        // Gossip from `a`: `b` holds it unread, and asks (the pass reads it).
+        try a.sim.core.send(GossipMessage.shuffleReply([]).bytes, channel: .gossip, to: b.id)
         net.run(for: .seconds(1))
         #expect(b.room.hears(a.id))
         #expect(b.room.passesWanted == 1)
@@ -37,7 +37,7 @@ import Testing
         b.room.verified.remove(a.id)
         // Ten messages at once: one request (the next would wait 250 ms), one pass back.
         let before = a.sim.core.stats.messagesOut
-        for _ in 0..<10 { try a.sim.core.send([0], channel: .gossip, to: b.id) }
+        for _ in 0..<10 { try a.sim.core.send(GossipMessage.shuffleReply([]).bytes, channel: .gossip, to: b.id) }
         net.run(for: .milliseconds(200))
         #expect(b.room.passesWanted == 1)
         #expect(b.room.hears(a.id))
