@@ -16,7 +16,9 @@ extension GossipNode {
         guard let target = pick(active.filter(transport.isConnected)) else { return }
         let authors = store.sortedAuthors
         if digestCursor >= authors.count { digestCursor = 0 }
-        let (entries, end) = digestEntries(from: digestCursor, through: nil)
+        let pinned = pinnedEntries()
+        let (walked, end) = digestEntries(from: digestCursor, through: nil, after: pinned)
+        let entries = pinned + walked
         let after = digestCursor == 0 ? [UInt8](repeating: 0, count: 32) : authors[digestCursor - 1].publicKey
         let through = end >= authors.count ? [UInt8](repeating: 0xFF, count: 32) : authors[end - 1].publicKey
         digestCursor = end >= authors.count ? 0 : end
@@ -25,23 +27,39 @@ extension GossipNode {
     }
 
     /// Entries for the authors from index `start` of `sortedAuthors` (up to
-    /// key `limit`, when given) that fit one digest, and the index after the last.
-    private func digestEntries(from start: Int, through limit: [UInt8]?) -> ([DigestEntry], Int) {
+    /// key `limit`, when given) that fit one digest beside `pinned` (which
+    /// the walk skips), and the index after the last.
+    private func digestEntries(from start: Int, through limit: [UInt8]?, after pinned: [DigestEntry]) -> ([DigestEntry], Int) {
         let authors = store.sortedAuthors
+        let skip = Set(pinned.map(\.author))
         var entries = [DigestEntry]()
-        var size = 2 + 64 + 1
+        var size = 2 + 64 + 1 + pinned.reduce(0) { $0 + Self.size(of: $1) }
         var index = start
-        while index < authors.count, entries.count < GossipConstants.maxDigestEntries {
+        while index < authors.count, pinned.count + entries.count < GossipConstants.maxDigestEntries {
             if let limit, limit.lexicographicallyPrecedes(authors[index].publicKey) { break }
-            guard let p = store.authors[authors[index]] else { break }
-            let entry = DigestEntry(author: authors[index], minSeq: p.minSeq, maxSeq: p.maxSeq, missing: p.digestMissing)
-            let entrySize = 32 + 8 + 8 + 1 + 8 * entry.missing.count
-            guard size + entrySize <= GossipConstants.maxPayload else { break }
-            size += entrySize
-            entries.append(entry)
+            guard let entry = digestEntry(for: authors[index]) else { break }
+            if !skip.contains(entry.author) {
+                guard size + Self.size(of: entry) <= GossipConstants.maxPayload else { break }
+                size += Self.size(of: entry)
+                entries.append(entry)
+            }
             index += 1
         }
         return (entries, index)
+    }
+
+    private func digestEntry(for author: NodeID) -> DigestEntry? {
+        store.authors[author].map { DigestEntry(author: author, minSeq: $0.minSeq, maxSeq: $0.maxSeq, missing: $0.digestMissing) }
+    }
+
+    private static func size(of entry: DigestEntry) -> Int { 32 + 8 + 8 + 1 + 8 * entry.missing.count }
+
+    /// The entries every digest carries whatever its range: the pinned
+    /// authors (`pinnedAuthors`, the room's host) that we know. A member
+    /// that was cut off from the overlay for a while then gets their latest
+    /// from its next digest, not when the walk comes round to them.
+    private func pinnedEntries() -> [DigestEntry] {
+        pinnedAuthors().prefix(GossipConstants.maxPinnedAuthors).compactMap(digestEntry(for:))
     }
 
     func handleDigest(after: [UInt8], through: [UInt8], entries: [DigestEntry], from peer: NodeID) {
@@ -89,10 +107,11 @@ extension GossipNode {
             let mid = (low + high) / 2
             if after.lexicographicallyPrecedes(authors[mid].publicKey) { high = mid } else { low = mid + 1 }
         }
-        let (entries, end) = digestEntries(from: low, through: through)
+        let pinned = pinnedEntries()
+        let (entries, end) = digestEntries(from: low, through: through, after: pinned)
         let covered = end > low && end < authors.count && !through.lexicographicallyPrecedes(authors[end].publicKey)
             ? authors[end - 1].publicKey : through
-        send(.digest(after: after, through: covered, entries: entries), to: peer)
+        send(.digest(after: after, through: covered, entries: pinned + entries), to: peer)
         stats.pullsSent += 1
     }
 }

@@ -7,6 +7,8 @@ public enum GossipConstants {
     public static let maxIdsPerMessage = 24
     /// Most digest entries in one DIGEST.
     public static let maxDigestEntries = 20
+    /// Pinned authors a digest lists beside its range, at most (`GossipNode.pinnedAuthors`).
+    public static let maxPinnedAuthors = 2
     /// Below this many neighbours a node asks for more with high priority.
     public static let minimumNeighbours = 2
     /// Largest gossip payload (fits one transport datagram with room to spare).

@@ -72,6 +72,9 @@ public final class GossipNode {
     public var onInvalid: ((NodeID) -> Void)?
     /// Whether `id` may become a neighbour (private rooms admit first).
     public var mayNeighbor: ((NodeID) -> Bool)?
+    /// Authors whose progress every digest lists, whatever its range (the
+    /// room's host: its census, room info and moderation matter to all).
+    public var pinnedAuthors: () -> [NodeID] = { [] }
 
     public internal(set) var stats = GossipStats()
     public internal(set) var active: [NodeID] = []

@@ -219,6 +219,7 @@ public final class RoomNode {
 
     private func wireGossip() {
         gossip.mayNeighbor = { [unowned self] peer in verified.contains(peer) || peer == host }
+        gossip.pinnedAuthors = { [unowned self] in [host] }
         gossip.history = { [unowned self] in state?.retainedEvents() ?? [] }
         gossip.onInvalid = { [unowned self] peer in penalize(peer) }
         gossip.accept = { [unowned self] event, _ in

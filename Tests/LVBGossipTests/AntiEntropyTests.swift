@@ -91,4 +91,43 @@ import Testing
         #expect(transport.digests.isEmpty)
         #expect(node.stats.pullsSent == 0)
     }
+
+    /// The room's host is pinned: every digest lists it, whatever its range,
+    /// so a member cut off for a while gets the host's latest (its census)
+    /// from the next digest, not after the walk went round 60 authors.
+    @Test func aPinnedAuthorIsInEveryDigestAndRepairedWhateverTheRange() throws {
+        for n in 0..<60 {
+            let other = try Identity(seed: [UInt8](repeating: UInt8(100 + n), count: 32))
+            let e = try RoomEvent.make(room: room, author: other, seq: 1, timestamp: 1_700_000_000_000, body: .chat(text: "hi"))
+            node.receive(GossipMessage.event(e.encoded[...]).bytes[...], from: neighbour.nodeID)
+        }
+        node.pinnedAuthors = { [author.nodeID] }
+        transport.sent.removeAll()
+        for _ in 0..<8 {
+            clock.advance(by: GossipConstants.idleDigestInterval)
+            node.tick()
+        }
+        let digests = transport.digests
+        #expect(digests.count == 8)
+        for d in digests {
+            #expect(d.3.first?.author == author.nodeID && d.3.first?.missing == [4])
+            #expect(d.3.filter { $0.author == author.nodeID }.count == 1)
+            #expect(d.3.count <= GossipConstants.maxDigestEntries)
+        }
+        // The walk still covers every author.
+        #expect(Set(digests.flatMap { $0.3.map(\.author) }).count == 61)
+        // A neighbour's digest over a range without the author, whose pinned
+        // entry stops at 3: answered with 5 (repair) …
+        transport.sent.removeAll()
+        let narrow = GossipMessage.digest(after: low, through: [UInt8](repeating: 1, count: 32),
+                                          entries: [DigestEntry(author: author.nodeID, minSeq: 1, maxSeq: 3, missing: [])])
+        node.receive(narrow.bytes[...], from: neighbour.nodeID)
+        #expect(node.stats.repairsSent == 1)
+        // … and one whose pinned entry goes to 6 is pulled, our pinned entry in the pull.
+        clock.advance(by: GossipConstants.pullInterval)
+        let ahead = GossipMessage.digest(after: low, through: [UInt8](repeating: 1, count: 32),
+                                         entries: [DigestEntry(author: author.nodeID, minSeq: 1, maxSeq: 6, missing: [])])
+        node.receive(ahead.bytes[...], from: neighbour.nodeID)
+        #expect(transport.digests.last?.3.first.map { [$0.minSeq, $0.maxSeq] } == [1, 5])
+    }
 }
