@@ -81,7 +81,7 @@ extension RoomNode {
             heldGossip = heldGossip.filter { now - $0.value.at < limits.wait }
             guard heldGossip.count < limits.peers else { return }
         }
-        var held = heldGossip[peer] ?? (now, [])
+        var held = heldGossip[peer].flatMap { now - $0.at < limits.wait ? $0 : nil } ?? (at: now, payloads: [])
         guard held.payloads.count < limits.perPeer else { return }
         held.payloads.append(Array(payload))
         heldGossip[peer] = held
