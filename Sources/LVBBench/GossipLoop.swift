@@ -31,7 +31,6 @@ final class GossipMember: @unchecked Sendable {
             // The receiver of a direct event still checks its signature, as gossip does.
             if let e = try? RoomEvent.parse(payload, kinds: RoomEvents.table), starArrivals[e.id] == nil { starArrivals[e.id] = SystemClock.shared.now() }
         case let .gone(peer, _): gossip?.peerDown(peer)
-        case let .established(info): gossip?.peerUp(info.id)
         default: break
         }
     }

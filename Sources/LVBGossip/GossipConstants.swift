@@ -46,10 +46,6 @@ public enum GossipConstants {
     /// are single datagrams: at 10 % loss one in five is lost, and 3 s of
     /// waiting left a joiner out of the room that long.
     public static let neighborRequestTimeout: Duration = .milliseconds(500)
-    /// A neighbour request waits this long for its session (reached through
-    /// an introduction, punched through NATs); at most this many wait.
-    public static let sessionWait: Duration = .seconds(3)
-    public static let maxAwaitingSession = 32
     public static let shuffleInterval: Duration = .seconds(5)
     /// Events kept for repair (GRAFT and digests).
     public static let storeCapacity = 8192

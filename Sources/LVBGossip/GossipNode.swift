@@ -12,14 +12,6 @@ public protocol GossipTransport: AnyObject {
     func address(of id: NodeID) -> PeerAddress?
     /// Whether a session with `id` is up (periodic messages are not queued).
     func isConnected(_ id: NodeID) -> Bool
-    /// Whether a message sent to `id` now waits in a session's queue (up or
-    /// being set up), rather than being lost (the session is still being
-    /// reached through an introduction).
-    func queues(for id: NodeID) -> Bool
-}
-
-extension GossipTransport {
-    public func queues(for id: NodeID) -> Bool { isConnected(id) }
 }
 
 /// The room layer's judgement of an event gossip received.
@@ -85,8 +77,6 @@ public final class GossipNode {
     var missing: [EventID: MissingEvent] = [:]
     var lazyQueue: [(EventID, except: NodeID?)] = []
     var pendingNeighbor: [NodeID: Instant] = [:]
-    /// Neighbour requests waiting for a session with their peer (`peerUp`).
-    var awaitingSession: [NodeID: (high: Bool, at: Instant)] = [:]
     var strayNotified: [NodeID: Instant] = [:]
     var contact: PeerRecord?
     var lastLazyFlush: Instant

@@ -36,34 +36,11 @@ extension GossipNode {
     }
 
     /// Asks `peer` into the active view; it enters when the peer accepts.
-    /// A request with no session to wait in (one being reached through an
-    /// introduction) would be lost, and the 500 ms we wait for an answer
-    /// would go to nothing: it is remembered instead, and goes when the
-    /// session comes up (`peerUp`).
     func requestNeighbor(_ peer: PeerRecord, high: Bool) {
         guard peer.id != id, !active.contains(peer.id), pendingNeighbor[peer.id] == nil else { return }
-        let now = clock.now()
-        pendingNeighbor[peer.id] = now
         transport.connect(to: peer)
-        guard transport.queues(for: peer.id) else {
-            if awaitingSession.count >= GossipConstants.maxAwaitingSession {
-                awaitingSession = awaitingSession.filter { now - $0.value.at < GossipConstants.sessionWait }
-            }
-            if awaitingSession.count < GossipConstants.maxAwaitingSession { awaitingSession[peer.id] = (high, now) }
-            return
-        }
+        pendingNeighbor[peer.id] = clock.now()
         send(.neighbor(high: high), to: peer.id)
-    }
-
-    /// A session with `peer` came up: a neighbour request that had none to
-    /// wait in goes now, if it is recent and we still want neighbours.
-    public func peerUp(_ peer: NodeID) {
-        guard let waiting = awaitingSession.removeValue(forKey: peer) else { return }
-        let now = clock.now()
-        guard now - waiting.at < GossipConstants.sessionWait, !active.contains(peer),
-              active.count < GossipConstants.activeViewSize else { return }
-        pendingNeighbor[peer] = now
-        send(.neighbor(high: waiting.high || active.count < GossipConstants.minimumNeighbours), to: peer)
     }
 
     /// A peer talks to us as a neighbour but is not in our active view (a

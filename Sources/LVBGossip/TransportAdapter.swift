@@ -26,6 +26,4 @@ public final class TransportGossipAdapter: GossipTransport {
     public func address(of id: NodeID) -> PeerAddress? { core.endpoint(of: id) }
 
     public func isConnected(_ id: NodeID) -> Bool { core.isEstablished(with: id) }
-
-    public func queues(for id: NodeID) -> Bool { core.knows(id) }
 }

@@ -297,9 +297,6 @@ public final class RoomNode {
                 }
             }
             presentPass(to: info.id, force: true)
-            // After the pass, on the same session: a neighbour request that
-            // waited for it is read by a peer that knows we are members.
-            gossip.peerUp(info.id)
         case let .message(id, .room, payload):
             handleRoomMessage(payload, from: id)
         case let .message(id, .gossip, payload):

@@ -27,7 +27,6 @@ public final class GossipSimNode {
             switch e {
             case let .message(id, .gossip, payload): gossip.receive(payload, from: id)
             case let .gone(id, _): gossip.peerDown(id)
-            case let .established(info): gossip.peerUp(info.id)
             default: break
             }
         }
