@@ -61,12 +61,6 @@ struct MixRun {
 }
 
 enum MixLoop {
-    static func threadCPU() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-
     private enum Event {
         case guestVideo(Int, Int), guestAudio(Int, Int), hostVideo(Int), hostAudio(Int)
     }
@@ -128,11 +122,11 @@ enum MixLoop {
             clock.nanoseconds = at
             switch event {
             case let .guestVideo(g, k):
-                let c0 = threadCPU()
+                let c0 = threadCPUSeconds()
                 for packet in inputs.guests[g].video[k].packets { videoIn[g].receive(packet) }
                 let out = videoIn[g].poll()
                 for case let .frame(frame) in out { mixer.video(keys[g], frame) }
-                run.costs.videoDecode += threadCPU() - c0
+                run.costs.videoDecode += threadCPUSeconds() - c0
                 for case let .frame(frame) in out {
                     let number = Int((frame.rtpTimestamp &- inputs.guests[g].firstVideoTimestamp) / 3000)
                     handedAt[g][number] = at
@@ -140,11 +134,11 @@ enum MixLoop {
                     run.decodedVideo[g].append((frame.encoded, frame.isKeyframe, Int64(number) * 1000 / Int64(MixBench.fps)))
                 }
             case let .guestAudio(g, j):
-                let c0 = threadCPU()
+                let c0 = threadCPUSeconds()
                 audioIn[g].receive(inputs.guests[g].audio[j].packet)
                 let out = audioIn[g].poll()
                 for case let .audio(block) in out { mixer.audio(keys[g], block) }
-                run.costs.audioDecode += threadCPU() - c0
+                run.costs.audioDecode += threadCPUSeconds() - c0
                 for case let .audio(block) in out {
                     guard let packet = block.encoded else { continue }
                     let ms = Int64((block.rtpTimestamp &- inputs.guests[g].firstAudioTimestamp) / 48)
@@ -154,26 +148,26 @@ enum MixLoop {
                 let host = inputs.hostPictures[n]
                 let mediaTime = Duration.nanoseconds(Int64(MixInputs.pictureTime(n)))
                 let w0 = ProcessRunner.now()
-                var c0 = threadCPU()
+                var c0 = threadCPUSeconds()
                 guard let mix = try mixer.mixVideo(host) else { continue }
-                var c1 = threadCPU()
+                var c1 = threadCPUSeconds()
                 run.costs.mixVideo += c1 - c0
                 c0 = c1
                 for (key, picture) in mix.returns {
                     _ = try returnVideo[key]?.encode(picture, mediaTime: mediaTime, captureTime: 0, forceKeyframe: false)
                 }
-                c1 = threadCPU()
+                c1 = threadCPUSeconds()
                 run.costs.returnVideoEncode += c1 - c0
                 c0 = c1
                 let encoded = try mainVideo.encode(mix.main, mediaTime: mediaTime, captureTime: 0, forceKeyframe: mix.keyframe)
-                c1 = threadCPU()
+                c1 = threadCPUSeconds()
                 let w1 = ProcessRunner.now()
                 run.costs.mainVideoEncode += c1 - c0
                 run.mainVideoBytes += encoded?.bytes ?? 0
 
-                c0 = threadCPU()
+                c0 = threadCPUSeconds()
                 _ = try compositor.compose(host: host, guests: latest, layout: mixer.layout)
-                run.costs.mainCompose += threadCPU() - c0
+                run.costs.mainCompose += threadCPUSeconds() - c0
 
                 // Which guest picture each tile shows: its frame number, read from the tile.
                 run.layout = mixer.layout
@@ -192,19 +186,19 @@ enum MixLoop {
                 }
             case let .hostAudio(m):
                 let mediaTime = Duration.nanoseconds(Int64(UInt64(m) * MixInputs.blockNanos))
-                var c0 = threadCPU()
+                var c0 = threadCPUSeconds()
                 guard let mix = mixer.mixAudio(inputs.hostSound[m]) else { continue }
-                var c1 = threadCPU()
+                var c1 = threadCPUSeconds()
                 run.costs.mixAudio += c1 - c0
                 c0 = c1
                 for (key, pcm) in mix.returns {
                     _ = try returnAudio[key]?.encode(pcm, mediaTime: mediaTime, captureTime: 0)
                 }
-                c1 = threadCPU()
+                c1 = threadCPUSeconds()
                 run.costs.returnAudioEncode += c1 - c0
                 c0 = c1
                 _ = try mainAudio.encode(mix.main, mediaTime: mediaTime, captureTime: 0)
-                run.costs.mainAudioEncode += threadCPU() - c0
+                run.costs.mainAudioEncode += threadCPUSeconds() - c0
             }
         }
         return run

@@ -25,7 +25,8 @@ public enum RoomChange: Equatable, Sendable {
     /// The same identity joined from another process; a node that sees its own
     /// id with its own `oldInstance` here has been replaced and should exit.
     case signedInElsewhere(NodeID, oldInstance: UInt64, newInstance: UInt64)
-    /// The host's census says the room holds this many now (the host included).
+    /// The host says the room holds this many now (the host included): its
+    /// census, or its count report to this node (`RoomState.roomCount`).
     case counted(UInt32)
 }
 

@@ -43,7 +43,7 @@ public enum RoomError: Error, Equatable, CustomStringConvertible {
         case .badText: "link-mic text is too long, not UTF-8, or holds control characters"
         case let .badRosterCount(n): "roster message carries \(n) events (1 to \(RosterMessage.maxEvents))"
         case let .badPositionsCount(n): "positions message carries \(n) events (1 to \(PositionsMessage.maxEvents))"
-        case .badCountReport: "count report has hops above 64, a bad upstream flag, or a count sent to a non-upstream"
+        case .badCountReport: "count report has hops above 64, a bad upstream flag, or a count sent to a non-upstream by a member"
         case let .badRedirectCount(n): "relay redirect names \(n) nodes (1 to \(RoomMessage.maxRedirects))"
         case .damagedInvite: "the invite is damaged (a character is missing or changed); copy it again from the host"
         }

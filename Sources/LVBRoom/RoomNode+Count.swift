@@ -19,6 +19,11 @@ extension RoomNode {
         let before = presenceCount.subtree
         presenceCount.received(report, from: peer, now: now)
         if let changes = state?.noteActivity(from: peer) { changes.forEach(report(_:)) }
+        // The host's own report carries the room's count: a member that
+        // hears the host shows it at once, whatever its gossip neighbours.
+        if peer == host, report.hops == 0, report.subtree > 0, let changes = state?.hostCounted(report.subtree) {
+            changes.forEach(report(_:))
+        }
         if presenceCount.subtree != before { reportCountSoon(now: now) }
     }
 
@@ -27,6 +32,7 @@ extension RoomNode {
         let before = presenceCount.subtree
         presenceCount.forget(peer, now: clock.now())
         if presenceCount.subtree != before { reportCountSoon(now: clock.now()) }
+        if peer == host { state?.hostCountLost().forEach(report(_:)) }
     }
 
     /// Count reports and, on the host, the census; call each tick.
@@ -39,15 +45,22 @@ extension RoomNode {
             // far as the overlay is concerned: replace it now rather than
             // when its session times out (15 s), so the members that counted
             // through it find another way to the host.
-            for peer in presenceCount.expire(now: now) where gossip.active.contains(peer) { gossip.peerDown(peer) }
+            for peer in presenceCount.expire(now: now) {
+                if gossip.active.contains(peer) { gossip.peerDown(peer) }
+                if peer == host { state?.hostCountLost().forEach(report(_:)) }
+            }
             if presenceCount.subtree != before { reportCountSoon(now: now) }
         }
         if lastCountReport.map({ now - $0 >= RoomConstants.countReportInterval }) ?? true {
             lastCountReport = now
             // A joiner the census lists reports to the host too: the host watches it.
             let listed = state?.census?.joiners.contains(core.nodeID) == true ? [host] : []
+            // The host's report carries the room's count (what its census would say).
+            let roomCount = isHost ? countedNow() : nil
             for peer in Set(gossip.active).union(presenceCount.heard.keys).union(listed) where core.isEstablished(with: peer) {
-                send(.countReport(presenceCount.report(for: peer)), to: peer)
+                var r = presenceCount.report(for: peer)
+                if let roomCount { r.subtree = roomCount }
+                send(.countReport(r), to: peer)
             }
             lastUpstreamReport = (presenceCount.upstream, presenceCount.subtree, now)
         } else if countDirty, now - lastUpstreamReport.at >= RoomConstants.countReportSoonest {
@@ -78,8 +91,12 @@ extension RoomNode {
     func currentCensus() -> Census? {
         guard let state else { return nil }
         let joiners = state.listed.filter(state.isPresent).prefix(Census.maxJoiners)
-        let count = min(presenceCount.subtree, UInt32(clamping: state.presence.presentCount))
-        return Census(count: count, likes: state.likeTotal, joiners: Array(joiners))
+        return Census(count: countedNow() ?? 0, likes: state.likeTotal, joiners: Array(joiners))
+    }
+
+    /// The host's count: its counting tree's, never more than its roster.
+    func countedNow() -> UInt32? {
+        state.map { min(presenceCount.subtree, UInt32(clamping: $0.presence.presentCount)) }
     }
 
     private func publishCensusIfDue(now: Instant) {

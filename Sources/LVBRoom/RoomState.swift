@@ -32,6 +32,10 @@ public final class RoomState {
     var closedEvent: RoomEvent?
     /// The host's latest census (the room's count and latest joiners).
     var censusEvent: RoomEvent?
+    /// The room's count as the host's own count report says it, heard over
+    /// a session with the host (authenticated by it, so as good as the
+    /// census) since the last census; nil once those reports stop.
+    var heardCount: UInt32?
     /// The host's latest stage event for each member (link-mic co-hosts).
     var stage: [NodeID: RoomEvent] = [:]
     /// Each member's latest relay position (the media tree), and when it or
@@ -219,10 +223,33 @@ public final class RoomState {
     /// The host's latest census, if one came.
     public var census: Census? { censusEvent?.body.as(Census.self) }
 
-    /// How many are in the room (the host included): the host's census,
-    /// or the members this node knows before the first census comes.
+    /// How many are in the room (the host included) as the host last said
+    /// it: its census or, if one came since, its count report to this node
+    /// (the census goes out sooner when the count moved, the reports every
+    /// 1.5 s even to a member no gossip reaches); nil before either came.
+    public var roomCount: UInt32? { heardCount ?? census?.count }
+
+    /// How many are in the room (the host included): `roomCount`, or the
+    /// members this node knows before the host said.
     public var count: Int {
-        census.map { Int($0.count) } ?? presence.presentCount
+        roomCount.map { Int($0) } ?? presence.presentCount
+    }
+
+    /// The host's count report came over a session with the host.
+    func hostCounted(_ count: UInt32) -> [RoomChange] {
+        guard !isHostsView, !isClosed else { return [] }
+        let before = roomCount
+        heardCount = count
+        return before != count ? [.counted(count)] : []
+    }
+
+    /// The host's count reports stopped (went stale or the session ended):
+    /// the census says the count again.
+    func hostCountLost() -> [RoomChange] {
+        guard let heard = heardCount else { return [] }
+        heardCount = nil
+        guard let census, census.count != heard else { return [] }
+        return [.counted(census.count)]
     }
 
     public func profile(of id: NodeID) -> Profile? {

@@ -61,6 +61,8 @@ import Testing
         let bytes = RoomMessage.countReport(.init(hops: 3, upstream: true, subtree: 70_000)).encoded
         #expect(bytes == [12, 3, 1, 0, 1, 0x11, 0x70])
         #expect(try RoomMessage.parse(bytes[...]) == RoomMessage.countReport(.init(hops: 3, upstream: true, subtree: 70_000)))
+        // The host's report (hops 0) carries the room's count.
+        #expect(try RoomMessage.parse([12, 0, 0, 0, 0, 0x27, 0x10][...]) == RoomMessage.countReport(.init(hops: 0, upstream: false, subtree: 10_000)))
         for bad: [UInt8] in [[12, 65, 0, 0, 0, 0, 0], [12, 3, 2, 0, 0, 0, 0], [12, 3, 0, 0, 0, 0, 1], [12, 3, 1, 0, 0, 0], [12, 3, 1, 0, 0, 0, 0, 0]] {
             #expect(throws: RoomError.self) { try RoomMessage.parse(bad[...]) }
         }
@@ -114,6 +116,37 @@ import Testing
         }
         #expect(settled, "the host's census says \(host.room.state?.census?.count ?? 0)")
         #expect(worst <= .milliseconds(560), "a moved count waited \(worst) for its census")
+    }
+
+    /// The host's own count report, heard over the session with the host,
+    /// says the count as its census does: a member shows it at once and
+    /// needs no gossip neighbour for it (at 10,000, the few whose gossip
+    /// neighbours all crashed waited seconds for the census). A member's
+    /// report claiming hops 0 says nothing; when the host's reports stop,
+    /// the census says the count again.
+    @Test func aMemberShowsTheCountTheHostReportsToIt() throws {
+        let (net, host, viewers) = simRoom(viewers: 8, seed: 2811, loss: 0)
+        let all = [host] + viewers
+        #expect(net.run(until: { all.allSatisfy { $0.room.state?.census?.count == 9 } }, timeout: .seconds(20)))
+        net.run(for: .seconds(2))
+        let member = try #require(viewers.first { $0.room.countPlace.hops == 1 && $0.room.presenceCount.heard[host.id] != nil })
+        #expect(member.room.state?.count == 9)
+        let other = try #require(viewers.first { $0 !== member })
+        member.outputs.removeAll()
+        let report = { (n: UInt32) in RoomMessage.countReport(.init(hops: 0, upstream: false, subtree: n)).encoded[...] }
+        member.room.handle(.message(other.id, .room, report(500)))
+        #expect(member.room.state?.count == 9)
+        member.room.handle(.message(host.id, .room, report(500)))
+        #expect(member.room.state?.count == 500)
+        #expect(member.changes.contains { if case .counted(500) = $0 { true } else { false } })
+        // The host's next report corrects the count; cut from the host, the census says it again.
+        #expect(net.run(until: { member.room.state?.count == 9 }, timeout: .seconds(2)))
+        member.room.handle(.message(host.id, .room, report(500)))
+        net.cut(member.sim.address, host.sim.address)
+        #expect(net.run(until: { member.room.state?.heardCount == nil }, timeout: .seconds(8)))
+        // (The host no longer hears the member either: its census may say 8 by now.)
+        let census = try #require(member.room.state?.census?.count)
+        #expect(member.room.state?.count == Int(census) && census < 500)
     }
 
     /// Count reports are authenticated hop by hop but not signed: a member

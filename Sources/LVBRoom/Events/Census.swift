@@ -63,9 +63,11 @@ extension Census: RoomEventRule {
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
         guard e.author == state.host else { return .rejected(.notHost(Self.kind)) }
         if let order = RoomState.order(e, after: state.censusEvent) { return order }
-        let before = state.census
+        let before = state.census, shown = state.roomCount
         state.censusEvent = e
-        var changes: [RoomChange] = before?.count != count ? [.counted(count)] : []
+        // The host's latest word on the count wins, census or count report.
+        state.heardCount = nil
+        var changes: [RoomChange] = shown != count ? [.counted(count)] : []
         if !state.isHostsView { changes = state.presence.follow(self, after: before, keeping: Set(state.coHosts + [state.host] + (state.me.map { [$0] } ?? [])), now: now) + changes }
         return .accepted(changes)
     }

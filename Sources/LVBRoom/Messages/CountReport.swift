@@ -10,7 +10,8 @@ import LVBGossip
 ///    12 count report   hops(1: 0...64) ‖ upstream(1: 0 or 1) ‖ subtree(4)
 ///                      hops from the host (64: no route); whether the
 ///                      receiver is the sender's upstream; the members the
-///                      sender speaks for (0 unless upstream is 1)
+///                      sender speaks for (0 unless upstream is 1); from
+///                      the host (hops 0), the room's count
 struct CountReport: RoomMessageContent, Equatable {
     var report: PresenceCount.Report
 
@@ -29,7 +30,7 @@ struct CountReport: RoomMessageContent, Equatable {
         var r = ByteReader(bytes.dropFirst())
         guard let hops = try? r.readUInt8(), let flag = try? r.readUInt8(), let subtree = try? r.readUInt32() else { throw .truncated }
         guard r.isAtEnd else { throw .trailingBytes }
-        guard hops <= PresenceCount.unreachable, flag <= 1, flag == 1 || subtree == 0 else { throw .badCountReport }
+        guard hops <= PresenceCount.unreachable, flag <= 1, flag == 1 || subtree == 0 || hops == 0 else { throw .badCountReport }
         return CountReport(report: .init(hops: hops, upstream: flag == 1, subtree: subtree))
     }
 
