@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "LVBMedia", targets: ["LVBMedia"]),
         .library(name: "LVBRoom", targets: ["LVBRoom"]),
         .library(name: "LVBRendezvous", targets: ["LVBRendezvous"]),
+        .library(name: "LVBReplay", targets: ["LVBReplay"]),
         .library(name: "LVBWeb", targets: ["LVBWeb"]),
         .library(name: "LVBTestSupport", targets: ["LVBTestSupport"]),
     ],
@@ -100,6 +101,10 @@ let package = Package(
             ],
             swiftSettings: optimizedInDebug),
         .target(
+            name: "LVBReplay",
+            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia"],
+            swiftSettings: optimizedInDebug),
+        .target(
             name: "LVBRendezvous",
             dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBRoom",
                            .product(name: "Logging", package: "swift-log"),
@@ -135,7 +140,7 @@ let package = Package(
         .executableTarget(
             name: "lvbnode",
             dependencies: [
-                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBRendezvous", "LVBWeb", "LVBMesh",
+                "LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBRendezvous", "LVBWeb", "LVBMesh", "LVBReplay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -182,6 +187,10 @@ let package = Package(
             name: "LVBRoomTests",
             dependencies: ["LVBCore", "LVBCrypto", "LVBTransport", "LVBGossip", "LVBMedia", "LVBRoom", "LVBRendezvous", "LVBTestSupport",
                            "TestAssertions"],
+            swiftSettings: swift5),
+        .testTarget(
+            name: "LVBReplayTests",
+            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia", "LVBReplay", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRendezvousTests",
