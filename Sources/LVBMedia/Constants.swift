@@ -159,6 +159,14 @@ public enum NTPTime {
         return seconds << 32 | fraction
     }
 
+    /// Microseconds since the Unix epoch; 0 for none or a time before 1970.
+    public static func unixMicros(_ ntp: UInt64?) -> UInt64 {
+        guard let ntp, ntp >> 32 >= MediaConstants.ntpUnixOffset else { return 0 }
+        let seconds = (ntp >> 32) - MediaConstants.ntpUnixOffset
+        let fraction = ((ntp & 0xFFFF_FFFF) * 1_000_000) >> 32
+        return seconds * 1_000_000 + fraction
+    }
+
     /// `later − earlier` in milliseconds (negative when `later` is earlier).
     public static func milliseconds(from earlier: UInt64, to later: UInt64) -> Double {
         Double(Int64(bitPattern: later &- earlier)) * 1000 / 4_294_967_296

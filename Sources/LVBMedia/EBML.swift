@@ -102,6 +102,19 @@ enum MatroskaID {
     static let samplingFrequency: UInt32 = 0xB5
     static let channels: UInt32 = 0x9F
 
+    static let seekHead: UInt32 = 0x114D_9B74
+    static let seek: UInt32 = 0x4DBB
+    static let seekID: UInt32 = 0x53AB
+    static let seekPosition: UInt32 = 0x53AC
+    static let void: UInt32 = 0xEC
+
+    static let cues: UInt32 = 0x1C53_BB6B
+    static let cuePoint: UInt32 = 0xBB
+    static let cueTime: UInt32 = 0xB3
+    static let cueTrackPositions: UInt32 = 0xB7
+    static let cueTrack: UInt32 = 0xF7
+    static let cueClusterPosition: UInt32 = 0xF1
+
     static let cluster: UInt32 = 0x1F43_B675
     static let timestamp: UInt32 = 0xE7
     static let simpleBlock: UInt32 = 0xA3

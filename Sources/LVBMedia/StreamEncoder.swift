@@ -14,6 +14,22 @@ public struct EncodedMediaFrame: Sendable {
     }
 }
 
+extension EncodedMediaFrame {
+    /// The VP8 frame put back together from its RTP packets, its capture
+    /// time (Unix µs, 0 when unknown) and RTP timestamp; nil if a packet is
+    /// not VP8 (nothing this node's encoders make).
+    public var vp8Frame: (data: [UInt8], captureMicros: UInt64, rtpTimestamp: UInt32)? {
+        guard let first = packets.first else { return nil }
+        var data: [UInt8] = []
+        data.reserveCapacity(bytes)
+        for packet in packets {
+            guard let (_, part) = try? VP8PayloadDescriptor.parse(packet.payload) else { return nil }
+            data += part
+        }
+        return (data, NTPTime.unixMicros(first.captureTime), first.timestamp)
+    }
+}
+
 /// Video source side: VP8 encoder → RFC 7741 packetizer → RTP packets with
 /// the capture-time extension (ARCHITECTURE "Media, host side").
 public final class VideoStreamEncoder {

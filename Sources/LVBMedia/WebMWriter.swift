@@ -1,6 +1,8 @@
 /// Records VP8 video and Opus audio as a WebM file (the Matroska subset WebM allows, in
 /// EBML, RFC 8794), written by hand because libwebm is C++ only. Built to survive a kill:
 /// the Segment has unknown size and each Cluster goes out whole, so a cut file still plays.
+/// Closed normally into a regular file, it gets its Duration, and Cues (one per cluster
+/// that starts with a keyframe) that a SeekHead at the front points to, so players seek.
 public final class WebMWriter {
     /// Tuning: a cluster spanning this long is closed even without a video keyframe
     /// (well inside the ±32.767 s a SimpleBlock's 16-bit relative timestamp can reach).
@@ -33,6 +35,11 @@ public final class WebMWriter {
     private let durationOffset: Int64
     private let segmentSizeOffset: Int64
     private let segmentDataStart: Int64
+    /// Where a Void keeps room for the SeekHead `close` writes.
+    private let seekHeadOffset: Int64
+    static let seekHeadRoom = 48
+    /// Clusters that start with a keyframe: their time and position in the Segment.
+    private var cuePoints: [(time: Int64, position: Int64)] = []
 
     /// The open cluster's blocks in arrival order, and the span of their timestamps.
     private var cluster: [Block] = []
@@ -73,6 +80,8 @@ public final class WebMWriter {
         segmentSizeOffset = Int64(h.count)
         h.append(EBMLBuffer.unknownSize8)  // 8 bytes, so close() can patch in the real size
         segmentDataStart = Int64(h.count)
+        seekHeadOffset = Int64(h.count)
+        h.append(Self.void(Self.seekHeadRoom))
         h.master(MatroskaID.info) {
             $0.uint(MatroskaID.timestampScale, 1_000_000)  // timestamps in ms
             $0.string(MatroskaID.muxingApp, "lvbnode")
@@ -155,8 +164,37 @@ public final class WebMWriter {
         guard output.isSeekable else { return }
         let durationMs = max(video?.end ?? 0, audio?.end ?? 0)
         try output.patch(EBMLBuffer.float64(durationMs), at: durationOffset)
+        if !cuePoints.isEmpty, let track = (video ?? audio)?.number {
+            let cuesPosition = output.position - segmentDataStart
+            var cues = EBMLBuffer()
+            cues.master(MatroskaID.cues) { c in
+                for point in cuePoints {
+                    c.master(MatroskaID.cuePoint) {
+                        $0.uint(MatroskaID.cueTime, UInt64(point.time))
+                        $0.master(MatroskaID.cueTrackPositions) {
+                            $0.uint(MatroskaID.cueTrack, track)
+                            $0.uint(MatroskaID.cueClusterPosition, UInt64(point.position))
+                        }
+                    }
+                }
+            }
+            try output.write(cues.bytes)
+            var head = EBMLBuffer()
+            head.master(MatroskaID.seekHead) { h in
+                h.master(MatroskaID.seek) {
+                    $0.binary(MatroskaID.seekID, EBMLBuffer.bigEndian(UInt64(MatroskaID.cues), width: 4))
+                    $0.uint(MatroskaID.seekPosition, UInt64(cuesPosition))
+                }
+            }
+            try output.patch(head.bytes + Self.void(Self.seekHeadRoom - head.count), at: seekHeadOffset)
+        }
         let segmentSize = UInt64(output.position - segmentDataStart)
         try output.patch(EBMLBuffer.vint(segmentSize, width: 8), at: segmentSizeOffset)
+    }
+
+    /// A Void element `total` bytes long (at least 2), its size in one byte.
+    static func void(_ total: Int) -> [UInt8] {
+        [UInt8(MatroskaID.void), 0x80 | UInt8(total - 2)] + [UInt8](repeating: 0, count: total - 2)
     }
 
     /// Keeps a track's timestamps non-decreasing (a late one takes the previous value).
@@ -208,6 +246,10 @@ public final class WebMWriter {
             body.append(EBMLBuffer.vint(UInt64(header.count + 1 + block.data.count)))
             body.append(header + [block.keyframe ? 0x80 : 0])
             body.append(block.data)
+        }
+        // A cluster a player can start at: a video keyframe first, or any of an audio-only file.
+        if let first = cluster.first, first.keyframe, video == nil || first.track == video?.number {
+            cuePoints.append((start, output.position - segmentDataStart))
         }
         var e = EBMLBuffer()
         e.id(MatroskaID.cluster)

@@ -13,6 +13,8 @@ public enum ReplayError: Error, Equatable, CustomStringConvertible {
     case file(String)
     /// No replay with this id is held here.
     case unknown(String)
+    /// The text is not a replay id.
+    case badID(String)
 
     public var description: String {
         switch self {
@@ -21,6 +23,7 @@ public enum ReplayError: Error, Equatable, CustomStringConvertible {
         case let .forged(why): why
         case let .file(message): message
         case let .unknown(id): "no replay \(id) is held here; `lvbnode replays` lists those that are"
+        case let .badID(text): "\(text) is not a replay id (26 Base32 characters, as `lvbnode replays` lists them)"
         }
     }
 }

@@ -20,7 +20,7 @@ public struct ReplayID: Hashable, Sendable, CustomStringConvertible {
     /// From its text (Base32, 26 characters, as room ids).
     public init(text: String) throws(ReplayError) {
         guard let b = try? Base32.decode(text.lowercased()), b.count == 16 else {
-            throw .malformed("\(text) is not a replay id (26 Base32 characters)")
+            throw .badID(text)
         }
         bytes = b
     }

@@ -76,8 +76,9 @@ public enum ReplaySegment {
 }
 
 public enum ReplayConstants {
-    /// A segment is cut at the first keyframe once it spans this long.
-    public static let segmentTargetMs: UInt32 = 2000
+    /// A segment is cut at the first keyframe once it spans this long (with
+    /// the host's default 2 s GOP, at every keyframe, whose times wander).
+    public static let segmentTargetMs: UInt32 = 1800
     /// ... and at this long, or this many bytes, keyframe or not.
     public static let segmentMaxMs: UInt32 = 10_000
     public static let segmentMaxBytes = 8 << 20

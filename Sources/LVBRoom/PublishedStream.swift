@@ -20,8 +20,10 @@ public final class PublishedStream: LiveRole {
     public var onOutsideStageEnded: (() -> Void)?
     /// A host's link-mic mixer (nil: this node does not publish from the start).
     public let mixer: StageMixer?
-    /// A tap on the pictures this node publishes, as they go to its subscribers.
-    public var onPublishedVideo: ((EncodedMediaFrame) -> Void)?
+    /// Taps on the pictures and sound this node publishes, as they go to
+    /// its subscribers (a host's page, its replay).
+    private var videoTaps: [(EncodedMediaFrame) -> Void] = []
+    private var audioTaps: [(RTPPacket) -> Void] = []
 
     unowned let node: LiveNode
     var media: NodeMedia { node.media }
@@ -54,6 +56,12 @@ public final class PublishedStream: LiveRole {
 
     public func stop() { pump?.stop() }
 
+    /// Adds a tap on what this node publishes (called on the node's loop).
+    public func tap(video: ((EncodedMediaFrame) -> Void)?, audio: ((RTPPacket) -> Void)? = nil) {
+        if let video { videoTaps.append(video) }
+        if let audio { audioTaps.append(audio) }
+    }
+
     /// A co-host's own encoders, started into its stage stream.
     func startOwnSources(_ setup: PublisherSetup, into origin: MediaOrigin<NodeID>) {
         guard let guestPump = try? node.makePump(setup, for: origin) else { return }
@@ -70,7 +78,7 @@ public final class PublishedStream: LiveRole {
                 // A frame of a pump already stopped (the stage taken over from outside) stays out of the stream.
                 guard let self, self.pump === pump else { return }
                 origin.publishVideo(frame)
-                self.onPublishedVideo?(frame)
+                for tap in self.videoTaps { tap(frame) }
                 pump.control.update(keyframe: origin.takeKeyframeRequest(), kbps: origin.targetVideoKbps)
             }
         }
@@ -78,6 +86,7 @@ public final class PublishedStream: LiveRole {
             hop {
                 guard let self, self.pump === pump else { return }
                 origin.publishAudio(packet)
+                for tap in self.audioTaps { tap(packet) }
             }
         }
         pump.onEnded = { [weak self] why in hop { self?.node.report(.mediaEnded(why)) } }

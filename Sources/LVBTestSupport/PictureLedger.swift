@@ -21,7 +21,7 @@ public final class PictureLedger {
         self.deadline = deadline
     }
 
-    /// The host sent `frame` now (tap `LiveNode.onPublishedVideo`).
+    /// The host sent `frame` now (tap `PublishedStream.tap(video:)`).
     public func sent(_ frame: EncodedMediaFrame) {
         guard let first = frame.packets.first else { return }
         sent[first.timestamp] = (clock.now(), frame.packets.count)

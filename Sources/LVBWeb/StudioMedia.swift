@@ -37,12 +37,7 @@ public struct StudioMediaFrame: Equatable, Sendable {
     }
 
     /// Microseconds since the Unix epoch of an NTP 32.32 timestamp (0 for none).
-    public static func micros(ntp: UInt64?) -> UInt64 {
-        guard let ntp, ntp >> 32 >= MediaConstants.ntpUnixOffset else { return 0 }
-        let seconds = (ntp >> 32) - MediaConstants.ntpUnixOffset
-        let fraction = ((ntp & 0xFFFF_FFFF) * 1_000_000) >> 32
-        return seconds * 1_000_000 + fraction
-    }
+    public static func micros(ntp: UInt64?) -> UInt64 { NTPTime.unixMicros(ntp) }
 
     /// The 14 bytes before the payload.
     public var header: [UInt8] {
@@ -104,14 +99,8 @@ extension StudioMediaFrame {
     /// VP8 frame put back together from its RTP packets; nil if a packet is
     /// not VP8 (nothing this node's encoder makes).
     public init?(published frame: EncodedMediaFrame) {
-        guard let first = frame.packets.first else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(frame.bytes)
-        for packet in frame.packets {
-            guard let (_, data) = try? VP8PayloadDescriptor.parse(packet.payload) else { return nil }
-            bytes += data
-        }
-        self.init(kind: .video, isKeyframe: frame.isKeyframe, captureMicros: Self.micros(ntp: first.captureTime),
-                  rtpTimestamp: first.timestamp, payload: bytes)
+        guard let vp8 = frame.vp8Frame else { return nil }
+        self.init(kind: .video, isKeyframe: frame.isKeyframe, captureMicros: vp8.captureMicros,
+                  rtpTimestamp: vp8.rtpTimestamp, payload: vp8.data)
     }
 }

@@ -16,6 +16,7 @@ struct HostCommand: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @OptionGroup var profile: ProfileOptions
     @OptionGroup(title: "Media") var media: HostMediaOptions
+    @OptionGroup(title: "Replays") var replays: ReplayOptions
 
     @Option(name: .long, help: ArgumentHelp("Ask this STUN server (IP:PORT, repeatable; any RFC 8489 Binding server) where it sees this node, and announce that address too.", valueName: "ip:port"))
     var stun: [String] = []
@@ -81,6 +82,7 @@ struct HostCommand: AsyncParsableCommand {
         runner.publish = mediaSetup.isEmpty ? nil : mediaSetup
         runner.maxGuests = maxGuests
         runner.stdinIsMedia = media.readsStdin
+        runner.replay = try replays.settings(node.identity)
         runner.rendezvous = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
         runner.stun = try stun.map { try parseAddress($0, what: "--stun") }
         let status = await runner.run()

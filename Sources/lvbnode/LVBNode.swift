@@ -15,5 +15,5 @@ struct LVBNode: AsyncParsableCommand {
             joins one. See lvbnode(1) and lvbnode-protocol(7).
             """,
         version: CoreConstants.version,
-        subcommands: [HostCommand.self, JoinCommand.self, RendezvousCommand.self, RoomsCommand.self, IdCommand.self, ImpairCommand.self, MeshCommand.self])
+        subcommands: [HostCommand.self, JoinCommand.self, RendezvousCommand.self, RoomsCommand.self, ReplaysCommand.self, IdCommand.self, ImpairCommand.self, MeshCommand.self])
 }

@@ -8,6 +8,7 @@ import LVBGossip
 import LVBCrypto
 import LVBMedia
 import LVBRendezvous
+import LVBReplay
 import LVBRoom
 import LVBTransport
 import NIOCore
@@ -35,6 +36,8 @@ struct NodeRunner {
     var stun: [PeerAddress] = []
     /// A browsing viewer: rooms kept ready on each side of the current one.
     var preload = 1
+    /// A host keeping a replay: where, and the disk its replays may take.
+    var replay: (directory: String, budget: Int64)?
 
     var role: NodeRole { if case .host = setup { .host } else { .viewer } }
     var defaultPort: UInt16 { if case .host = setup { 7400 } else { 0 } }
@@ -59,6 +62,11 @@ struct NodeRunner {
             Output.fail("\(error)")
             return 64
         }
+        let recorder: ReplayRecorder?
+        do { recorder = try replayRecorder(identity: identity) } catch {
+            Output.fail("\(error)")
+            return 1
+        }
         let termination = Termination(duration: options.duration, parent: options.parentPid)
         let reporters = Reporters(out: out, termination: termination, setup: setup)
         var config = TransportConfig()
@@ -72,6 +80,7 @@ struct NodeRunner {
                                                    node.core.config.ownAddresses = options.advertised(for: local)
                                                    reporters.attach(node)
                                                    attachRoles(to: node, local: local, out: out)
+                                                   if let recorder { keep(node, in: recorder, out: out) }
                                                }, onOutput: { reporters.report($0) })
         } catch {
             switch error {
@@ -96,6 +105,7 @@ struct NodeRunner {
         if !stdinIsMedia { Console { line in commands.handle(line) }.start() }
 
         let reason = await termination.wait()
+        if let recorder { try? await live.submit { _ in recorder.finish() } }
         let status = await finish(live, reason: reason, reporters: reporters, out: out)
         await studio?.stop()
         return status

@@ -51,6 +51,11 @@ final class Output: @unchecked Sendable {
         fputs("lvbnode: error: \(message)\n", stderr)
     }
 
+    /// One line on stderr: something was left alone, the command goes on.
+    static func warn(_ message: String) {
+        fputs("lvbnode: warning: \(message)\n", stderr)
+    }
+
     static func clockText() -> String { LocalTime(SystemClock.shared.wallTime()).clockText }
 }
 

@@ -80,9 +80,9 @@ final class StudioBridge: @unchecked Sendable {
             server.broadcast(f)
         }
         // A host's page shows its own picture; a co-host's shows the host's stream only.
-        node.publishing.onPublishedVideo = { [server, weak node] frame in
+        node.publishing.tap(video: { [server, weak node] frame in
             if server.clientCount > 0, node?.room.isHost == true, let f = StudioMediaFrame(published: frame) { server.broadcast(f) }
-        }
+        })
         stage.wire(node)
         rooms = StudioRooms.wire(node, server: server) { [unowned self] in greeting() }
         layout = node.publishing.mixer?.layout

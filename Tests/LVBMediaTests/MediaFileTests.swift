@@ -238,9 +238,13 @@ struct MediaFileTests {
         let keyframes = file.blocks.filter { $0.track == 1 && $0.keyframe }
         #expect(keyframes.count >= 2 && keyframes.count == file.clusters.count)
         #expect(file.negativeOffsets == 0)
+        // Players seek: the SeekHead points at the Cues, one per keyframe cluster, each at its cluster.
+        #expect(file.seekToCues != nil && file.seekToCues == file.cuesAt)
+        #expect(file.cues.map(\.time) == file.clusters && file.cues.map(\.position) == file.clusterPositions)
 
         let cut = WebMSummary(readFile(cutPath))
         #expect(cut.segmentSize == .unknown && cut.duration == 0 && cut.codecs == ["V_VP8", "A_OPUS"])
+        #expect(cut.seekToCues == nil && cut.cues.isEmpty)
         #expect(!cut.blocks.isEmpty && cut.blocks.count < file.blocks.count)
 
         if let ffprobe = findExecutable("ffprobe") {
@@ -285,6 +289,11 @@ private struct WebMSummary {
     enum SegmentSize: Equatable { case unknown, known(matchesFile: Bool) }
     var docType = "", codecs: [String] = [], duration = -1.0, clusters: [Int64] = []
     var segmentSize = SegmentSize.unknown
+    /// Each cluster's position in the Segment (from its data's start).
+    var clusterPositions: [Int64] = []
+    /// Where the SeekHead says the Cues are, where they are, and their (time, cluster position) points.
+    var seekToCues: Int64?, cuesAt: Int64?
+    var cues: [(time: Int64, position: Int64)] = []
     /// SimpleBlocks placed before their cluster's Timestamp.
     var negativeOffsets = 0
     var blocks: [(track: UInt64, time: Int64, keyframe: Bool, data: [UInt8])] = []
@@ -296,8 +305,25 @@ private struct WebMSummary {
             }
             guard top.id == 0x1853_8067 else { continue }
             segmentSize = top.unknownSize ? .unknown : .known(matchesFile: top.data.upperBound == b.count)
+            let number = { (r: Range<Int>) in Int64(b[r].reduce(0) { $0 << 8 | UInt64($1) }) }
             for e in Self.children(b, top.data) {
+                // The element's own start (its ID), from the Segment's data.
+                let position = Int64(e.start - top.data.lowerBound)
                 switch e.id {
+                case 0x114D_9B74:
+                    for seek in Self.children(b, e.data) where seek.id == 0x4DBB {
+                        let kids = Self.children(b, seek.data)
+                        if let id = kids.first(where: { $0.id == 0x53AB }), number(id.data) == 0x1C53_BB6B,
+                           let at = kids.first(where: { $0.id == 0x53AC }) { seekToCues = number(at.data) }
+                    }
+                case 0x1C53_BB6B:
+                    cuesAt = position
+                    for point in Self.children(b, e.data) where point.id == 0xBB {
+                        let kids = Self.children(b, point.data)
+                        guard let time = kids.first(where: { $0.id == 0xB3 }), let track = kids.first(where: { $0.id == 0xB7 }),
+                              let at = Self.children(b, track.data).first(where: { $0.id == 0xF1 }) else { continue }
+                        cues.append((number(time.data), number(at.data)))
+                    }
                 case 0x1549_A966:
                     for d in Self.children(b, e.data) where d.id == 0x4489 {
                         duration = Double(bitPattern: b[d.data].reduce(0) { $0 << 8 | UInt64($1) })
@@ -307,6 +333,7 @@ private struct WebMSummary {
                         for c in Self.children(b, entry.data) where c.id == 0x86 { codecs.append(String(decoding: b[c.data], as: UTF8.self)) }
                     }
                 case 0x1F43_B675:
+                    clusterPositions.append(position)
                     var start: Int64 = 0
                     for c in Self.children(b, e.data) {
                         if c.id == 0xE7 { start = Int64(b[c.data].reduce(0) { $0 << 8 | UInt64($1) }); clusters.append(start) }
@@ -323,7 +350,7 @@ private struct WebMSummary {
         }
     }
 
-    struct Element { let id: UInt32, data: Range<Int>, unknownSize: Bool }
+    struct Element { let start: Int, id: UInt32, data: Range<Int>, unknownSize: Bool }
 
     /// RFC 8794 §4: the VINT at `i`; IDs keep the marker bit, sizes drop it.
     static func vint(_ b: [UInt8], _ i: inout Int, keepMarker: Bool) -> (value: UInt64, allOnes: Bool)? {
@@ -341,9 +368,10 @@ private struct WebMSummary {
         var out: [Element] = []
         var i = range.lowerBound
         while i < range.upperBound {
+            let start = i
             guard let id = vint(b, &i, keepMarker: true), let size = vint(b, &i, keepMarker: false) else { break }
             let end = size.allOnes ? range.upperBound : min(range.upperBound, i + Int(clamping: size.value))
-            out.append(Element(id: UInt32(clamping: id.value), data: i..<end, unknownSize: size.allOnes))
+            out.append(Element(start: start, id: UInt32(clamping: id.value), data: i..<end, unknownSize: size.allOnes))
             i = end
         }
         return out

@@ -59,7 +59,7 @@ private final class Crowd {
         plan.addresses = [sim.address]
         host = try SimLiveNode(sim, plan: plan, network: net, random: random)
         host.recordsOutputs = false
-        host.node.publishing.onPublishedVideo = { [unowned self] in ledger.sent($0) }
+        host.node.publishing.tap(video: { [unowned self] in ledger.sent($0) })
         if let rendezvous {
             let relay = RelayClient(core: sim.core)
             host.node.register(relay)

@@ -1,0 +1,44 @@
+import LVBCore
+import LVBCrypto
+import LVBMedia
+import LVBReplay
+import LVBRoom
+
+extension NodeRunner {
+    /// A host's replay recorder, its directory checked before the room
+    /// starts; nil when the node keeps no replay (a viewer, no media,
+    /// `--no-replay`, `--ephemeral`).
+    func replayRecorder(identity: Identity) throws -> ReplayRecorder? {
+        guard let replay, case let .host(room, _, _, info) = setup, let publish, !publish.isEmpty else { return nil }
+        return try ReplayRecorder(library: ReplayLibrary(root: replay.directory), budget: replay.budget, identity: identity,
+                                  room: room, title: info.title ?? "", video: publish.video == nil ? nil : (publish.width, publish.height),
+                                  audioChannels: publish.audio == nil ? 0 : 1)
+    }
+
+    /// Keeps what the host publishes (on the node's loop) and says what the recorder did.
+    func keep(_ node: LiveNode, in recorder: ReplayRecorder, out: Output) {
+        recorder.onEvent = { event in
+            switch event {
+            case let .started(id, directory):
+                var l = JSONLine(event: "replay")
+                l.add("id", id.text)
+                l.add("path", directory)
+                out.emit(l, human: "keeping a replay of this live: \(id.text) in \(directory)", kind: "replay")
+            case let .evicted(id):
+                var l = JSONLine(event: "replay_deleted")
+                l.add("id", id.text)
+                out.emit(l, human: "deleted the oldest replay \(id.text) to keep within --replay-budget", kind: "replay")
+            case let .stopped(why):
+                var l = JSONLine(event: "warning")
+                l.add("message", why)
+                out.emit(l, human: why, kind: "warning")
+            }
+        }
+        node.publishing.tap(video: { frame in
+            guard let vp8 = frame.vp8Frame else { return }
+            recorder.video(vp8.data, keyframe: frame.isKeyframe, captureMicros: vp8.captureMicros)
+        }, audio: { packet in
+            recorder.audio(Array(packet.payload), captureMicros: NTPTime.unixMicros(packet.captureTime))
+        })
+    }
+}

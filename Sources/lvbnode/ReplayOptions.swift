@@ -1,0 +1,47 @@
+import ArgumentParser
+import LVBCrypto
+import LVBReplay
+
+/// Where a host keeps its replays, and how much of the disk they may take.
+struct ReplayOptions: ParsableArguments {
+    @Flag(inversion: .prefixedNo, help: "Keep a replay of the live (the stream as sent, the mix included, no re-encoding) for `lvbnode replays`. Default: on, except with --ephemeral.")
+    var replay: Bool?
+
+    @Option(name: .long, help: ArgumentHelp("Directory of replays. Default: replays/ in the node's home directory.", valueName: "dir"))
+    var replayDir: String?
+
+    @Option(name: .long, help: ArgumentHelp("Disk the replays this node holds may take, e.g. 500M or 2G (at least 16M; default 2G): the oldest go first, and a live that alone passes it stops being kept, with a line.", valueName: "size"))
+    var replayBudget: String?
+
+    func validate() throws {
+        if let replayBudget { _ = try Self.parseSize(replayBudget, what: "--replay-budget") }
+    }
+
+    /// The directory and budget when replays are kept, else nil.
+    func settings(_ identity: IdentityOptions) throws -> (directory: String, budget: Int64)? {
+        guard replay ?? !identity.ephemeral else { return nil }
+        let budget = try replayBudget.map { try Self.parseSize($0, what: "--replay-budget") } ?? ReplayConstants.defaultBudget
+        return (Self.directory(replayDir, identity), budget)
+    }
+
+    static func directory(_ given: String?, _ identity: IdentityOptions) -> String {
+        given ?? (identity.home ?? IdentityStore.defaultHome(environment: ProcessEnvironment.all)) + "/replays"
+    }
+
+    /// "500M", "2G", "1.5G", "65536": bytes, with K, M, G or T in powers of 1024.
+    static func parseSize(_ text: String, what: String) throws -> Int64 {
+        let units: [Character: Double] = ["K": 1024, "M": 1_048_576, "G": 1_073_741_824, "T": 1_099_511_627_776]
+        var digits = Substring(text.uppercased())
+        if digits.hasSuffix("B"), digits.count > 1, units[digits[digits.index(before: digits.index(before: digits.endIndex))]] != nil { digits = digits.dropLast() }
+        var scale = 1.0
+        if let last = digits.last, let u = units[last] { scale = u; digits = digits.dropLast() }
+        guard let n = Double(digits), n.isFinite, n > 0 else {
+            throw ValidationError("\(what) \(text): give a size such as 500M or 2G")
+        }
+        let bytes = n * scale
+        guard bytes >= 16 * 1_048_576, bytes < Double(Int64.max / 2) else {
+            throw ValidationError("\(what) \(text): give at least 16M")
+        }
+        return Int64(bytes)
+    }
+}

@@ -1,0 +1,115 @@
+import ArgumentParser
+import LVBCore
+import LVBReplay
+
+/// `lvbnode replays`: the replays this node holds: list, export, delete.
+struct ReplaysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replays",
+        abstract: "List, export or delete the replays this node holds.",
+        discussion: "A host keeps a replay of each live (see `lvbnode host --replay`). Every replay's manifest is signed by its host and every segment checked against it before it is exported.",
+        subcommands: [List.self, Export.self, Delete.self],
+        defaultSubcommand: List.self)
+
+    /// Where the replays are: --replay-dir, else the node's home.
+    struct Place: ParsableArguments {
+        @Option(name: .long, help: ArgumentHelp("Directory of replays. Default: replays/ in the node's home directory.", valueName: "dir"))
+        var replayDir: String?
+
+        @Option(name: .long, help: ArgumentHelp("Node home directory. Default: $LVBNODE_HOME, else ~/.lvbnode.", valueName: "dir"))
+        var home: String?
+
+        var library: ReplayLibrary {
+            var identity = IdentityOptions()
+            identity.home = home
+            return ReplayLibrary(root: ReplayOptions.directory(replayDir, identity))
+        }
+    }
+
+    static func replayID(_ text: String) throws -> ReplayID {
+        do { return try ReplayID(text: text) } catch { throw ValidationError("\(error)") }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the replays held here, newest first.")
+        @OptionGroup var place: Place
+        @Flag(name: .long, help: "One JSON object per line.")
+        var json = false
+
+        func run() async throws {
+            let library = place.library
+            let out = Output(json: json)
+            let held = library.list()
+            for h in held {
+                let m = h.manifest
+                var l = JSONLine(event: "replay")
+                l.add("id", m.id.text)
+                l.add("title", m.title)
+                l.add("room", m.room.text)
+                l.add("host", m.host.text)
+                l.add("started_ms", Int(m.startedMs))
+                l.add("duration_ms", Int(m.durationMs))
+                l.add("segments", m.segments.count)
+                l.add("held", h.heldSegments)
+                l.add("bytes", Int(h.bytes))
+                l.add("ended", m.ended)
+                let started = LocalTime(WallTime(seconds: m.startedMs / 1000, nanoseconds: 0)).compactText
+                out.emit(l, human: "\(m.id.text)  \(Self.duration(m.durationMs))  \(started)  \"\(m.title)\"  "
+                             + "\(h.heldSegments)/\(m.segments.count) segments, \(h.bytes >> 20) MB\(m.ended ? "" : ", not ended")",
+                         kind: "replay")
+            }
+            for bad in library.unreadable { Output.warn("\(bad) (left alone)") }
+            if held.isEmpty, !json { out.emit(JSONLine(event: "none"), human: "no replays in \(library.root)", kind: "replay") }
+        }
+
+        static func duration(_ ms: UInt32) -> String {
+            let s = Int((ms + 500) / 1000)
+            return s >= 3600 ? "\(s / 3600):\(String(format2: s / 60 % 60)):\(String(format2: s % 60))" : "\(s / 60):\(String(format2: s % 60))"
+        }
+    }
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "export", abstract: "Write a replay as a WebM file (VP8 + Opus, no re-encoding) that players can seek in.")
+        @OptionGroup var place: Place
+        @Argument(help: ArgumentHelp("The replay's id (from `lvbnode replays`).", valueName: "replay-id"))
+        var id: String
+        @Argument(help: ArgumentHelp("The WebM file to write (an existing file is replaced).", valueName: "file"))
+        var file: String
+
+        func validate() throws { _ = try ReplaysCommand.replayID(id) }
+
+        func run() async throws {
+            do {
+                let (ms, frames) = try place.library.export(try ReplaysCommand.replayID(id), to: file)
+                print("wrote \(file): \(List.duration(ms)), \(frames) frames")
+            } catch {
+                Output.fail("\(error)")
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a replay held here.")
+        @OptionGroup var place: Place
+        @Argument(help: ArgumentHelp("The replay's id (from `lvbnode replays`).", valueName: "replay-id"))
+        var id: String
+
+        func validate() throws { _ = try ReplaysCommand.replayID(id) }
+
+        func run() async throws {
+            do {
+                try place.library.delete(try ReplaysCommand.replayID(id))
+                print("deleted replay \(id)")
+            } catch {
+                Output.fail("\(error)")
+                throw ExitCode(1)
+            }
+        }
+    }
+}
+
+extension String {
+    /// Two digits, zero-padded.
+    init(format2 n: Int) { self = n < 10 ? "0\(n)" : "\(n)" }
+}
