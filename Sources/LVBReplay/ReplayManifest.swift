@@ -37,7 +37,8 @@ public struct ReplayID: Hashable, Sendable, CustomStringConvertible {
 ///                host (32) || started (8: Unix ms) || title length (1) ||
 ///                title || width (2) || height (2) || audio channels (1) ||
 ///                flags (1: bit 0 ended) || count (4) || segment ... ||
-///                signature (64: Ed25519 by host over all before it)
+///                signature (64: Ed25519 by host over "lvbnode replay
+///                manifest v1" || 0x00 || all before it)
 ///     segment  = start (4: ms) || duration (4: ms) || length (4) ||
 ///                flags (1: bit 0 starts with a keyframe) || hash (32:
 ///                BLAKE2b-256 of the segment file)
@@ -107,8 +108,11 @@ public struct ReplayManifest: Equatable, Sendable {
     /// The manifest's bytes, signed by `identity` (the host's).
     public func signed(by identity: Identity) -> [UInt8] {
         let body = unsignedBytes()
-        return body + identity.sign(body)
+        return body + identity.sign(Self.signingContext + body)
     }
+
+    /// What the signature covers comes after this, so no other signed thing of ours reads as a manifest.
+    static let signingContext: [UInt8] = Array("lvbnode replay manifest v1".utf8) + [0]
 
     func unsignedBytes() -> [UInt8] {
         let titleBytes = Array(title.utf8.prefix(Self.maxTitleBytes))
@@ -173,7 +177,7 @@ public struct ReplayManifest: Equatable, Sendable {
         let m = ReplayManifest(room: room, host: host, startedMs: started, title: title, width: width, height: height,
                                audioChannels: channels, ended: flags == 1, segments: segments)
         guard Array(idBytes) == m.id.bytes else { throw .forged("replay manifest id does not match its room, host and start") }
-        guard Identity.verify(signature: signature, message: Array(body), by: host) else {
+        guard Identity.verify(signature: signature, message: signingContext + body, by: host) else {
             throw .forged("replay manifest not signed by its host \(host.short)")
         }
         return m
