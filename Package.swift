@@ -102,7 +102,7 @@ let package = Package(
             swiftSettings: optimizedInDebug),
         .target(
             name: "LVBReplay",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia", "LVBTransport"],
             swiftSettings: optimizedInDebug),
         .target(
             name: "LVBRendezvous",
@@ -190,7 +190,7 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "LVBReplayTests",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia", "LVBReplay", "TestAssertions"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia", "LVBReplay", "LVBTestSupport", "LVBTransport", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRendezvousTests",

@@ -49,7 +49,10 @@ public final class ReplayLibrary {
     }
 
     /// One replay held here, its manifest checked.
-    public func replay(_ id: ReplayID) throws(ReplayError) -> Held {
+    public func replay(_ id: ReplayID) throws(ReplayError) -> Held { try read(id).held }
+
+    /// One replay held here and its manifest's signed bytes.
+    func read(_ id: ReplayID) throws(ReplayError) -> (held: Held, manifest: [UInt8]) {
         let dir = directory(of: id)
         guard ReplayFiles.isDirectory(dir) else { throw .unknown(id.text) }
         let bytes = try ReplayFiles.read(dir + "/" + Self.manifestName, limit: Self.manifestLimit)
@@ -61,7 +64,7 @@ public final class ReplayLibrary {
             total += size
             return size == Int64(manifest.segments[i].length)
         }
-        return Held(manifest: manifest, present: present, bytes: total)
+        return (Held(manifest: manifest, present: present, bytes: total), bytes)
     }
 
     /// Segment `index` of a replay held here, checked against its manifest.

@@ -15,4 +15,6 @@ public enum DataChannel: UInt8, Sendable, CaseIterable {
     case rendezvous = 5
     /// Introductions and relaying between any two peers of a node (`IntroductionMessage`).
     case introduce = 6
+    /// Replays: manifests and segments between a player and the holders (LVBReplay).
+    case replay = 7
 }
