@@ -33,18 +33,20 @@ public struct ReplayID: Hashable, Sendable, CustomStringConvertible {
 /// how long it is, and each segment's time range, length and hash. Anyone
 /// holding it can check every segment, whoever served it.
 ///
-///     manifest = "LVBRMAN" 0x01 || replay id (16) || room id (16) ||
-///                host (32) || started (8: Unix ms) || title length (1) ||
-///                title || width (2) || height (2) || audio channels (1) ||
-///                flags (1: bit 0 ended) || count (4) || segment ... ||
-///                signature (64: Ed25519 by host over "lvbnode replay
-///                manifest v1" || 0x00 || all before it)
-///     segment  = start (4: ms) || duration (4: ms) || length (4) ||
-///                flags (1: bit 0 starts with a keyframe) || hash (32:
-///                BLAKE2b-256 of the segment file)
+///     manifest  = header || count (4) || duration (4) || entry ... || signature (64)
+///     header    = "LVBRMAN" 0x02 || replay id (16) || room id (16) || host (32)
+///                 || started (8: Unix ms) || title length (1) || title
+///                 || width (2) || height (2) || audio channels (1) || flags (1: bit 0 ended)
+///     entry     = start (4: ms) || duration (4: ms) || length (4)
+///                 || flags (1: bit 0 starts with a keyframe) || hash (32: BLAKE2b-256 of the segment file)
+///     signature = SIGN(host, "lvbnode replay manifest v2" || 0x00 || header
+///                 || count || duration || BLAKE2b-256(entry ...))
 ///
-/// The id must be `ReplayID.derive(room, host, started)`. Width and height
-/// 0: no video; channels 0: no audio. Segments follow each other in time.
+/// So the signature also covers the replay's card (`ReplayCard`: the header,
+/// count, duration and the entries' hash), which a room list carries without
+/// the entries. The id must be `ReplayID.derive(room, host, started)`; width
+/// and height 0: no video; channels 0: no audio. Segments follow each other
+/// in time and the duration is where the last one ends.
 public struct ReplayManifest: Equatable, Sendable {
     public struct Segment: Equatable, Sendable {
         public var startMs: UInt32
@@ -64,35 +66,33 @@ public struct ReplayManifest: Equatable, Sendable {
         public var endMs: UInt32 { startMs + durationMs }
     }
 
-    public var id: ReplayID { ReplayID.derive(room: room, host: host, startedMs: startedMs) }
-    public var room: RoomID
-    public var host: NodeID
-    public var startedMs: UInt64
-    public var title: String
-    public var width: UInt16, height: UInt16
-    public var audioChannels: UInt8
-    public var ended: Bool
+    public var info: ReplayInfo
     public var segments: [Segment]
 
     public init(room: RoomID, host: NodeID, startedMs: UInt64, title: String, width: UInt16, height: UInt16,
                 audioChannels: UInt8, ended: Bool = false, segments: [Segment] = []) {
-        self.room = room
-        self.host = host
-        self.startedMs = startedMs
-        self.title = title
-        self.width = width
-        self.height = height
-        self.audioChannels = audioChannels
-        self.ended = ended
+        info = ReplayInfo(room: room, host: host, startedMs: startedMs, title: title, width: width, height: height,
+                          audioChannels: audioChannels, ended: ended)
         self.segments = segments
+    }
+
+    public var id: ReplayID { info.id }
+    public var room: RoomID { info.room }
+    public var host: NodeID { info.host }
+    public var startedMs: UInt64 { info.startedMs }
+    public var title: String { info.title }
+    public var width: UInt16 { info.width }
+    public var height: UInt16 { info.height }
+    public var audioChannels: UInt8 { info.audioChannels }
+    public var ended: Bool {
+        get { info.ended }
+        set { info.ended = newValue }
     }
 
     public var durationMs: UInt32 { segments.last?.endMs ?? 0 }
     public var totalBytes: Int64 { segments.reduce(0) { $0 + Int64($1.length) } }
 
-    static let magic: [UInt8] = Array("LVBRMAN".utf8) + [1]
     static let segmentSize = 45
-    public static let maxTitleBytes = 100
 
     /// The segment that holds `ms` (the last one for a time past the end).
     public func segment(at ms: UInt32) -> Int? {
@@ -107,28 +107,13 @@ public struct ReplayManifest: Equatable, Sendable {
 
     /// The manifest's bytes, signed by `identity` (the host's).
     public func signed(by identity: Identity) -> [UInt8] {
-        let body = unsignedBytes()
-        return body + identity.sign(Self.signingContext + body)
+        let entries = entryBytes()
+        let summary = ReplayCard.summary(info, count: UInt32(segments.count), durationMs: durationMs)
+        return summary + entries + identity.sign(ReplayCard.signingContext + summary + Blake2b.hash(entries, length: 32))
     }
 
-    /// What the signature covers comes after this, so no other signed thing of ours reads as a manifest.
-    static let signingContext: [UInt8] = Array("lvbnode replay manifest v1".utf8) + [0]
-
-    func unsignedBytes() -> [UInt8] {
-        let titleBytes = Array(title.utf8.prefix(Self.maxTitleBytes))
-        var w = ByteWriter(capacity: 128 + segments.count * Self.segmentSize)
-        w.write(bytes: Self.magic)
-        w.write(bytes: id.bytes)
-        w.write(bytes: room.bytes)
-        w.write(bytes: host.publicKey)
-        w.write(startedMs)
-        w.write(UInt8(titleBytes.count))
-        w.write(bytes: titleBytes)
-        w.write(width)
-        w.write(height)
-        w.write(audioChannels)
-        w.write(UInt8(ended ? 1 : 0))
-        w.write(UInt32(segments.count))
+    private func entryBytes() -> [UInt8] {
+        var w = ByteWriter(capacity: segments.count * Self.segmentSize)
         for s in segments {
             w.write(s.startMs)
             w.write(s.durationMs)
@@ -140,47 +125,39 @@ public struct ReplayManifest: Equatable, Sendable {
     }
 
     /// Parses and verifies a manifest: every field, the id, the order of the
-    /// segments and the host's signature.
-    public static func parse(_ bytes: ArraySlice<UInt8>) throws(ReplayError) -> ReplayManifest {
+    /// segments, the duration and the host's signature; and its card.
+    public static func parseWithCard(_ bytes: ArraySlice<UInt8>) throws(ReplayError) -> (ReplayManifest, ReplayCard) {
         guard bytes.count > 64 else { throw .truncated("replay manifest") }
-        let body = bytes.dropLast(64), signature = Array(bytes.suffix(64))
-        var r = ByteReader(body)
-        guard let head = try? r.readBytes(magic.count), Array(head) == magic else { throw .malformed("not a replay manifest (bad magic)") }
-        guard let idBytes = try? r.readBytes(16), let roomBytes = try? r.readBytes(16), let hostBytes = try? r.readBytes(32),
-              let started = try? r.readUInt64(), let titleLength = try? r.readUInt8(),
-              let titleBytes = try? r.readBytes(Int(titleLength)), let width = try? r.readUInt16(), let height = try? r.readUInt16(),
-              let channels = try? r.readUInt8(), let flags = try? r.readUInt8(), let count = try? r.readUInt32()
-        else { throw .truncated("replay manifest header") }
-        guard titleLength <= maxTitleBytes, let title = String(validating: titleBytes, as: UTF8.self) else {
-            throw .malformed("replay title is not UTF-8 of at most \(maxTitleBytes) bytes")
-        }
-        guard (width == 0) == (height == 0), channels <= 2, flags & ~1 == 0 else {
-            throw .malformed("replay tracks \(width)x\(height), \(channels) channels, flags \(flags)")
-        }
+        var r = ByteReader(bytes.dropLast(64))
+        let info = try ReplayInfo.read(&r)
+        guard let count = try? r.readUInt32(), let duration = try? r.readUInt32() else { throw .truncated("replay manifest header") }
+        let entriesStart = r.offset
         guard count <= ReplayConstants.maxSegments, r.remaining == Int(count) * segmentSize else {
             throw .malformed("replay manifest of \(count) segments has \(r.remaining) bytes for them")
-        }
-        guard let room = try? RoomID(bytes: Array(roomBytes)), let host = try? NodeID(publicKey: Array(hostBytes)) else {
-            throw .malformed("replay manifest room or host")
         }
         var segments: [Segment] = []
         segments.reserveCapacity(Int(count))
         for _ in 0..<count {
-            guard let start = try? r.readUInt32(), let duration = try? r.readUInt32(), let length = try? r.readUInt32(),
+            guard let start = try? r.readUInt32(), let length = try? r.readUInt32(), let size = try? r.readUInt32(),
                   let f = try? r.readUInt8(), let hash = try? r.readBytes(32) else { throw .truncated("replay manifest segment") }
-            guard f & ~1 == 0, length > ReplaySegment.headerSize, length <= ReplayConstants.segmentMaxBytes,
-                  start >= (segments.last?.endMs ?? 0), UInt64(start) + UInt64(duration) <= UInt64(UInt32.max) else {
-                throw .malformed("replay manifest segment \(segments.count) (\(start) ms, \(duration) ms, \(length) bytes)")
+            guard f & ~1 == 0, size > ReplaySegment.headerSize, size <= ReplayConstants.segmentMaxBytes,
+                  start >= (segments.last?.endMs ?? 0), UInt64(start) + UInt64(length) <= UInt64(UInt32.max) else {
+                throw .malformed("replay manifest segment \(segments.count) (\(start) ms, \(length) ms, \(size) bytes)")
             }
-            segments.append(Segment(startMs: start, durationMs: duration, length: length, startsWithKeyframe: f == 1, hash: Array(hash)))
+            segments.append(Segment(startMs: start, durationMs: length, length: size, startsWithKeyframe: f == 1, hash: Array(hash)))
         }
-        let m = ReplayManifest(room: room, host: host, startedMs: started, title: title, width: width, height: height,
-                               audioChannels: channels, ended: flags == 1, segments: segments)
-        guard Array(idBytes) == m.id.bytes else { throw .forged("replay manifest id does not match its room, host and start") }
-        guard Identity.verify(signature: signature, message: signingContext + body, by: host) else {
-            throw .forged("replay manifest not signed by its host \(host.short)")
-        }
-        return m
+        let m = ReplayManifest(info: info, segments: segments)
+        guard m.durationMs == duration else { throw .malformed("replay manifest says \(duration) ms, its segments \(m.durationMs) ms") }
+        let entriesHash = Blake2b.hash(Array(bytes[(bytes.startIndex + entriesStart)..<(bytes.endIndex - 64)]), length: 32)
+        let card = try ReplayCard(info: info, count: count, durationMs: duration, entriesHash: entriesHash, signature: Array(bytes.suffix(64)))
+        return (m, card)
+    }
+
+    public static func parse(_ bytes: ArraySlice<UInt8>) throws(ReplayError) -> ReplayManifest { try parseWithCard(bytes).0 }
+
+    init(info: ReplayInfo, segments: [Segment]) {
+        self.info = info
+        self.segments = segments
     }
 
     /// Checks a segment's bytes against the hash this manifest signed.

@@ -66,6 +66,22 @@ import Testing
         }
     }
 
+    /// The card a room list carries is checked on its own: the manifest's signature covers it.
+    @Test func aManifestsCardVerifiesWithoutItsEntries() throws {
+        let m = Self.manifest(segments: 5)
+        let (parsed, card) = try ReplayManifest.parseWithCard(m.signed(by: Self.host)[...])
+        #expect(parsed == m)
+        #expect(card.id == m.id && card.count == 5 && card.durationMs == 10_000 && card.info.title == "Evening live")
+        let bytes = card.encoded
+        #expect(bytes.count < 300)
+        #expect(try ReplayCard.parse(bytes[...]) == card)
+        for i in 0..<bytes.count {
+            var b = bytes
+            b[i] ^= 0x01
+            #expect(throws: ReplayError.self, "byte \(i)") { try ReplayCard.parse(b[...]) }
+        }
+    }
+
     @Test func segmentsOverlappingInTimeAreRefused() {
         var m = Self.manifest()
         m.segments[1].startMs = 1500
