@@ -34,6 +34,15 @@ public struct ReceivedAudioFrame: Sendable {
     public var concealed: Bool
     /// When the packet arrived; nil when concealed or recovered by FEC.
     public var arrival: Instant?
+
+    public init(pcm: [Int16], encoded: [UInt8]?, rtpTimestamp: UInt32, captureTime: UInt64?, concealed: Bool, arrival: Instant?) {
+        self.pcm = pcm
+        self.encoded = encoded
+        self.rtpTimestamp = rtpTimestamp
+        self.captureTime = captureTime
+        self.concealed = concealed
+        self.arrival = arrival
+    }
 }
 
 /// What `AudioReceiver.poll()` hands its owner.

@@ -32,6 +32,17 @@ public struct ReceivedVideoFrame: Sendable {
     /// released: this one is a keyframe resuming the stream, or a picture
     /// whose references a second decoder of the same frames lacks.
     public var afterLoss = false
+
+    public init(image: I420Frame, encoded: [UInt8], isKeyframe: Bool, rtpTimestamp: UInt32, captureTime: UInt64?, arrival: Instant,
+                afterLoss: Bool = false) {
+        self.afterLoss = afterLoss
+        self.image = image
+        self.encoded = encoded
+        self.isKeyframe = isKeyframe
+        self.rtpTimestamp = rtpTimestamp
+        self.captureTime = captureTime
+        self.arrival = arrival
+    }
 }
 
 /// What `VideoReceiver.poll()` hands its owner.
