@@ -67,6 +67,13 @@ public final class ReplayLibrary {
         return (Held(manifest: manifest, present: present, bytes: total), bytes)
     }
 
+    /// The cards of the replays held here whole, newest first.
+    public func cards() -> [ReplayCard] {
+        list().filter(\.isComplete).compactMap { held in
+            (try? read(held.manifest.id)).flatMap { try? ReplayManifest.parseWithCard($0.manifest[...]).1 }
+        }
+    }
+
     /// Segment `index` of a replay held here, checked against its manifest.
     public func segment(_ held: Held, _ index: Int) throws(ReplayError) -> [UInt8] {
         guard held.present.indices.contains(index), held.present[index] else {
