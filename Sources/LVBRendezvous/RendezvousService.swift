@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBReplay
 import LVBTransport
 import Logging
 
@@ -42,6 +43,8 @@ public struct RendezvousStats: Sendable, Equatable {
 public final class RendezvousService {
     public let registry: RoomRegistry
     public let thumbnails = ThumbnailStore()
+    /// The replays its peers hold, listed after the live rooms (replay channel).
+    public let replays: ReplayDirectory
     public private(set) var stats = RendezvousStats()
     private let core: TransportCore
     private let clock: Clock
@@ -77,6 +80,7 @@ public final class RendezvousService {
         let totalRate = max(1, self.relayKbps * 125)
         totalBytes = RateLimiter(count: totalRate, burst: max(totalRate / 4, 2 * CoreConstants.maxDatagram))
         registry = RoomRegistry(clock: clock)
+        replays = ReplayDirectory(core: core, clock: clock)
         core.sideChannel = { [unowned self] bytes, source in
             guard STUNMessage.looksLikeSTUN(bytes) else { return .notMine }
             guard stunSources.allow(source.host, now: clock.now()) else {
@@ -98,6 +102,10 @@ public final class RendezvousService {
 
     /// Feeds a transport event.
     public func handle(_ event: TransportEvent) {
+        if case let .message(peer, .replay, payload) = event, ReplayListMessage.isListMessage(payload) {
+            replays.receive(payload, from: peer)
+            return
+        }
         guard case let .message(peer, .rendezvous, payload) = event else { return }
         // Relayed datagrams have their own byte budget (per pair and in all);
         // the message budget is for requests.
@@ -234,6 +242,7 @@ public final class RendezvousService {
     public func tick() {
         let now = clock.now()
         registry.expire(now: now)
+        replays.tick()
         thumbnails.forget { registry.listing($0) != nil }
         relayPairs = relayPairs.filter { now - $0.value < RendezvousConstants.relayPairLifetime }
         introduced = introduced.filter { now - $0.value.toldHost < RendezvousConstants.reintroduceWindow }

@@ -80,6 +80,9 @@ public final class LiveNode {
     /// Adds a role; it sees every event and tick from now on, after the roles registered before it.
     public func register(_ role: LiveRole) { roles.append(role) }
 
+    /// The registered role of type `T`, if any.
+    public func role<T: LiveRole>(_ type: T.Type) -> T? { roles.lazy.compactMap { $0 as? T }.first }
+
     /// Hands a report of a role to the owner.
     func report(_ output: NodeOutput) { onOutput?(output) }
 

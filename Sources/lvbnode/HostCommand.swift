@@ -83,6 +83,7 @@ struct HostCommand: AsyncParsableCommand {
         runner.maxGuests = maxGuests
         runner.stdinIsMedia = media.readsStdin
         runner.replay = try replays.settings(node.identity)
+        runner.replayStays = replays.replay == true
         runner.rendezvous = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
         runner.stun = try stun.map { try parseAddress($0, what: "--stun") }
         let status = await runner.run()

@@ -2,6 +2,7 @@ import ArgumentParser
 import LVBCore
 import LVBMedia
 import LVBRendezvous
+import LVBReplay
 import LVBCrypto
 import LVBGossip
 import LVBRoom
@@ -11,12 +12,14 @@ import LVBTransport
 struct JoinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "join",
-        abstract: "Join a live room by its ticket, by the host's IP:PORT, or by its room id with --rendezvous.",
+        abstract: "Join a live room by its ticket, by the host's IP:PORT, or by its room id with --rendezvous; or play a replay by its id.",
         discussion: """
             With a ticket the session uses Noise IK (the ticket carries the host's key) and the room id. \
             With IP:PORT (or localhost:PORT) it uses Noise XX and prints the host's id so you can check it; \
             private rooms need the ticket. With a room id (26 characters, as `lvbnode rooms` lists it) and \
-            --rendezvous, the rendezvous tells where the room's host is and its key (Noise IK). \
+            --rendezvous, the rendezvous tells where the room's host is and its key (Noise IK). A replay's id \
+            (as `lvbnode rooms` lists it after the live rooms) plays the replay from the nodes that hold it: \
+            /seek [+-]SECONDS|MM:SS, /pause, /play, /speed X. \
             Listens on [::] with an ephemeral port (IPv6 and IPv4 peers alike) unless --listen says otherwise.
             """)
 
@@ -91,8 +94,9 @@ struct JoinCommand: AsyncParsableCommand {
         return try? RoomID(bytes: bytes)
     }
 
-    /// Asks the rendezvous where the room is: its host's key and addresses.
-    private func resolve(_ room: RoomID) async throws -> Target {
+    /// Asks the rendezvous where the room is: its host's key and addresses;
+    /// nil when it lists no such live room.
+    private func resolve(_ room: RoomID) async throws -> Target? {
         let addresses = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
         let answer: RendezvousClient.Answer
         do {
@@ -103,17 +107,37 @@ struct JoinCommand: AsyncParsableCommand {
             Output.fail("\(error)")
             throw ExitCode(1)
         }
-        guard case .resolved(_, let found?) = answer else {
-            Output.fail("room \(room.text) is not listed by the rendezvous (it may have ended); `lvbnode rooms --rendezvous \(rendezvous[0])` lists the live ones")
-            throw ExitCode(1)
-        }
+        guard case .resolved(_, let found?) = answer else { return nil }
         return Target(addresses: found.addresses, host: found.host, room: found.room, access: found.access)
+    }
+
+    /// Plays the replay with this id if the rendezvous knows holders of it.
+    private func playReplay(_ id: ReplayID, startedAt: Instant) async throws -> Bool {
+        let addresses = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
+        guard case let .holders(_, holders)? = try? await ReplayListQuery.find(id, addresses, timeout: .seconds(2)), !holders.isEmpty else {
+            return false
+        }
+        let runner = ReplayRunner(options: node, id: id, holders: holders, rendezvous: addresses, sinks: media.sinkOptions(startedAt: startedAt) ?? SinkOptions())
+        let status = await runner.run()
+        if status != 0 { throw ExitCode(status) }
+        return true
     }
 
     func run() async throws {
         let startedAt = SystemClock.shared.now()
         let t: Target
-        if let room = roomID { t = try await resolve(room) } else { t = try target() }
+        if let room = roomID {
+            if let found = try await resolve(room) {
+                t = found
+            } else if let replay = try? ReplayID(text: room.text), try await playReplay(replay, startedAt: startedAt) {
+                return
+            } else {
+                Output.fail("\(room.text) is neither a live room nor a replay the rendezvous lists (it may have ended); `lvbnode rooms --rendezvous \(rendezvous[0])` lists both")
+                throw ExitCode(1)
+            }
+        } else {
+            t = try target()
+        }
         var proof = JoinProof.none
         if let password {
             do { proof = .password(roomKey: try PasswordKey.derive(password: password, roomID: t.room.bytes)) } catch {

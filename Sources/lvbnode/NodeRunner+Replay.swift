@@ -3,6 +3,7 @@ import LVBCrypto
 import LVBMedia
 import LVBReplay
 import LVBRoom
+import LVBTransport
 
 extension NodeRunner {
     /// A host's replay recorder, its directory checked before the room
@@ -34,6 +35,8 @@ extension NodeRunner {
                 out.emit(l, human: why, kind: "warning")
             }
         }
+        node.register(ReplayHolder(library: recorder.library, core: node.core, clock: SystemClock.shared,
+                                   addresses: node.plan.addresses))
         node.publishing.tap(video: { frame in
             guard let vp8 = frame.vp8Frame else { return }
             recorder.video(vp8.data, keyframe: frame.isKeyframe, captureMicros: vp8.captureMicros)
@@ -41,4 +44,27 @@ extension NodeRunner {
             recorder.audio(Array(packet.payload), captureMicros: NTPTime.unixMicros(packet.captureTime))
         })
     }
+}
+
+/// A node's replays served to the players that ask (replay channel) and
+/// told to every rendezvous it holds a session with.
+final class ReplayHolder: LiveRole {
+    let server: ReplayServer
+    let announcer: ReplayAnnouncer
+
+    init(library: ReplayLibrary, core: TransportCore, clock: Clock, addresses: [PeerAddress]) {
+        server = ReplayServer(library: library, clock: clock) { peer, bytes in try? core.send(bytes, channel: .replay, to: peer) }
+        announcer = ReplayAnnouncer(library: library, core: core, clock: clock)
+        announcer.addresses = addresses
+    }
+
+    func handle(_ event: NodeEvent) {
+        guard case let .transport(t) = event else { return }
+        announcer.handle(t)
+        if case let .message(peer, .replay, payload) = t, !ReplayListMessage.isListMessage(payload) {
+            server.receive(payload, from: peer)
+        }
+    }
+
+    func tick() { announcer.tick() }
 }

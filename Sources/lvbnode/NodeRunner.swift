@@ -38,6 +38,8 @@ struct NodeRunner {
     var preload = 1
     /// A host keeping a replay: where, and the disk its replays may take.
     var replay: (directory: String, budget: Int64)?
+    /// `--replay` given: after /close the host goes on serving its replay until /quit or a signal.
+    var replayStays = false
 
     var role: NodeRole { if case .host = setup { .host } else { .viewer } }
     var defaultPort: UInt16 { if case .host = setup { 7400 } else { 0 } }
@@ -104,8 +106,22 @@ struct NodeRunner {
         reporters.startStats(on: live)
         if !stdinIsMedia { Console { line in commands.handle(line) }.start() }
 
-        let reason = await termination.wait()
-        if let recorder { try? await live.submit { _ in recorder.finish() } }
+        var reason = await termination.wait()
+        if let recorder {
+            try? await live.submit { node in
+                recorder.finish()
+                node.role(ReplayHolder.self)?.announcer.refresh()
+            }
+            if case .roomClosed = reason, replayStays, let id = recorder.id {
+                var l = JSONLine(event: "serving")
+                l.add("id", id.text)
+                out.emit(l, human: "the live ended; serving its replay \(id.text) until /quit or a signal", kind: "replay")
+                // Off the live list at once (the rendezvous lists the replay instead).
+                try? await live.submit { node in node.role(RoomAnnouncer.self)?.leave() }
+                termination.rearm(after: reason)
+                reason = await termination.wait()
+            }
+        }
         let status = await finish(live, reason: reason, reporters: reporters, out: out)
         await studio?.stop()
         return status
@@ -249,6 +265,7 @@ extension ExitReason {
         case .signal(let s): s == 2 ? "interrupted" : "terminated"
         case .duration: "duration elapsed"
         case .quit: "quit"
+        case .replayEnded: "the replay ended"
         case .roomClosed: "room closed"
         case .orphaned: "the mesh that started it is gone"
         case .removed(let why): why

@@ -4,6 +4,7 @@ import Glibc
 import ArgumentParser
 import Logging
 import LVBCore
+import LVBReplay
 import LVBCrypto
 import LVBGossip
 import LVBRendezvous
@@ -57,13 +58,19 @@ struct RendezvousCommand: AsyncParsableCommand {
         ready.add("role", NodeRole.rendezvous.name)
         out.emit(ready, human: "rendezvous \(identity.nodeID.text) listening on \(server.udp.localAddress) (rooms and STUN)", kind: "ready")
         let reason = await termination.wait()
-        let stats = try? await server.submit { service, core in (service.stats, service.registry.count, core.stats) }
+        let stats = try? await server.submit { service, core in (service.stats, service.registry.count, core.stats, service.replays.stats, service.replays.entries.count) }
         await server.close()
         var bye = JSONLine(event: "exit")
         bye.add("reason", reason.text)
-        if let (s, rooms, transport) = stats {
+        if let (s, rooms, transport, r, replays) = stats {
             var o = JSONLine()
             o.add("rooms", rooms)
+            o.add("replays", replays)
+            o.add("replays_held", r.held)
+            o.add("replays_refused", r.refused)
+            o.add("replay_list_requests", r.listRequests)
+            o.add("replay_find_requests", r.findRequests)
+            o.add("replay_malformed", r.malformed + r.rateLimited)
             o.add("announcements", s.announcements)
             o.add("refused", s.refused)
             o.add("list_requests", s.listRequests)
@@ -145,6 +152,10 @@ struct RoomsCommand: AsyncParsableCommand {
         guard case let .page(_, total, rooms) = answer else { throw ExitCode(1) }
         RoomListOutput.emit(rooms, total: total, page: page, to: out)
         if let dir = thumbnails { try write(pictures, of: rooms, to: dir, out: out) }
+        // Then the replays its peers hold, newest first (a rendezvous without a replay list answers nothing).
+        if case let .page(total, replays)? = try? await ReplayListQuery.list(addresses, page: page - 1, timeout: .seconds(2)) {
+            RoomListOutput.emit(replays, total: total, page: page, to: out)
+        }
     }
 
     /// Each room's thumbnail as DIR/ROOM-ID.jpg, one `thumbnail` line each.
@@ -196,6 +207,31 @@ enum RoomListOutput {
         l.add("pages", pages)
         l.add("total", total)
         out.emit(l, human: "page \(page) of \(pages), \(total) live rooms", kind: "rooms")
+    }
+}
+
+extension RoomListOutput {
+    /// Replays after the live rooms: one `room` line each with `replay` true, then a `replays` summary.
+    static func emit(_ replays: [ReplayListMessage.Listed], total: Int, page: Int, to out: Output) {
+        for (i, r) in replays.enumerated() {
+            let info = r.card.info
+            var l = JSONLine(event: "room")
+            l.add("n", (page - 1) * ReplayDirectory.pageSize + i + 1)
+            l.add("replay", true)
+            l.add("id", r.card.id.text)
+            l.add("title", info.title)
+            l.add("host", info.host.text)
+            l.add("room", info.room.text)
+            l.add("started_at", Int(info.startedMs))
+            l.add("duration_ms", Int(r.card.durationMs))
+            l.add("holders", Int(r.holders))
+            out.emit(l, human: "replay \(r.card.id.text)  \(info.title.isEmpty ? "(untitled)" : info.title) — \(info.host.short), "
+                         + "\(ReplaysCommand.List.duration(r.card.durationMs)), held by \(r.holders)", kind: "replay")
+        }
+        var l = JSONLine(event: "replays")
+        l.add("page", page)
+        l.add("total", total)
+        out.emit(l, human: "\(total) replays", kind: "rooms")
     }
 }
 

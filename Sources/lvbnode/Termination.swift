@@ -9,6 +9,8 @@ enum ExitReason: Sendable {
     case duration
     case quit
     case roomClosed
+    /// A replay played to its end.
+    case replayEnded
     /// The process that started it (`--parent-pid`, the mesh) is gone.
     case orphaned
     /// Kicked, or signed in elsewhere: status 3.
@@ -61,6 +63,13 @@ final class Termination: @unchecked Sendable {
             return waiter
         }
         w?.resume(returning: r)
+    }
+
+    /// Waits again after `reason` (the room closed, a host serving its replay on).
+    func rearm(after reason: ExitReason) {
+        lock.withLock {
+            if case .roomClosed = self.reason { self.reason = nil }
+        }
     }
 
     func wait() async -> ExitReason {

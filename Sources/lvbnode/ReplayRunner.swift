@@ -1,0 +1,253 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LVBCore
+import LVBCrypto
+import LVBMedia
+import LVBReplay
+import LVBTransport
+import NIOCore
+import NIOPosix
+
+/// `lvbnode join REPLAY-ID --rendezvous ADDR`: plays a replay fetched from
+/// the nodes that hold it (found through the rendezvous, reached through
+/// its introductions), into the same outputs a live stream has; the
+/// console seeks, pauses, plays and changes speed. Ends at the replay's
+/// end, /quit, a signal or --duration.
+struct ReplayRunner {
+    let options: NodeOptions
+    let id: ReplayID
+    let holders: [ReplayListMessage.Holder]
+    let rendezvous: [PeerAddress]
+    var sinks: SinkOptions
+
+    func run() async -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        let out = Output(json: options.json, toStderr: sinks.videoOut == "-" || sinks.audioOut == "-")
+        let identity: Identity
+        let listen: PeerAddress
+        let outputs: MediaSinks
+        do {
+            identity = try options.identity.load().0
+            listen = try options.listenAddress(defaultPort: 0)
+            outputs = try MediaSinks(options: sinks, clock: SystemClock.shared)
+        } catch {
+            Output.fail("\(error)")
+            return 1
+        }
+        let termination = Termination(duration: options.duration, parent: options.parentPid)
+        let state = PlayState(id: id, out: out, sinks: outputs, termination: termination)
+        var config = TransportConfig()
+        config.hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: .viewer)
+        let udp: UDPNode
+        do {
+            udp = try await UDPNode.start(identity: identity, listen: listen, config: config, group: MultiThreadedEventLoopGroup.singleton) { event in
+                state.handle(event)
+            }
+        } catch {
+            Output.fail("cannot listen on \(listen): \(describeSocketError(error)); choose another address or port with --listen")
+            return 1
+        }
+        let holders = self.holders, rendezvous = self.rendezvous
+        _ = try? await udp.submit { core in
+            state.start(core: core)
+            for address in rendezvous { core.connect(to: address, expecting: nil) }
+            for h in holders {
+                state.fetcher?.addHolder(h.id)
+                core.reach(h.id, at: h.addresses)
+            }
+        }
+        var line = JSONLine(event: "replay")
+        line.add("id", id.text)
+        line.add("holders", holders.count)
+        out.emit(line, human: "fetching replay \(id.text) from \(holders.count) holder\(holders.count == 1 ? "" : "s")", kind: "replay")
+        let ticker = udp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(10), delay: .milliseconds(10)) { _ in state.tick() }
+        Console { command in udp.eventLoop.execute { state.command(command) } }.start()
+        let reason = await termination.wait()
+        ticker.cancel()
+        let summary = try? await udp.submit { _ in state.summary() }
+        await udp.close()
+        outputs.close()
+        var bye = JSONLine(event: "exit")
+        bye.add("reason", reason.text)
+        if let summary { bye.addRaw("replay", summary) }
+        out.emit(bye, human: "leaving (\(reason.text))", kind: "exit")
+        return reason.status
+    }
+}
+
+/// The player's state, on the node's loop only.
+private final class PlayState: @unchecked Sendable {
+    let id: ReplayID
+    let out: Output
+    let sinks: MediaSinks
+    let termination: Termination
+    var fetcher: ReplayFetcher?
+    var player: ReplayPlayer?
+    var publisher: EncodedFramePublisher?
+    var shown = 0
+
+    init(id: ReplayID, out: Output, sinks: MediaSinks, termination: Termination) {
+        self.id = id
+        self.out = out
+        self.sinks = sinks
+        self.termination = termination
+        sinks.onEvent = { [out] event in
+            switch event {
+            case let .firstFrame(ms, width, height, _, _):
+                var l = JSONLine(event: "first_frame")
+                l.add("ms", ms)
+                l.add("width", width)
+                l.add("height", height)
+                out.emit(l, human: "first picture \(Duration.milliseconds(ms).millisecondsText) ms after starting (\(width)x\(height))", kind: "media")
+            case let .recording(path):
+                out.emit(JSONLine(event: "recording", ("path", path)), human: "recording to \(path)", kind: "media")
+            case let .failed(why):
+                Output.fail(why)
+            }
+        }
+    }
+
+    func start(core: TransportCore) {
+        let fetcher = ReplayFetcher(id: id, clock: SystemClock.shared) { peer, bytes in try? core.send(bytes, channel: .replay, to: peer) }
+        fetcher.onEvent = { [unowned self] event in
+            switch event {
+            case let .manifest(m): begin(m, core: core)
+            case let .segment(i, bytes): player?.add(i, bytes)
+            case let .dropped(peer, why):
+                var l = JSONLine(event: "warning")
+                l.add("message", "left holder \(peer.short) out: \(why)")
+                out.emit(l, human: "left holder \(peer.short) out: \(why)", kind: "warning")
+            }
+        }
+        self.fetcher = fetcher
+    }
+
+    private func begin(_ m: ReplayManifest, core: TransportCore) {
+        let p = ReplayPlayer(manifest: m, clock: SystemClock.shared)
+        p.onVideo = { [unowned self] frame, _ in
+            shown += 1
+            sinks.video(frame)
+            if let publisher, let rtp = try? publisher.video(frame.encoded, keyframe: frame.isKeyframe, captureMicros: NTPTime.unixMicros(frame.captureTime)) {
+                for packet in rtp.packets { sinks.packet(packet, packet.serialized()[...]) }
+            }
+        }
+        p.onAudio = { [unowned self] frame, _ in
+            sinks.audio(frame)
+            if let publisher, let encoded = frame.encoded, let packet = try? publisher.audio(encoded, captureMicros: NTPTime.unixMicros(frame.captureTime)) {
+                sinks.packet(packet, packet.serialized()[...])
+            }
+        }
+        p.onEvent = { [unowned self] event in
+            switch event {
+            case let .firstFrame(after, at):
+                var l = JSONLine(event: "replay_frame")
+                l.add("at_ms", Int(at))
+                l.add("after_ms", after)
+                out.emit(l, human: "playing from \(ReplaysCommand.List.duration(at)) (\(Duration.milliseconds(after).millisecondsText) ms)", kind: "replay")
+            case let .waiting(segment):
+                var l = JSONLine(event: "replay_waiting")
+                l.add("segment", segment)
+                out.emit(l, human: "waiting for segment \(segment)", kind: "replay")
+            case .ended:
+                out.emit(JSONLine(event: "replay_ended"), human: "the replay ended", kind: "replay")
+                termination.finish(.replayEnded)
+            }
+        }
+        player = p
+        publisher = try? EncodedFramePublisher(videoSSRC: 0x5245_5056, audioSSRC: 0x5245_5041, maxPacketSize: core.maxPayload,
+                                                clock: SystemClock.shared, random: SodiumRandom.shared)
+        var l = JSONLine(event: "replay_info")
+        l.add("id", m.id.text)
+        l.add("title", m.title)
+        l.add("host", m.host.text)
+        l.add("duration_ms", Int(m.durationMs))
+        l.add("segments", m.segments.count)
+        l.add("ended", m.ended)
+        out.emit(l, human: "\"\(m.title)\" by \(m.host.short): \(ReplaysCommand.List.duration(m.durationMs)), \(m.segments.count) segments", kind: "replay")
+        p.play()
+    }
+
+    func handle(_ event: TransportEvent) {
+        switch event {
+        case let .message(peer, .replay, payload) where !ReplayListMessage.isListMessage(payload):
+            fetcher?.receive(payload, from: peer)
+        case let .gone(peer, _):
+            fetcher?.removeHolder(peer)
+        default:
+            break
+        }
+    }
+
+    func tick() {
+        if let player { fetcher?.want(player.wanted) }
+        fetcher?.tick()
+        player?.tick()
+    }
+
+    /// /seek, /pause, /play, /speed, /quit.
+    func command(_ line: String) {
+        let words = line.split(separator: " ").map(String.init)
+        guard let verb = words.first else { return }
+        switch verb {
+        case "/quit": termination.finish(.quit)
+        case "/pause": player?.pause(); say("paused at \(position)")
+        case "/play": player?.play(); say("playing from \(position)")
+        case "/speed":
+            guard words.count == 2, let x = Double(words[1]), (0.25...4).contains(x) else { return wrong("/speed X: from 0.25 to 4") }
+            player?.setSpeed(x)
+            say("speed \(x)\(x == 1 ? "" : " (no sound but at 1)")")
+        case "/seek":
+            guard words.count == 2, let player, let target = Self.seekTarget(words[1], from: player.positionMs) else {
+                return wrong("/seek SECONDS, MM:SS, +SECONDS or -SECONDS")
+            }
+            player.seek(to: target)
+            say("seeking to \(ReplaysCommand.List.duration(target))")
+        case "/position": say("at \(position) of \(player.map { ReplaysCommand.List.duration($0.manifest.durationMs) } ?? "?")")
+        case "/help": say("/seek [+-]SECONDS|MM:SS, /pause, /play, /speed X, /position, /quit")
+        default: wrong("\(verb) is not a replay command; /help lists them")
+        }
+    }
+
+    var position: String { player.map { ReplaysCommand.List.duration($0.positionMs) } ?? "0:00" }
+
+    /// "90", "1:30", "+10", "-5" from the position `now` (ms).
+    static func seekTarget(_ text: String, from now: UInt32) -> UInt32? {
+        if let sign = text.first, sign == "+" || sign == "-", let s = Double(text.dropFirst()), s >= 0 {
+            let delta = Int64(s * 1000)
+            return UInt32(clamping: max(0, Int64(now) + (sign == "+" ? delta : -delta)))
+        }
+        let parts = text.split(separator: ":")
+        if parts.count == 2, let m = Int(parts[0]), let s = Double(parts[1]), m >= 0, s >= 0, s < 60 {
+            return UInt32(clamping: Int64((Double(m) * 60 + s) * 1000))
+        }
+        if parts.count == 1, let s = Double(text), s >= 0 { return UInt32(clamping: Int64(s * 1000)) }
+        return nil
+    }
+
+    private func say(_ text: String) {
+        var l = JSONLine(event: "replay_state")
+        l.add("text", text)
+        l.add("position_ms", Int(player?.positionMs ?? 0))
+        l.add("playing", player?.isPlaying ?? false)
+        out.emit(l, human: text, kind: "replay")
+    }
+
+    private func wrong(_ text: String) {
+        out.emit(JSONLine(event: "error", ("message", text)), human: text, kind: "error")
+    }
+
+    func summary() -> String {
+        var o = JSONLine()
+        o.add("frames", shown)
+        if let s = fetcher?.stats {
+            o.add("requests", s.requests)
+            o.add("timeouts", s.timeouts)
+            o.add("bad_files", s.badFiles)
+            var from = JSONLine()
+            for (peer, bytes) in s.bytesFrom.sorted(by: { $0.key.text < $1.key.text }) { from.add(peer.text, bytes) }
+            o.addRaw("bytes_from", from.text)
+        }
+        return o.text
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import LVBMedia
+import Testing
+
+/// A live ends; the rendezvous lists its replay after the live rooms; a
+/// viewer plays it from the start and after a seek, from the host that
+/// stayed to serve it.
+@Suite(.serialized) struct ReplayPlayProcessTests {
+    @Test func aReplayIsListedAfterTheLiveRoomsAndPlaysFromTheStartAndAfterASeek() throws {
+        let home = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let rv = try NodeProcess(["rendezvous", "--ephemeral", "--listen", "127.0.0.1:0", "--json"])
+        let address = try #require(rv.waitFor("ready")?["listen"] as? String, "rendezvous never became ready: \(rv.stderr)")
+        let live = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--video", "none", "--audio", "none",
+                                    "--title", "still live", "--rendezvous", address])
+        let host = try NodeProcess(["host", "--home", home, "--replay", "--rendezvous", address, "--listen", "127.0.0.1:0", "--json",
+                                    "--size", "320x180", "--title", "ten seconds"])
+        let id = try #require(host.waitFor("replay")?["id"] as? String, "no replay: \(host.stderr)")
+        Thread.sleep(forTimeInterval: 10)
+        host.send("/close")
+        #expect(host.waitFor("serving", timeout: 10)?["id"] as? String == id, "\(host.stderr)")
+        Thread.sleep(forTimeInterval: 0.5)
+
+        // Live rooms first, then the replay.
+        let (status, out, err) = try runToEnd(["rooms", "--rendezvous", address, "--json"])
+        #expect(status == 0, "\(err)")
+        let rooms = out.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["event"] as? String == "room" }
+        #expect(rooms.map { $0["title"] as? String } == ["still live", "ten seconds"], "\(out)")
+        #expect(rooms.last?["replay"] as? Bool == true && rooms.last?["id"] as? String == id)
+        let duration = try #require(rooms.last?["duration_ms"] as? Int)
+        #expect((9000...11_500).contains(duration), "\(duration) ms")
+
+        let y4m = home + "/played.y4m"
+        let viewer = try NodeProcess(["join", id, "--rendezvous", address, "--ephemeral", "--json", "--video-out", y4m])
+        let start = try #require(viewer.waitFor("replay_frame", timeout: 10), "\(viewer.stderr)")
+        #expect(start["at_ms"] as? Int == 0)
+        Thread.sleep(forTimeInterval: 1.5)
+        viewer.send("/seek 0:06")
+        let seek = try #require(viewer.waitFor("replay_frame", where: { ($0["at_ms"] as? Int ?? 0) > 0 }))
+        let at = try #require(seek["at_ms"] as? Int)
+        #expect((6000...6040).contains(at), "\(at)")
+        #expect((seek["after_ms"] as? Double ?? 1000) < 300, "\(seek)")
+        #expect(viewer.waitFor("replay_ended", timeout: 15) != nil)
+        #expect(viewer.waitExit() == 0)
+        // The pictures: frame numbers from 0 on, then from the one captured at 6 s (frame 180 at 30 fps) on.
+        let reader = try Y4MReader(path: y4m)
+        var numbers: [Int] = []
+        while let frame = try reader.nextFrame() { numbers.append(SyntheticVideo.readFrameNumber(frame) ?? -1) }
+        let jump = try #require(numbers.indices.dropFirst().first { numbers[$0] != numbers[$0 - 1] + 1 }, "\(numbers)")
+        #expect(numbers[0] == 0 && numbers[..<jump] == ArraySlice(0..<jump))
+        #expect(abs(numbers[jump] - at * 30 / 1000) <= 1, "frame \(numbers[jump]) shown for \(at) ms")
+        #expect(numbers[jump...] == ArraySlice(numbers[jump]..<(numbers[jump] + numbers.count - jump)))
+        #expect(numbers.last.map { $0 >= duration * 30 / 1000 - 2 } == true, "\(numbers.last ?? -1)")
+        host.send("/quit")
+        #expect(host.waitExit() == 0)
+        live.send("/quit")
+        _ = live.waitExit()
+        rv.signal(SIGTERM)
+        _ = rv.waitExit()
+    }
+}
