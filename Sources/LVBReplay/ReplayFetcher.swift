@@ -52,6 +52,8 @@ public final class ReplayFetcher {
     public var onEvent: ((Event) -> Void)?
     public let id: ReplayID
     public private(set) var manifest: ReplayManifest?
+    /// The manifest's signed bytes, as they came (to keep beside the segments).
+    public private(set) var manifestBytes: [UInt8]?
     public private(set) var stats = Stats()
     /// Segments fetched at once, at most.
     public var parallel = 4
@@ -238,6 +240,7 @@ public final class ReplayFetcher {
                 let m = try ReplayManifest.parse(bytes[...])
                 guard m.id == id else { throw ReplayError.forged("a manifest of replay \(m.id.text), not \(id.text)") }
                 manifest = m
+                manifestBytes = bytes
                 credit(t.sources, bytes.count)
                 onEvent?(.manifest(m))
             } else {

@@ -33,6 +33,11 @@ public final class ReplayLibrary {
         return String(repeating: "0", count: max(0, 6 - digits.count)) + digits + ".seg"
     }
 
+    /// Creates the directory if missing; checks it is a writable directory.
+    public static func prepare(_ root: String) throws(ReplayError) {
+        try ReplayFiles.prepareDirectory(root, option: "--replay-dir")
+    }
+
     /// Every replay held, newest first.
     public func list() -> [Held] {
         unreadable = []
@@ -103,6 +108,32 @@ public final class ReplayLibrary {
         let dir = directory(of: id)
         guard ReplayFiles.isDirectory(dir) else { throw .unknown(id.text) }
         try ReplayFiles.removeDirectory(dir)
+    }
+
+    /// Makes room for `bytes` more within `budget` by deleting the oldest
+    /// replays other than `id`: whether it fits now, what was deleted, and
+    /// the bytes held after.
+    public func makeRoom(for bytes: Int64, keeping id: ReplayID, budget: Int64) -> (fits: Bool, evicted: [ReplayID], held: Int64) {
+        var held = totalBytes()
+        var evicted: [ReplayID] = []
+        for old in list().filter({ $0.manifest.id != id }).reversed() where held + bytes > budget {
+            guard (try? delete(old.manifest.id)) != nil else { continue }
+            held -= old.bytes
+            evicted.append(old.manifest.id)
+        }
+        held = totalBytes()
+        return (held + bytes <= budget, evicted, held)
+    }
+
+    /// Keeps a segment fetched from others (checked against `manifest`,
+    /// whose signed bytes are kept beside it) within `budget`.
+    public func keep(_ manifestBytes: [UInt8], manifest: ReplayManifest, segment index: Int, _ bytes: [UInt8],
+                     budget: Int64) throws(ReplayError) -> [ReplayID] {
+        try manifest.check(segment: index, bytes)
+        let (fits, evicted, _) = makeRoom(for: Int64(bytes.count + manifestBytes.count), keeping: manifest.id, budget: budget)
+        guard fits else { throw .file("--replay-budget: no room to keep segment \(index) of replay \(manifest.id.text)") }
+        try store(manifestBytes, id: manifest.id, segment: index, bytes)
+        return evicted
     }
 
     /// Bytes every replay held here takes (manifests and segments).

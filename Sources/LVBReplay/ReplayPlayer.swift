@@ -16,6 +16,8 @@ public final class ReplayPlayer {
         case firstFrame(afterMs: Double, atMs: UInt32)
         /// Waiting for segment `index` (the play position holds).
         case waiting(Int)
+        /// Playing again after waiting this long for a segment.
+        case resumed(afterMs: Double)
         /// The end of a replay whose live ended.
         case ended
     }
@@ -40,6 +42,7 @@ public final class ReplayPlayer {
     /// When play or the last seek was asked for, until its first picture.
     private var askedAt: Instant?
     private var stalledOn: Int?
+    private var stalledAt: Instant?
     private var finished = false
     private var video: VP8Decoder?
     private var audio: OpusDecoder?
@@ -112,6 +115,8 @@ public final class ReplayPlayer {
         anchor = (target, clock.now())
         askedAt = clock.now()
         finished = false
+        stalledOn = nil
+        stalledAt = nil
         // The decoder starts afresh at the keyframe.
         video = try? VP8Decoder()
     }
@@ -129,6 +134,7 @@ public final class ReplayPlayer {
                 if stalledOn != cursor.segment {
                     anchor = (due, clock.now())
                     stalledOn = cursor.segment
+                    stalledAt = stalledAt ?? clock.now()
                     onEvent?(.waiting(cursor.segment))
                 }
                 return
@@ -137,6 +143,8 @@ public final class ReplayPlayer {
                 stalledOn = nil
                 anchor = (anchor.ms, clock.now())
                 due = positionMs
+                if let since = stalledAt { onEvent?(.resumed(afterMs: (clock.now() - since).seconds * 1000)) }
+                stalledAt = nil
             }
             guard cursor.frame < frames.count else {
                 cursor = (cursor.segment + 1, 0)

@@ -149,14 +149,10 @@ public final class ReplayRecorder {
     /// replays; false (and recording stopped) when this one alone would pass it.
     private func makeRoom(for bytes: Int64, keeping id: ReplayID) -> Bool {
         if held + bytes <= budget { return true }
-        let others = library.list().filter { $0.manifest.id != id }.reversed()
-        for old in others where held + bytes > budget {
-            guard (try? library.delete(old.manifest.id)) != nil else { continue }
-            held -= old.bytes
-            onEvent?(.evicted(old.manifest.id))
-        }
-        held = library.totalBytes()
-        if held + bytes <= budget { return true }
+        let (fits, evicted, total) = library.makeRoom(for: bytes, keeping: id, budget: budget)
+        held = total
+        for old in evicted { onEvent?(.evicted(old)) }
+        if fits { return true }
         manifest?.ended = true
         if let m = manifest { try? library.storeManifest(m.signed(by: identity), id: m.id) }
         stop("replay stopped at its disk budget of \(budget >> 20) MB after \(Double(manifest?.durationMs ?? 0) / 1000) s; the live goes on (raise --replay-budget to keep more)")

@@ -41,6 +41,8 @@ struct JoinCommand: AsyncParsableCommand {
     @OptionGroup(title: "On stage (link-mic: sent to the host while it has you on stage; synthetic is a guest pattern and tone)")
     var stage: HostMediaOptions
 
+    @OptionGroup(title: "Replays") var replays: KeepReplayOptions
+
     @Option(name: .long, help: ArgumentHelp("The password of a private room.", valueName: "password"))
     var password: String?
 
@@ -117,7 +119,12 @@ struct JoinCommand: AsyncParsableCommand {
         guard case let .holders(_, holders)? = try? await ReplayListQuery.find(id, addresses, timeout: .seconds(2)), !holders.isEmpty else {
             return false
         }
-        let runner = ReplayRunner(options: node, id: id, holders: holders, rendezvous: addresses, sinks: media.sinkOptions(startedAt: startedAt) ?? SinkOptions())
+        var runner = ReplayRunner(options: node, rendezvous: addresses)
+        runner.play = (id, holders, media.sinkOptions(startedAt: startedAt) ?? SinkOptions())
+        if replays.keepReplays {
+            runner.library = ReplayLibrary(root: replays.place.directory(node.identity))
+            runner.keepBudget = try replays.place.budget()
+        }
         let status = await runner.run()
         if status != 0 { throw ExitCode(status) }
         return true

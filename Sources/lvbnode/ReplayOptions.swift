@@ -2,26 +2,36 @@ import ArgumentParser
 import LVBCrypto
 import LVBReplay
 
-/// Where a host keeps its replays, and how much of the disk they may take.
-struct ReplayOptions: ParsableArguments {
-    @Flag(inversion: .prefixedNo, help: "Keep a replay of the live (the stream as sent, the mix included, no re-encoding) for `lvbnode replays`. Default: on, except with --ephemeral.")
-    var replay: Bool?
-
+/// Where replays are kept, and how much of the disk they may take.
+struct ReplayPlace: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Directory of replays. Default: replays/ in the node's home directory.", valueName: "dir"))
     var replayDir: String?
 
-    @Option(name: .long, help: ArgumentHelp("Disk the replays this node holds may take, e.g. 500M or 2G (at least 16M; default 2G): the oldest go first, and a live that alone passes it stops being kept, with a line.", valueName: "size"))
+    @Option(name: .long, help: ArgumentHelp("Disk the replays this node holds may take, e.g. 500M or 2G (at least 16M; default 2G): the oldest go first, and one that alone passes it stops being kept, with a line.", valueName: "size"))
     var replayBudget: String?
 
     func validate() throws {
-        if let replayBudget { _ = try Self.parseSize(replayBudget, what: "--replay-budget") }
+        if let replayBudget { _ = try ReplayOptions.parseSize(replayBudget, what: "--replay-budget") }
     }
+
+    func budget() throws -> Int64 {
+        try replayBudget.map { try ReplayOptions.parseSize($0, what: "--replay-budget") } ?? ReplayConstants.defaultBudget
+    }
+
+    func directory(_ identity: IdentityOptions) -> String { ReplayOptions.directory(replayDir, identity) }
+}
+
+/// A host's replay of its live.
+struct ReplayOptions: ParsableArguments {
+    @Flag(inversion: .prefixedNo, help: "Keep a replay of the live (the stream as sent, the mix included, no re-encoding) for `lvbnode replays`. Default: on, except with --ephemeral. Given, the host serves the replay after /close until /quit.")
+    var replay: Bool?
+
+    @OptionGroup var place: ReplayPlace
 
     /// The directory and budget when replays are kept, else nil.
     func settings(_ identity: IdentityOptions) throws -> (directory: String, budget: Int64)? {
         guard replay ?? !identity.ephemeral else { return nil }
-        let budget = try replayBudget.map { try Self.parseSize($0, what: "--replay-budget") } ?? ReplayConstants.defaultBudget
-        return (Self.directory(replayDir, identity), budget)
+        return (place.directory(identity), try place.budget())
     }
 
     static func directory(_ given: String?, _ identity: IdentityOptions) -> String {
@@ -44,4 +54,12 @@ struct ReplayOptions: ParsableArguments {
         }
         return Int64(bytes)
     }
+}
+
+/// A viewer that plays a replay may keep it and serve it to others.
+struct KeepReplayOptions: ParsableArguments {
+    @Flag(name: .long, help: "Playing a replay: fetch and keep all of it (within --replay-budget) and serve it to other players while this node runs (`lvbnode replays --serve` serves it later).")
+    var keepReplays = false
+
+    @OptionGroup var place: ReplayPlace
 }

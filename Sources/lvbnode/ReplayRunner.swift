@@ -9,34 +9,40 @@ import LVBTransport
 import NIOCore
 import NIOPosix
 
-/// `lvbnode join REPLAY-ID --rendezvous ADDR`: plays a replay fetched from
-/// the nodes that hold it (found through the rendezvous, reached through
-/// its introductions), into the same outputs a live stream has; the
-/// console seeks, pauses, plays and changes speed. Ends at the replay's
-/// end, /quit, a signal or --duration.
+/// A node of replays alone, with no room: `lvbnode join REPLAY-ID
+/// --rendezvous ADDR` plays a replay fetched from the nodes that hold it
+/// (found through the rendezvous, reached through its introductions) into
+/// the outputs a live stream has, the console seeking, pausing and changing
+/// speed, ending at the replay's end, /quit, a signal or --duration; with
+/// `--keep-replays` it keeps what it fetched (all of it, within its budget)
+/// and serves it. `lvbnode replays --serve` serves and announces what the
+/// node holds until /quit or a signal.
 struct ReplayRunner {
     let options: NodeOptions
-    let id: ReplayID
-    let holders: [ReplayListMessage.Holder]
+    var play: (id: ReplayID, holders: [ReplayListMessage.Holder], sinks: SinkOptions)?
+    /// Where this node keeps and serves replays (nil: it keeps none), and the budget for what it fetches.
+    var library: ReplayLibrary?
+    var keepBudget: Int64?
     let rendezvous: [PeerAddress]
-    var sinks: SinkOptions
 
     func run() async -> Int32 {
         signal(SIGPIPE, SIG_IGN)
-        let out = Output(json: options.json, toStderr: sinks.videoOut == "-" || sinks.audioOut == "-")
+        let sinkOptions = play?.sinks ?? SinkOptions()
+        let out = Output(json: options.json, toStderr: sinkOptions.videoOut == "-" || sinkOptions.audioOut == "-")
         let identity: Identity
         let listen: PeerAddress
         let outputs: MediaSinks
         do {
             identity = try options.identity.load().0
             listen = try options.listenAddress(defaultPort: 0)
-            outputs = try MediaSinks(options: sinks, clock: SystemClock.shared)
+            outputs = try MediaSinks(options: sinkOptions, clock: SystemClock.shared)
+            if let library { try ReplayLibrary.prepare(library.root) }
         } catch {
             Output.fail("\(error)")
             return 1
         }
         let termination = Termination(duration: options.duration, parent: options.parentPid)
-        let state = PlayState(id: id, out: out, sinks: outputs, termination: termination)
+        let state = PlayState(id: play?.id, out: out, sinks: outputs, termination: termination)
         var config = TransportConfig()
         config.hello = Hello(agent: "lvbnode/\(CoreConstants.version)", role: .viewer)
         let udp: UDPNode
@@ -48,19 +54,30 @@ struct ReplayRunner {
             Output.fail("cannot listen on \(listen): \(describeSocketError(error)); choose another address or port with --listen")
             return 1
         }
-        let holders = self.holders, rendezvous = self.rendezvous
+        let play = self.play, rendezvous = self.rendezvous, library = self.library, keepBudget = self.keepBudget
+        let addresses = options.advertised(for: udp.localAddress)
         _ = try? await udp.submit { core in
+            if let library { state.serve(library, core: core, addresses: addresses, keepBudget: keepBudget) }
             state.start(core: core)
             for address in rendezvous { core.connect(to: address, expecting: nil) }
-            for h in holders {
+            for h in play?.holders ?? [] {
                 state.fetcher?.addHolder(h.id)
                 core.reach(h.id, at: h.addresses)
             }
         }
-        var line = JSONLine(event: "replay")
-        line.add("id", id.text)
-        line.add("holders", holders.count)
-        out.emit(line, human: "fetching replay \(id.text) from \(holders.count) holder\(holders.count == 1 ? "" : "s")", kind: "replay")
+        if let play {
+            var line = JSONLine(event: "replay")
+            line.add("id", play.id.text)
+            line.add("holders", play.holders.count)
+            out.emit(line, human: "fetching replay \(play.id.text) from \(play.holders.count) holder\(play.holders.count == 1 ? "" : "s")", kind: "replay")
+        } else if let library {
+            var line = JSONLine(event: "ready")
+            line.add("id", identity.nodeID.text)
+            line.add("listen", udp.localAddress.description)
+            line.add("replays", library.list().count)
+            line.add("path", library.root)
+            out.emit(line, human: "serving \(library.list().count) replays from \(library.root) on \(udp.localAddress)", kind: "ready")
+        }
         let ticker = udp.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(10), delay: .milliseconds(10)) { _ in state.tick() }
         Console { command in udp.eventLoop.execute { state.command(command) } }.start()
         let reason = await termination.wait()
@@ -78,7 +95,7 @@ struct ReplayRunner {
 
 /// The player's state, on the node's loop only.
 private final class PlayState: @unchecked Sendable {
-    let id: ReplayID
+    let id: ReplayID?
     let out: Output
     let sinks: MediaSinks
     let termination: Termination
@@ -86,8 +103,13 @@ private final class PlayState: @unchecked Sendable {
     var player: ReplayPlayer?
     var publisher: EncodedFramePublisher?
     var shown = 0
+    /// Serving what this node holds, and keeping what it fetches.
+    var server: ReplayServer?
+    var announcer: ReplayAnnouncer?
+    var keepBudget: Int64?
+    var kept = 0
 
-    init(id: ReplayID, out: Output, sinks: MediaSinks, termination: Termination) {
+    init(id: ReplayID?, out: Output, sinks: MediaSinks, termination: Termination) {
         self.id = id
         self.out = out
         self.sinks = sinks
@@ -108,12 +130,23 @@ private final class PlayState: @unchecked Sendable {
         }
     }
 
+    func serve(_ library: ReplayLibrary, core: TransportCore, addresses: [PeerAddress], keepBudget: Int64?) {
+        server = ReplayServer(library: library, clock: SystemClock.shared) { peer, bytes in try? core.send(bytes, channel: .replay, to: peer) }
+        let announcer = ReplayAnnouncer(library: library, core: core, clock: SystemClock.shared)
+        announcer.addresses = addresses
+        self.announcer = announcer
+        self.keepBudget = keepBudget
+    }
+
     func start(core: TransportCore) {
+        guard let id else { return }
         let fetcher = ReplayFetcher(id: id, clock: SystemClock.shared) { peer, bytes in try? core.send(bytes, channel: .replay, to: peer) }
         fetcher.onEvent = { [unowned self] event in
             switch event {
             case let .manifest(m): begin(m, core: core)
-            case let .segment(i, bytes): player?.add(i, bytes)
+            case let .segment(i, bytes):
+                player?.add(i, bytes)
+                keep(i, bytes)
             case let .dropped(peer, why):
                 var l = JSONLine(event: "warning")
                 l.add("message", "left holder \(peer.short) out: \(why)")
@@ -149,6 +182,10 @@ private final class PlayState: @unchecked Sendable {
                 var l = JSONLine(event: "replay_waiting")
                 l.add("segment", segment)
                 out.emit(l, human: "waiting for segment \(segment)", kind: "replay")
+            case let .resumed(after):
+                var l = JSONLine(event: "replay_resumed")
+                l.add("stalled_ms", after)
+                out.emit(l, human: "playing again after waiting \(Duration.milliseconds(after).millisecondsText) ms", kind: "replay")
             case .ended:
                 out.emit(JSONLine(event: "replay_ended"), human: "the replay ended", kind: "replay")
                 termination.finish(.replayEnded)
@@ -168,10 +205,35 @@ private final class PlayState: @unchecked Sendable {
         p.play()
     }
 
+    /// With --keep-replays: the segment goes into the library (and so is served).
+    private func keep(_ index: Int, _ bytes: [UInt8]) {
+        guard let library = server?.library, let keepBudget, let fetcher, let m = fetcher.manifest, let raw = fetcher.manifestBytes else { return }
+        do {
+            for old in try library.keep(raw, manifest: m, segment: index, bytes, budget: keepBudget) {
+                out.emit(JSONLine(event: "replay_deleted", ("id", old.text)), human: "deleted the oldest replay \(old.text) to keep within --replay-budget", kind: "replay")
+            }
+            kept += 1
+            if kept == m.segments.count {
+                announcer?.refresh()
+                var l = JSONLine(event: "replay_kept")
+                l.add("id", m.id.text)
+                l.add("path", library.directory(of: m.id))
+                out.emit(l, human: "kept the whole replay in \(library.directory(of: m.id)); serving it", kind: "replay")
+            }
+        } catch {
+            self.keepBudget = nil
+            var l = JSONLine(event: "warning")
+            l.add("message", "\(error); the replay plays on without being kept")
+            out.emit(l, human: "\(error); the replay plays on without being kept", kind: "warning")
+        }
+    }
+
     func handle(_ event: TransportEvent) {
+        announcer?.handle(event)
         switch event {
         case let .message(peer, .replay, payload) where !ReplayListMessage.isListMessage(payload):
-            fetcher?.receive(payload, from: peer)
+            // Requests are for the server; chunks and missing for the fetcher.
+            if payload.first == 1 { server?.receive(payload, from: peer) } else { fetcher?.receive(payload, from: peer) }
         case let .gone(peer, _):
             fetcher?.removeHolder(peer)
         default:
@@ -180,9 +242,14 @@ private final class PlayState: @unchecked Sendable {
     }
 
     func tick() {
-        if let player { fetcher?.want(player.wanted) }
+        if let player {
+            // Keeping: every segment after those the player needs first.
+            let rest = keepBudget == nil ? [] : Array(player.manifest.segments.indices).filter { !player.wanted.contains($0) }
+            fetcher?.want(player.wanted + rest)
+        }
         fetcher?.tick()
         player?.tick()
+        announcer?.tick()
     }
 
     /// /seek, /pause, /play, /speed, /quit.
@@ -240,6 +307,11 @@ private final class PlayState: @unchecked Sendable {
     func summary() -> String {
         var o = JSONLine()
         o.add("frames", shown)
+        o.add("kept", kept)
+        if let s = server?.stats {
+            o.add("served_chunks", s.chunksSent)
+            o.add("served_bytes", s.bytesSent)
+        }
         if let s = fetcher?.stats {
             o.add("requests", s.requests)
             o.add("timeouts", s.timeouts)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import LVBCore
+import LVBCrypto
 import LVBReplay
 
 /// `lvbnode replays`: the replays this node holds: list, export, delete.
@@ -20,9 +21,7 @@ struct ReplaysCommand: AsyncParsableCommand {
         var home: String?
 
         var library: ReplayLibrary {
-            var identity = IdentityOptions()
-            identity.home = home
-            return ReplayLibrary(root: ReplayOptions.directory(replayDir, identity))
+            ReplayLibrary(root: replayDir ?? (home ?? IdentityStore.defaultHome(environment: ProcessEnvironment.all)) + "/replays")
         }
     }
 
@@ -31,13 +30,44 @@ struct ReplaysCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the replays held here, newest first.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the replays held here, newest first; with --serve, serve them.")
         @OptionGroup var place: Place
         @Flag(name: .long, help: "One JSON object per line.")
         var json = false
 
+        @Flag(name: .long, help: "Serve the replays held here to the players that ask, and tell the rendezvous (--rendezvous) so it lists them, until /quit, a signal or --duration.")
+        var serve = false
+
+        @Option(name: .long, help: ArgumentHelp("With --serve: announce the replays to this rendezvous, IP:PORT (repeatable).", valueName: "ip:port"))
+        var rendezvous: [String] = []
+
+        @Option(name: .long, help: ArgumentHelp("With --serve: local UDP address to bind. Default: [::] with an ephemeral port.", valueName: "ip:port"))
+        var listen: String?
+
+        @Option(name: .long, help: ArgumentHelp("With --serve: stop after this many seconds.", valueName: "seconds"))
+        var duration: Double?
+
+        func validate() throws {
+            for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
+            if let listen { _ = try parseAddress(listen, what: "--listen") }
+            if !serve, !rendezvous.isEmpty || listen != nil || duration != nil {
+                throw ValidationError("--rendezvous, --listen and --duration go with --serve")
+            }
+        }
+
         func run() async throws {
             let library = place.library
+            if serve {
+                var arguments = json ? ["--json"] : []
+                if let home = place.home { arguments += ["--home", home] }
+                if let listen { arguments += ["--listen", listen] }
+                if let duration { arguments += ["--duration", String(duration)] }
+                let options = try NodeOptions.parse(arguments)
+                let runner = ReplayRunner(options: options, library: library, rendezvous: try rendezvous.map { try parseAddress($0, what: "--rendezvous") })
+                let status = await runner.run()
+                if status != 0 { throw ExitCode(status) }
+                return
+            }
             let out = Output(json: json)
             let held = library.list()
             for h in held {
