@@ -54,6 +54,10 @@ let package = Package(
             dependencies: ["FuzzSupport", "FuzzWorld", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBTransport")],
             swiftSettings: swift5),
         .executableTarget(
+            name: "FuzzReplay",
+            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBReplay")],
+            swiftSettings: swift5),
+        .executableTarget(
             name: "FuzzMedia",
             dependencies: ["FuzzSupport", lvb("LVBMedia")],
             swiftSettings: swift5),
