@@ -64,7 +64,6 @@ public final class ReplayFetcher {
     private var dropped: Set<NodeID> = []
     private var transfers: [UInt32: Transfer] = [:]
     private var wanted: [Int] = []
-    private var delivered: Set<Int> = []
 
     static let initialWindow = 64
     static let maxWindow = 512
@@ -93,14 +92,13 @@ public final class ReplayFetcher {
         for (index, t) in transfers where t.holder == peer { reassign(index) }
     }
 
-    /// The segments wanted, most urgent first (from the play position on);
-    /// those already delivered are skipped, transfers of others go on.
+    /// The segments wanted, most urgent first (from the play position on):
+    /// those the caller lacks, even if delivered before (a player keeps only
+    /// the segments around its position, and seeks back); transfers of
+    /// others go on.
     public func want(_ indices: [Int]) {
-        wanted = indices.filter { !delivered.contains($0) }
+        wanted = indices
     }
-
-    /// A segment delivered before (a seek back) may be asked for again.
-    public func forget(_ index: Int) { delivered.remove(index) }
 
     public func receive(_ payload: ArraySlice<UInt8>, from peer: NodeID) {
         guard holders[peer] != nil else { return }
@@ -168,7 +166,7 @@ public final class ReplayFetcher {
         }
         for segment in wanted where transfers.count < parallel {
             let index = UInt32(segment)
-            guard manifest.segments.indices.contains(segment), !delivered.contains(segment), transfers[index] == nil,
+            guard manifest.segments.indices.contains(segment), transfers[index] == nil,
                   let holder = pick(for: index, now: now) else { continue }
             var t = Transfer(holder: holder)
             let total = Int(manifest.segments[segment].length)
@@ -246,7 +244,6 @@ public final class ReplayFetcher {
             } else {
                 guard let manifest else { return }
                 try manifest.check(segment: Int(index), bytes)
-                delivered.insert(Int(index))
                 wanted.removeAll { $0 == Int(index) }
                 credit(t.sources, bytes.count)
                 onEvent?(.segment(Int(index), bytes))

@@ -108,6 +108,7 @@ private final class PlayState: @unchecked Sendable {
     var announcer: ReplayAnnouncer?
     var keepBudget: Int64?
     var kept = 0
+    var keptSegments: Set<Int> = []
 
     init(id: ReplayID?, out: Output, sinks: MediaSinks, termination: Termination) {
         self.id = id
@@ -212,7 +213,7 @@ private final class PlayState: @unchecked Sendable {
             for old in try library.keep(raw, manifest: m, segment: index, bytes, budget: keepBudget) {
                 out.emit(JSONLine(event: "replay_deleted", ("id", old.text)), human: "deleted the oldest replay \(old.text) to keep within --replay-budget", kind: "replay")
             }
-            kept += 1
+            if keptSegments.insert(index).inserted { kept += 1 }
             if kept == m.segments.count {
                 announcer?.refresh()
                 var l = JSONLine(event: "replay_kept")
@@ -243,9 +244,10 @@ private final class PlayState: @unchecked Sendable {
 
     func tick() {
         if let player {
-            // Keeping: every segment after those the player needs first.
-            let rest = keepBudget == nil ? [] : Array(player.manifest.segments.indices).filter { !player.wanted.contains($0) }
-            fetcher?.want(player.wanted + rest)
+            // Keeping: every segment not kept yet, after those the player needs first.
+            let wanted = player.wanted
+            let rest = keepBudget == nil ? [] : player.manifest.segments.indices.filter { !keptSegments.contains($0) && !wanted.contains($0) }
+            fetcher?.want(wanted + rest)
         }
         fetcher?.tick()
         player?.tick()

@@ -47,11 +47,15 @@ struct ReplaysCommand: AsyncParsableCommand {
         @Option(name: .long, help: ArgumentHelp("With --serve: stop after this many seconds.", valueName: "seconds"))
         var duration: Double?
 
+        @Option(name: .long, help: ArgumentHelp("With --serve: hand out this address (IP:PORT, repeatable) to the rendezvous instead of this machine's own (a forwarded port, a relay in front).", valueName: "ip:port"))
+        var advertise: [String] = []
+
         func validate() throws {
             for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
             if let listen { _ = try parseAddress(listen, what: "--listen") }
-            if !serve, !rendezvous.isEmpty || listen != nil || duration != nil {
-                throw ValidationError("--rendezvous, --listen and --duration go with --serve")
+            for a in advertise { _ = try parseAddress(a, what: "--advertise") }
+            if !serve, !rendezvous.isEmpty || listen != nil || duration != nil || !advertise.isEmpty {
+                throw ValidationError("--rendezvous, --listen, --advertise and --duration go with --serve")
             }
         }
 
@@ -62,6 +66,7 @@ struct ReplaysCommand: AsyncParsableCommand {
                 if let home = place.home { arguments += ["--home", home] }
                 if let listen { arguments += ["--listen", listen] }
                 if let duration { arguments += ["--duration", String(duration)] }
+                for a in advertise { arguments += ["--advertise", a] }
                 let options = try NodeOptions.parse(arguments)
                 let runner = ReplayRunner(options: options, library: library, rendezvous: try rendezvous.map { try parseAddress($0, what: "--rendezvous") })
                 let status = await runner.run()
