@@ -65,7 +65,7 @@ public final class ReplayFetcher {
     private var transfers: [UInt32: Transfer] = [:]
     private var wanted: [Int] = []
 
-    static let initialWindow = 64
+    static let initialWindow = 128
     static let maxWindow = 512
     static let batch: UInt8 = 16
     static let minimumTimeout: Duration = .milliseconds(60)

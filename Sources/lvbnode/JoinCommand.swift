@@ -113,12 +113,17 @@ struct JoinCommand: AsyncParsableCommand {
         return Target(addresses: found.addresses, host: found.host, room: found.room, access: found.access)
     }
 
-    /// Plays the replay with this id if the rendezvous knows holders of it.
-    private func playReplay(_ id: ReplayID, startedAt: Instant) async throws -> Bool {
+    /// The holders of the replay with this id that the rendezvous knows.
+    private func findReplay(_ id: ReplayID?) async -> [ReplayListMessage.Holder] {
+        guard let id, let addresses = try? rendezvous.map({ try parseAddress($0, what: "--rendezvous") }),
+              case let .holders(_, holders)? = try? await ReplayListQuery.find(id, addresses, timeout: .seconds(3)) else { return [] }
+        return holders
+    }
+
+    /// Plays the replay with this id from `holders`.
+    private func playReplay(_ id: ReplayID, holders: [ReplayListMessage.Holder], startedAt: Instant) async throws -> Bool {
         let addresses = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
-        guard case let .holders(_, holders)? = try? await ReplayListQuery.find(id, addresses, timeout: .seconds(2)), !holders.isEmpty else {
-            return false
-        }
+        guard !holders.isEmpty else { return false }
         var runner = ReplayRunner(options: node, rendezvous: addresses)
         runner.play = (id, holders, media.sinkOptions(startedAt: startedAt) ?? SinkOptions())
         if replays.keepReplays {
@@ -134,9 +139,12 @@ struct JoinCommand: AsyncParsableCommand {
         let startedAt = SystemClock.shared.now()
         let t: Target
         if let room = roomID {
+            // A live room or a replay: both asked at once.
+            let replayID = try? ReplayID(text: room.text)
+            async let holders = findReplay(replayID)
             if let found = try await resolve(room) {
                 t = found
-            } else if let replay = try? ReplayID(text: room.text), try await playReplay(replay, startedAt: startedAt) {
+            } else if let replayID, try await playReplay(replayID, holders: await holders, startedAt: startedAt) {
                 return
             } else {
                 Output.fail("\(room.text) is neither a live room nor a replay the rendezvous lists (it may have ended); `lvbnode rooms --rendezvous \(rendezvous[0])` lists both")
