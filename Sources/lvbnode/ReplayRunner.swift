@@ -118,11 +118,7 @@ private final class PlayState: @unchecked Sendable {
         sinks.onEvent = { [out] event in
             switch event {
             case let .firstFrame(ms, width, height, _, _):
-                var l = JSONLine(event: "first_frame")
-                l.add("ms", ms)
-                l.add("width", width)
-                l.add("height", height)
-                out.emit(l, human: "first picture \(Duration.milliseconds(ms).millisecondsText) ms after starting (\(width)x\(height))", kind: "media")
+                out.emit(Reporters.firstFrameLine(ms: ms, width: width, height: height), human: "first picture \(Duration.milliseconds(ms).millisecondsText) ms after starting (\(width)x\(height))", kind: "media")
             case let .recording(path):
                 out.emit(JSONLine(event: "recording", ("path", path)), human: "recording to \(path)", kind: "media")
             case let .failed(why):

@@ -79,13 +79,19 @@ final class Reporters: @unchecked Sendable {
         }
     }
 
+    /// The `first_frame` line's common fields (a live stream's, a replay's).
+    static func firstFrameLine(ms: Double, width: Int, height: Int) -> JSONLine {
+        var line = JSONLine(event: "first_frame")
+        line.add("ms", ms)
+        line.add("width", width)
+        line.add("height", height)
+        return line
+    }
+
     private func report(_ event: SinkEvent) {
         switch event {
         case let .firstFrame(ms, width, height, keyframe, preloaded):
-            var line = JSONLine(event: "first_frame")
-            line.add("ms", ms)
-            line.add("width", width)
-            line.add("height", height)
+            var line = Self.firstFrameLine(ms: ms, width: width, height: height)
             line.add("keyframe", keyframe)
             line.add("preloaded", preloaded)
             if let room = room.room?.room { line.add("room", room.text) }
