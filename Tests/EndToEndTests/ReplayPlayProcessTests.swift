@@ -31,8 +31,9 @@ import Testing
         let duration = try #require(rooms.last?["duration_ms"] as? Int)
         #expect((9000...11_500).contains(duration), "\(duration) ms")
 
-        let y4m = home + "/played.y4m"
-        let viewer = try NodeProcess(["join", id, "--rendezvous", address, "--ephemeral", "--json", "--video-out", y4m])
+        let y4m = home + "/played.y4m", wav = home + "/played.wav", recordings = home + "/recorded"
+        let viewer = try NodeProcess(["join", id, "--rendezvous", address, "--ephemeral", "--json", "--video-out", y4m,
+                                      "--audio-out", wav, "--record", recordings])
         let start = try #require(viewer.waitFor("replay_frame", timeout: 10), "\(viewer.stderr)")
         #expect(start["at_ms"] as? Int == 0)
         Thread.sleep(forTimeInterval: 1.5)
@@ -52,6 +53,16 @@ import Testing
         #expect(abs(numbers[jump] - at * 30 / 1000) <= 1, "frame \(numbers[jump]) shown for \(at) ms")
         #expect(numbers[jump...] == ArraySlice(numbers[jump]..<(numbers[jump] + numbers.count - jump)))
         #expect(numbers.last.map { $0 >= duration * 30 / 1000 - 2 } == true, "\(numbers.last ?? -1)")
+        // The sound and the recording, as for a live stream: about 1.5 s before the seek and 4 s after it.
+        let samples = ((try? FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int) ?? 0) / 2
+        #expect((4 * 48000...7 * 48000).contains(samples), "\(samples) samples")
+        let recorded = try FileManager.default.contentsOfDirectory(atPath: recordings).filter { $0.hasSuffix(".webm") }
+        #expect(recorded.count == 1)
+        if let file = recorded.first, Tool.path("ffprobe") != nil {
+            let probed = String(decoding: try Tool.run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0",
+                                                                   recordings + "/" + file]), as: UTF8.self)
+            #expect(probed.contains("vp8") && probed.contains("opus"), "\(probed)")
+        }
         host.send("/quit")
         #expect(host.waitExit() == 0)
         live.send("/quit")
