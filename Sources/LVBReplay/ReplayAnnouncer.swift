@@ -52,7 +52,7 @@ public final class ReplayAnnouncer {
     }
 
     private func announce(to servers: [NodeID]) {
-        let cards = library.cards().filter(\.info.ended)
+        let cards = library.cards().filter { $0.info.ended && !$0.info.isPrivate }
         let current = Dictionary(cards.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         var messages = cards.map { ReplayListMessage.held($0, addresses: addresses, withdrawn: false).bytes }
         messages += told.filter { current[$0.key] == nil }.map { ReplayListMessage.held($0.value, addresses: [], withdrawn: true).bytes }

@@ -11,6 +11,9 @@ public struct ReplayInfo: Equatable, Sendable {
     public var width: UInt16, height: UInt16
     public var audioChannels: UInt8
     public var ended: Bool
+    /// The live was a private room's (a password or invites): its replay
+    /// is never served to others nor listed, only kept by its host.
+    public var isPrivate = false
 
     public var id: ReplayID { ReplayID.derive(room: room, host: host, startedMs: startedMs) }
 
@@ -29,7 +32,7 @@ public struct ReplayInfo: Equatable, Sendable {
         w.write(width)
         w.write(height)
         w.write(audioChannels)
-        w.write(UInt8(ended ? 1 : 0))
+        w.write(UInt8(ended ? 1 : 0) | UInt8(isPrivate ? 2 : 0))
     }
 
     /// Reads and checks a header, its id against its room, host and start.
@@ -43,14 +46,15 @@ public struct ReplayInfo: Equatable, Sendable {
         guard titleLength <= maxTitleBytes, let title = String(validating: titleBytes, as: UTF8.self) else {
             throw .malformed("replay title is not UTF-8 of at most \(maxTitleBytes) bytes")
         }
-        guard (width == 0) == (height == 0), channels <= 2, flags & ~1 == 0 else {
+        guard (width == 0) == (height == 0), channels <= 2, flags & ~3 == 0 else {
             throw .malformed("replay tracks \(width)x\(height), \(channels) channels, flags \(flags)")
         }
         guard let room = try? RoomID(bytes: Array(roomBytes)), let host = try? NodeID(publicKey: Array(hostBytes)) else {
             throw .malformed("replay manifest room or host")
         }
-        let info = ReplayInfo(room: room, host: host, startedMs: started, title: title, width: width, height: height,
-                              audioChannels: channels, ended: flags == 1)
+        var info = ReplayInfo(room: room, host: host, startedMs: started, title: title, width: width, height: height,
+                              audioChannels: channels, ended: flags & 1 == 1)
+        info.isPrivate = flags & 2 == 2
         guard Array(idBytes) == info.id.bytes else { throw .forged("replay manifest id does not match its room, host and start") }
         return info
     }

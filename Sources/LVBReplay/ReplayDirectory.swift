@@ -71,7 +71,7 @@ public final class ReplayDirectory {
             return
         }
         // Only a replay whose live ended is listed; a holder speaks for itself.
-        guard card.info.ended else { stats.refused += 1; return }
+        guard card.info.ended, !card.info.isPrivate else { stats.refused += 1; return }
         if entries[id] == nil {
             guard entries.count < Self.maxReplays else { stats.refused += 1; return }
             guard entries.values.count(where: { $0.holders[peer] != nil }) < Self.maxPerHolder else { stats.refused += 1; return }

@@ -36,7 +36,8 @@ public struct ReplayID: Hashable, Sendable, CustomStringConvertible {
 ///     manifest  = header || count (4) || duration (4) || entry ... || signature (64)
 ///     header    = "LVBRMAN" 0x02 || replay id (16) || room id (16) || host (32)
 ///                 || started (8: Unix ms) || title length (1) || title
-///                 || width (2) || height (2) || audio channels (1) || flags (1: bit 0 ended)
+///                 || width (2) || height (2) || audio channels (1)
+///                 || flags (1: bit 0 ended, bit 1 private: never served nor listed)
 ///     entry     = start (4: ms) || duration (4: ms) || length (4)
 ///                 || flags (1: bit 0 starts with a keyframe) || hash (32: BLAKE2b-256 of the segment file)
 ///     signature = SIGN(host, "lvbnode replay manifest v2" || 0x00 || header
@@ -70,9 +71,9 @@ public struct ReplayManifest: Equatable, Sendable {
     public var segments: [Segment]
 
     public init(room: RoomID, host: NodeID, startedMs: UInt64, title: String, width: UInt16, height: UInt16,
-                audioChannels: UInt8, ended: Bool = false, segments: [Segment] = []) {
+                audioChannels: UInt8, ended: Bool = false, isPrivate: Bool = false, segments: [Segment] = []) {
         info = ReplayInfo(room: room, host: host, startedMs: startedMs, title: title, width: width, height: height,
-                          audioChannels: audioChannels, ended: ended)
+                          audioChannels: audioChannels, ended: ended, isPrivate: isPrivate)
         self.segments = segments
     }
 

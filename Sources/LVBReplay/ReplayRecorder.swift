@@ -31,6 +31,7 @@ public final class ReplayRecorder {
     private let video: (width: Int, height: Int)?
     private let audioChannels: Int
     private let budget: Int64
+    private let isPrivate: Bool
     /// Bytes the library holds, kept as segments are written.
     private var held: Int64
     private var startMicros: UInt64?
@@ -41,7 +42,7 @@ public final class ReplayRecorder {
     /// Checks the directory (created if missing, writable) and the free space
     /// up front, so a mistake fails before the room starts.
     public init(library: ReplayLibrary, budget: Int64, identity: Identity, room: RoomID, title: String,
-                video: (width: Int, height: Int)?, audioChannels: Int) throws(ReplayError) {
+                video: (width: Int, height: Int)?, audioChannels: Int, isPrivate: Bool = false) throws(ReplayError) {
         try ReplayFiles.prepareDirectory(library.root, option: "--replay-dir")
         if let free = ReplayFiles.freeBytes(library.root), free < ReplayConstants.minimumFreeSpace {
             throw .file("--replay-dir \(library.root): only \(free >> 20) MB free on its disk (\(ReplayConstants.minimumFreeSpace >> 20) MB needed); free some, choose another directory or use --no-replay")
@@ -53,6 +54,7 @@ public final class ReplayRecorder {
         self.title = title
         self.video = video
         self.audioChannels = audioChannels
+        self.isPrivate = isPrivate
         held = library.totalBytes()
     }
 
@@ -106,7 +108,7 @@ public final class ReplayRecorder {
         startMicros = micros
         let m = ReplayManifest(room: room, host: identity.nodeID, startedMs: micros / 1000, title: title,
                                width: UInt16(clamping: video?.width ?? 0), height: UInt16(clamping: video?.height ?? 0),
-                               audioChannels: UInt8(clamping: audioChannels))
+                               audioChannels: UInt8(clamping: audioChannels), isPrivate: isPrivate)
         manifest = m
         do {
             try library.storeManifest(m.signed(by: identity), id: m.id)

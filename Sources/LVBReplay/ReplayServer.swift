@@ -69,7 +69,8 @@ public final class ReplayServer {
     /// The manifest's or a segment's bytes, if held here and sound.
     private func file(_ id: ReplayID, _ index: UInt32, now: Instant) -> [UInt8]? {
         if held[id].map({ now - $0.at >= Self.manifestRefresh }) ?? true {
-            guard let (replay, bytes) = try? library.read(id) else {
+            // A private room's replay is its host's alone.
+            guard let (replay, bytes) = try? library.read(id), !replay.manifest.info.isPrivate else {
                 held[id] = nil
                 return nil
             }

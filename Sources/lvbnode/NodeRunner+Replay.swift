@@ -10,10 +10,11 @@ extension NodeRunner {
     /// starts; nil when the node keeps no replay (a viewer, no media,
     /// `--no-replay`, `--ephemeral`).
     func replayRecorder(identity: Identity) throws -> ReplayRecorder? {
-        guard let replay, case let .host(room, _, _, info) = setup, let publish, !publish.isEmpty else { return nil }
+        guard let replay, case let .host(room, _, access, info) = setup, let publish, !publish.isEmpty else { return nil }
+        // A private room's replay (a password, invites) is kept for its host alone: never served nor listed.
         return try ReplayRecorder(library: ReplayLibrary(root: replay.directory), budget: replay.budget, identity: identity,
                                   room: room, title: info.title ?? "", video: publish.video == nil ? nil : (publish.width, publish.height),
-                                  audioChannels: publish.audio == nil ? 0 : 1)
+                                  audioChannels: publish.audio == nil ? 0 : 1, isPrivate: access != 0)
     }
 
     /// Keeps what the host publishes (on the node's loop) and says what the recorder did.

@@ -112,7 +112,7 @@ struct NodeRunner {
                 recorder.finish()
                 node.role(ReplayHolder.self)?.announcer.refresh()
             }
-            if case .roomClosed = reason, replayStays, let id = recorder.id {
+            if case .roomClosed = reason, replayStays, let id = recorder.id, recorder.manifest?.info.isPrivate != true {
                 var l = JSONLine(event: "serving")
                 l.add("id", id.text)
                 out.emit(l, human: "the live ended; serving its replay \(id.text) until /quit or a signal", kind: "replay")

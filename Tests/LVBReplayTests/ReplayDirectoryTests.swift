@@ -60,6 +60,16 @@ import Testing
         open.ended = false
         let card = try ReplayManifest.parseWithCard(open.signed(by: ReplayFormatTests.host)[...]).1
         let message = ReplayListMessage.held(card, addresses: [], withdrawn: false).bytes
+        // A private room's card is refused by a rendezvous (its host never sends it).
+        var privateOne = m
+        privateOne.info.isPrivate = true
+        let privateCard = try ReplayManifest.parseWithCard(privateOne.signed(by: ReplayFormatTests.host)[...]).1
+        #expect(privateCard.info.isPrivate && !card.info.isPrivate)
+        let net = VirtualNetwork(seed: 292)
+        let node = net.makeNodes(1, seed: 292)[0]
+        let directory = ReplayDirectory(core: node.core, clock: net.clock)
+        directory.receive(ReplayListMessage.held(privateCard, addresses: [], withdrawn: false).bytes[...], from: ReplayFormatTests.host.nodeID)
+        #expect(directory.entries.isEmpty && directory.stats.refused == 1)
         #expect(try ReplayListMessage.parse(message[...]) == .held(card, addresses: [], withdrawn: false))
         // A card whose title was changed after signing does not parse.
         var forged = message

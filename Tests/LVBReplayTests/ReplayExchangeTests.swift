@@ -10,9 +10,9 @@ import Testing
 @Suite struct ReplayExchangeTests {
     /// A replay of `seconds` (made of stand-in frames: the exchange never decodes)
     /// copied into each holder's own directory.
-    static func replay(seconds: Int, holders: Int, offset: UInt64 = 0) throws -> (ReplayID, [String]) {
+    static func replay(seconds: Int, holders: Int, offset: UInt64 = 0, isPrivate: Bool = false) throws -> (ReplayID, [String]) {
         let base = ReplayRecorderTests.temporaryDirectory()
-        let r = try ReplayRecorderTests.recorder(base)
+        let r = try ReplayRecorderTests.recorder(base, isPrivate: isPrivate)
         let random = SeededRandom(seed: 29)
         for n in 0..<(seconds * 30) {
             let at = ReplayRecorderTests.start + offset + UInt64(n) * 33_333
@@ -148,6 +148,16 @@ import Testing
         #expect(done)
         let longest = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }.max() ?? .zero
         #expect(longest < .seconds(1), "the longest wait for a segment was \(longest)")
+    }
+
+    /// A private room's replay is its host's alone: no holder serves it.
+    @Test func aPrivateRoomsReplayIsNeverServed() throws {
+        let (id, dirs) = try Self.replay(seconds: 4, holders: 1, isPrivate: true)
+        defer { for d in dirs { try? FileManager.default.removeItem(atPath: d) } }
+        #expect(try ReplayLibrary(root: dirs[0]).replay(id).manifest.info.isPrivate)
+        let room = Room(id: id, dirs: dirs)
+        room.net.run(for: .seconds(2))
+        #expect(room.manifest == nil && room.servers[0].stats.missing >= 1 && room.servers[0].stats.chunksSent == 0)
     }
 
     @Test func aFileNotHeldIsSaidSoAndAForgedManifestIsRefused() throws {

@@ -36,9 +36,10 @@ import Testing
         }
     }
 
-    static func recorder(_ dir: String, budget: Int64 = ReplayConstants.defaultBudget, title: String = "six seconds") throws -> ReplayRecorder {
+    static func recorder(_ dir: String, budget: Int64 = ReplayConstants.defaultBudget, title: String = "six seconds",
+                         isPrivate: Bool = false) throws -> ReplayRecorder {
         try ReplayRecorder(library: ReplayLibrary(root: dir), budget: budget, identity: ReplayFormatTests.host,
-                           room: ReplayFormatTests.room, title: title, video: (320, 180), audioChannels: 1)
+                           room: ReplayFormatTests.room, title: title, video: (320, 180), audioChannels: 1, isPrivate: isPrivate)
     }
 
     @Test func aLiveBecomesSignedSegmentsCutAtKeyframesAndExportsAsWebM() throws {
