@@ -6,8 +6,10 @@ import LVBCrypto
 /// segment is checked against its manifest's hash before it is first
 /// served, so a file changed on disk is never passed on). Only over
 /// sessions (the transport has authenticated the peer and its address, so
-/// nothing here amplifies), at most `chunkRate` chunks a second per peer;
-/// requests beyond it go unanswered and the player asks again. Sans-IO:
+/// nothing here amplifies), at most `chunkRate` chunks a second per peer
+/// and `totalChunkRate` in all (a host's uplink stays its live's); requests
+/// beyond them go unanswered and the player asks again. Only replays whose
+/// live ended, and never a private room's. Sans-IO:
 /// `send` takes each answer. Lives on the node's loop.
 public final class ReplayServer {
     public struct Stats: Sendable, Equatable {
@@ -24,6 +26,7 @@ public final class ReplayServer {
     private let clock: Clock
     private let send: (NodeID, [UInt8]) -> Void
     private var buckets: RateLimiter<NodeID>
+    private var total: RateLimiter<Int>
     /// Files read lately, newest last (a replay played by many is read once).
     private var cache: [(key: Key, bytes: [UInt8])] = []
     private var cachedBytes = 0
@@ -32,8 +35,9 @@ public final class ReplayServer {
 
     struct Key: Hashable { let id: ReplayID, index: UInt32 }
 
-    public static let chunkRate = 16_384
-    static let chunkBurst = 1024
+    /// About 34 Mbit/s to a peer, 67 Mbit/s in all (chunks of 1 KiB).
+    public static let chunkRate = 4096, totalChunkRate = 8192
+    static let chunkBurst = 512
     static let cacheBytes = 48 << 20
     static let manifestRefresh: Duration = .seconds(1)
 
@@ -42,6 +46,7 @@ public final class ReplayServer {
         self.clock = clock
         self.send = send
         buckets = RateLimiter(count: Self.chunkRate, burst: Self.chunkBurst, sweepThreshold: 256)
+        total = RateLimiter(count: Self.totalChunkRate, burst: Self.chunkBurst * 2)
     }
 
     /// A message on the replay channel from `peer`.
@@ -57,7 +62,7 @@ public final class ReplayServer {
         }
         let chunks = ReplayMessage.chunks(file.count)
         for chunk in Int(first)..<min(Int(first) + Int(count), chunks) {
-            guard buckets.allow(peer, now: now) else { stats.throttled += 1; return }
+            guard buckets.allow(peer, now: now), total.allow(0, now: now) else { stats.throttled += 1; return }
             let start = chunk * ReplayMessage.chunkSize
             let data = file[start..<min(file.count, start + ReplayMessage.chunkSize)]
             send(peer, ReplayMessage.chunk(id, index: index, chunk: UInt16(chunk), total: UInt32(file.count), data: data).bytes)
@@ -69,8 +74,8 @@ public final class ReplayServer {
     /// The manifest's or a segment's bytes, if held here and sound.
     private func file(_ id: ReplayID, _ index: UInt32, now: Instant) -> [UInt8]? {
         if held[id].map({ now - $0.at >= Self.manifestRefresh }) ?? true {
-            // A private room's replay is its host's alone.
-            guard let (replay, bytes) = try? library.read(id), !replay.manifest.info.isPrivate else {
+            // A private room's replay is its host's alone; a live's, once it ended.
+            guard let (replay, bytes) = try? library.read(id), !replay.manifest.info.isPrivate, replay.manifest.ended else {
                 held[id] = nil
                 return nil
             }
