@@ -7,8 +7,8 @@ import LVBReplay
 struct ReplaysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replays",
-        abstract: "List, export or delete the replays this node holds.",
-        discussion: "A host keeps a replay of each live (see `lvbnode host --replay`). Every replay's manifest is signed by its host and every segment checked against it before it is exported.",
+        abstract: "List, export, delete or serve (--serve) the replays this node holds.",
+        discussion: "A host keeps a replay of each live (see `lvbnode host --replay`), and a viewer that plays one with --keep-replays keeps it too. Every replay's manifest is signed by its host and every segment is checked against it before it is exported or served. `lvbnode replays --serve --rendezvous IP:PORT` serves them to players and has the rendezvous list them.",
         subcommands: [List.self, Export.self, Delete.self],
         defaultSubcommand: List.self)
 
