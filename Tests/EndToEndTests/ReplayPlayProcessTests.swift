@@ -34,9 +34,11 @@ import Testing
         let duration = try #require(rooms.last?["duration_ms"] as? Int)
         #expect((9000...11_500).contains(duration), "\(duration) ms")
 
-        let y4m = home + "/played.y4m", wav = home + "/played.wav", recordings = home + "/recorded"
+        let y4m = home + "/played.y4m", wav = home + "/played.wav", recordings = home + "/recorded", sdp = home + "/replay.sdp"
+        // A UDP socket standing in for ffplay behind --rtp-out.
+        let rtp = try UDPReceiver()
         let viewer = try NodeProcess(["join", id, "--rendezvous", address, "--ephemeral", "--json", "--video-out", y4m,
-                                      "--audio-out", wav, "--record", recordings])
+                                      "--audio-out", wav, "--record", recordings, "--rtp-out", "127.0.0.1:\(rtp.port)", "--sdp", sdp])
         let start = try #require(viewer.waitFor("replay_frame", timeout: 10), "\(viewer.stderr)")
         #expect(start["at_ms"] as? Int == 0)
         Thread.sleep(forTimeInterval: 1.5)
@@ -66,6 +68,9 @@ import Testing
                                                                    recordings + "/" + file]), as: UTF8.self)
             #expect(probed.contains("vp8") && probed.contains("opus"), "\(probed)")
         }
+        // Plain RTP of the replay reached --rtp-out (VP8 on this port), as the SDP says.
+        #expect(rtp.payloadTypes.contains(96))
+        #expect((try? String(contentsOfFile: sdp, encoding: .utf8))?.contains("a=rtpmap:96 VP8/90000") == true)
         host.send("/quit")
         #expect(host.waitExit() == 0)
         live.send("/quit")
