@@ -46,7 +46,6 @@ public final class ReplayFetcher {
         var asked: [Int: (at: Instant, of: NodeID)] = [:]
         var sources: Set<NodeID> = []
         var received = 0
-        var retriedWhole = false
     }
 
     public var onEvent: ((Event) -> Void)?
@@ -255,7 +254,6 @@ public final class ReplayFetcher {
                 drop(culprit, "\(error)")
             } else if let holder = pick(for: index, now: clock.now()) {
                 var again = Transfer(holder: holder)
-                again.retriedWhole = true
                 if let total = t.total { again.total = total; again.chunks = Array(repeating: nil, count: ReplayMessage.chunks(total)) }
                 transfers[index] = again
             }

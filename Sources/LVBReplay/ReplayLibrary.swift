@@ -9,6 +9,8 @@ public final class ReplayLibrary {
     /// and how many bytes they take.
     public struct Held: Sendable {
         public var manifest: ReplayManifest
+        /// The manifest's card (what a room list shows), checked with it.
+        public var card: ReplayCard
         public var present: [Bool]
         public var bytes: Int64
         public var isComplete: Bool { present.allSatisfy { $0 } }
@@ -61,7 +63,7 @@ public final class ReplayLibrary {
         let dir = directory(of: id)
         guard ReplayFiles.isDirectory(dir) else { throw .unknown(id.text) }
         let bytes = try ReplayFiles.read(dir + "/" + Self.manifestName, limit: Self.manifestLimit)
-        let manifest = try ReplayManifest.parse(bytes[...])
+        let (manifest, card) = try ReplayManifest.parseWithCard(bytes[...])
         guard manifest.id == id else { throw .forged("\(dir): holds the manifest of replay \(manifest.id.text)") }
         var total = Int64(bytes.count)
         let present = manifest.segments.indices.map { i in
@@ -69,14 +71,12 @@ public final class ReplayLibrary {
             total += size
             return size == Int64(manifest.segments[i].length)
         }
-        return (Held(manifest: manifest, present: present, bytes: total), bytes)
+        return (Held(manifest: manifest, card: card, present: present, bytes: total), bytes)
     }
 
     /// The cards of the replays held here whole, newest first.
     public func cards() -> [ReplayCard] {
-        list().filter(\.isComplete).compactMap { held in
-            (try? read(held.manifest.id)).flatMap { try? ReplayManifest.parseWithCard($0.manifest[...]).1 }
-        }
+        list().filter(\.isComplete).map(\.card)
     }
 
     /// Segment `index` of a replay held here, checked against its manifest.

@@ -65,6 +65,9 @@ public enum ReplayMessage: Equatable, Sendable {
         }
     }
 
+    /// Whether a replay-channel payload is a request (for a holder's server).
+    public static func isRequest(_ payload: ArraySlice<UInt8>) -> Bool { payload.first == 1 }
+
     /// Chunks a file of `total` bytes takes.
     public static func chunks(_ total: Int) -> Int { (total + chunkSize - 1) / chunkSize }
 }

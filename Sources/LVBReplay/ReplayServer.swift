@@ -30,8 +30,11 @@ public final class ReplayServer {
     /// Files read lately, newest last (a replay played by many is read once).
     private var cache: [(key: Key, bytes: [UInt8])] = []
     private var cachedBytes = 0
-    /// Replays held, read again at most every `manifestRefresh` (a live one grows).
-    private var held: [ReplayID: (replay: ReplayLibrary.Held, manifest: [UInt8], at: Instant)] = [:]
+    /// Replays served (ended, so they do not change): read once, read again
+    /// only when a segment cannot be read; and those refused lately (not
+    /// held, not ended, private), not read again within `manifestRefresh`.
+    private var held: [ReplayID: (replay: ReplayLibrary.Held, manifest: [UInt8])] = [:]
+    private var refused: [ReplayID: Instant] = [:]
 
     struct Key: Hashable { let id: ReplayID, index: UInt32 }
 
@@ -73,13 +76,15 @@ public final class ReplayServer {
 
     /// The manifest's or a segment's bytes, if held here and sound.
     private func file(_ id: ReplayID, _ index: UInt32, now: Instant) -> [UInt8]? {
-        if held[id].map({ now - $0.at >= Self.manifestRefresh }) ?? true {
+        if held[id] == nil {
+            if let at = refused[id], now - at < Self.manifestRefresh { return nil }
             // A private room's replay is its host's alone; a live's, once it ended.
             guard let (replay, bytes) = try? library.read(id), !replay.manifest.info.isPrivate, replay.manifest.ended else {
-                held[id] = nil
+                if refused.count >= 1024 { refused = refused.filter { now - $0.value < Self.manifestRefresh } }
+                refused[id] = now
                 return nil
             }
-            held[id] = (replay, bytes, now)
+            held[id] = (replay, bytes)
         }
         guard let entry = held[id] else { return nil }
         if index == ReplayMessage.manifestIndex { return entry.manifest }
@@ -89,7 +94,11 @@ public final class ReplayServer {
             cache.append(found)
             return found.bytes
         }
-        guard let bytes = try? library.segment(entry.replay, Int(index)) else { return nil }
+        guard let bytes = try? library.segment(entry.replay, Int(index)) else {
+            // Deleted or changed on disk: read the replay afresh next time.
+            held[id] = nil
+            return nil
+        }
         cache.append((key, bytes))
         cachedBytes += bytes.count
         while cachedBytes > Self.cacheBytes, cache.count > 1 { cachedBytes -= cache.removeFirst().bytes.count }

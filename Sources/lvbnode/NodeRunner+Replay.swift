@@ -50,22 +50,15 @@ extension NodeRunner {
 /// A node's replays served to the players that ask (replay channel) and
 /// told to every rendezvous it holds a session with.
 final class ReplayHolder: LiveRole {
-    let server: ReplayServer
-    let announcer: ReplayAnnouncer
+    let holding: ReplayHolding
 
     init(library: ReplayLibrary, core: TransportCore, clock: Clock, addresses: [PeerAddress]) {
-        server = ReplayServer(library: library, clock: clock) { peer, bytes in try? core.send(bytes, channel: .replay, to: peer) }
-        announcer = ReplayAnnouncer(library: library, core: core, clock: clock)
-        announcer.addresses = addresses
+        holding = ReplayHolding(library: library, core: core, clock: clock, addresses: addresses)
     }
 
     func handle(_ event: NodeEvent) {
-        guard case let .transport(t) = event else { return }
-        announcer.handle(t)
-        if case let .message(peer, .replay, payload) = t, !ReplayListMessage.isListMessage(payload) {
-            server.receive(payload, from: peer)
-        }
+        if case let .transport(t) = event { holding.handle(t) }
     }
 
-    func tick() { announcer.tick() }
+    func tick() { holding.tick() }
 }

@@ -110,7 +110,7 @@ struct NodeRunner {
         if let recorder {
             try? await live.submit { node in
                 recorder.finish()
-                node.role(ReplayHolder.self)?.announcer.refresh()
+                node.role(ReplayHolder.self)?.holding.announcer.refresh()
             }
             if case .roomClosed = reason, replayStays, let id = recorder.id, recorder.manifest?.info.isPrivate != true {
                 var l = JSONLine(event: "serving")
@@ -118,7 +118,7 @@ struct NodeRunner {
                 out.emit(l, human: "the live ended; serving its replay \(id.text) until /quit or a signal", kind: "replay")
                 // Off the live list at once (the rendezvous lists the replay instead).
                 try? await live.submit { node in node.role(RoomAnnouncer.self)?.leave() }
-                termination.rearm(after: reason)
+                termination.rearm()
                 reason = await termination.wait()
             }
         }

@@ -18,7 +18,7 @@ struct ReplayPlace: ParsableArguments {
         try replayBudget.map { try ReplayOptions.parseSize($0, what: "--replay-budget") } ?? ReplayConstants.defaultBudget
     }
 
-    func directory(_ identity: IdentityOptions) -> String { ReplayOptions.directory(replayDir, identity) }
+    func directory(_ identity: IdentityOptions) -> String { ReplayOptions.directory(replayDir, home: identity.home) }
 }
 
 /// A host's replay of its live.
@@ -34,8 +34,9 @@ struct ReplayOptions: ParsableArguments {
         return (place.directory(identity), try place.budget())
     }
 
-    static func directory(_ given: String?, _ identity: IdentityOptions) -> String {
-        given ?? (identity.home ?? IdentityStore.defaultHome(environment: ProcessEnvironment.all)) + "/replays"
+    /// `--replay-dir`, else replays/ in the node's home (`--home`, else the default home).
+    static func directory(_ given: String?, home: String?) -> String {
+        given ?? (home ?? IdentityStore.defaultHome(environment: ProcessEnvironment.all)) + "/replays"
     }
 
     /// "500M", "2G", "1.5G", "65536": bytes, with K, M, G or T in powers of 1024.

@@ -104,10 +104,8 @@ private final class PlayState: @unchecked Sendable {
     var publisher: EncodedFramePublisher?
     var shown = 0
     /// Serving what this node holds, and keeping what it fetches.
-    var server: ReplayServer?
-    var announcer: ReplayAnnouncer?
+    var holding: ReplayHolding?
     var keepBudget: Int64?
-    var kept = 0
     var keptSegments: Set<Int> = []
 
     init(id: ReplayID?, out: Output, sinks: MediaSinks, termination: Termination) {
@@ -128,10 +126,7 @@ private final class PlayState: @unchecked Sendable {
     }
 
     func serve(_ library: ReplayLibrary, core: TransportCore, addresses: [PeerAddress], keepBudget: Int64?) {
-        server = ReplayServer(library: library, clock: SystemClock.shared) { peer, bytes in try? core.send(bytes, channel: .replay, to: peer) }
-        let announcer = ReplayAnnouncer(library: library, core: core, clock: SystemClock.shared)
-        announcer.addresses = addresses
-        self.announcer = announcer
+        holding = ReplayHolding(library: library, core: core, clock: SystemClock.shared, addresses: addresses)
         self.keepBudget = keepBudget
     }
 
@@ -204,14 +199,14 @@ private final class PlayState: @unchecked Sendable {
 
     /// With --keep-replays: the segment goes into the library (and so is served).
     private func keep(_ index: Int, _ bytes: [UInt8]) {
-        guard let library = server?.library, let keepBudget, let fetcher, let m = fetcher.manifest, let raw = fetcher.manifestBytes else { return }
+        guard let library = holding?.server.library, let keepBudget, let fetcher, let m = fetcher.manifest, let raw = fetcher.manifestBytes else { return }
         do {
             for old in try library.keep(raw, manifest: m, segment: index, bytes, budget: keepBudget) {
                 out.emit(JSONLine(event: "replay_deleted", ("id", old.text)), human: "deleted the oldest replay \(old.text) to keep within --replay-budget", kind: "replay")
             }
-            if keptSegments.insert(index).inserted { kept += 1 }
-            if kept == m.segments.count {
-                announcer?.refresh()
+            keptSegments.insert(index)
+            if keptSegments.count == m.segments.count {
+                holding?.announcer.refresh()
                 var l = JSONLine(event: "replay_kept")
                 l.add("id", m.id.text)
                 l.add("path", library.directory(of: m.id))
@@ -226,11 +221,11 @@ private final class PlayState: @unchecked Sendable {
     }
 
     func handle(_ event: TransportEvent) {
-        announcer?.handle(event)
+        // Requests (and a rendezvous coming up) are the holding's; chunks and missing the fetcher's.
+        holding?.handle(event)
         switch event {
-        case let .message(peer, .replay, payload) where !ReplayListMessage.isListMessage(payload):
-            // Requests are for the server; chunks and missing for the fetcher.
-            if payload.first == 1 { server?.receive(payload, from: peer) } else { fetcher?.receive(payload, from: peer) }
+        case let .message(peer, .replay, payload) where !ReplayListMessage.isListMessage(payload) && !ReplayMessage.isRequest(payload):
+            fetcher?.receive(payload, from: peer)
         case let .gone(peer, _):
             fetcher?.removeHolder(peer)
         default:
@@ -247,7 +242,7 @@ private final class PlayState: @unchecked Sendable {
         }
         fetcher?.tick()
         player?.tick()
-        announcer?.tick()
+        holding?.tick()
     }
 
     /// /seek, /pause, /play, /speed, /quit.
@@ -305,8 +300,8 @@ private final class PlayState: @unchecked Sendable {
     func summary() -> String {
         var o = JSONLine()
         o.add("frames", shown)
-        o.add("kept", kept)
-        if let s = server?.stats {
+        o.add("kept", keptSegments.count)
+        if let s = holding?.server.stats {
             o.add("served_chunks", s.chunksSent)
             o.add("served_bytes", s.bytesSent)
         }

@@ -21,7 +21,7 @@ struct ReplaysCommand: AsyncParsableCommand {
         var home: String?
 
         var library: ReplayLibrary {
-            ReplayLibrary(root: replayDir ?? (home ?? IdentityStore.defaultHome(environment: ProcessEnvironment.all)) + "/replays")
+            ReplayLibrary(root: ReplayOptions.directory(replayDir, home: home))
         }
     }
 

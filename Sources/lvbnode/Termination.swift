@@ -65,8 +65,8 @@ final class Termination: @unchecked Sendable {
         w?.resume(returning: r)
     }
 
-    /// Waits again after `reason` (the room closed, a host serving its replay on).
-    func rearm(after reason: ExitReason) {
+    /// Waits again after the room closed (a host serving its replay on).
+    func rearm() {
         lock.withLock {
             if case .roomClosed = self.reason { self.reason = nil }
         }
