@@ -5,7 +5,7 @@ import PackageDescription
 // libFuzzer targets for every parser that reads bytes from the network or a
 // user. Built and run by Scripts/fuzz, which builds with:
 //
-//   swift build -c release --package-path Fuzz \
+//   swift build -c debug --package-path Fuzz \
 //       -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
 //
 // Each target defines `LLVMFuzzerTestOneInput` and an `@main` that runs

@@ -10,7 +10,7 @@ import Testing
 /// one second are answered with a handshake response; every one beyond gets
 /// a cookie reply, no reply is larger than its request, and an honest
 /// joiner still gets in while the flood goes on.
-@Suite(.serialized) struct CookieFloodProcessTests {
+@Suite(.serialized, .ownThread) struct CookieFloodProcessTests {
     static let threshold = 200
 
     /// What came back for one batch of initiations.

@@ -7,7 +7,7 @@ import Testing
 /// What lvbnode(1) promises about bad datagrams and start-up output, checked
 /// against the binary: every drop is counted under the documented counter
 /// and, at --log-level debug, logged with its reason.
-@Suite(.serialized) struct DropReportingProcessTests {
+@Suite(.serialized, .ownThread) struct DropReportingProcessTests {
     @Test func everyDropReasonIsCountedAndLoggedAtDebug() throws {
         let host = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--video", "none",
                                     "--audio", "none", "--log-level", "debug"])

@@ -3,7 +3,7 @@ import Testing
 
 /// The command line comes from the vendored swift-argument-parser, whose only
 /// change is that it does not link Foundation (Vendor/swift-argument-parser).
-@Suite struct HelpProcessTests {
+@Suite(.ownThread) struct HelpProcessTests {
     /// --experimental-dump-help is written by the vendored parser's own small
     /// JSON encoder: it must be exactly what Foundation's JSONEncoder writes
     /// with [.prettyPrinted, .sortedKeys], which JSONSerialization reproduces.

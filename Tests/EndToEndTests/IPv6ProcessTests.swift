@@ -4,7 +4,7 @@ import Testing
 /// A host on IPv6 and joiners with the default --listen: the default socket
 /// is dual stack, so it reaches whatever address the user gives, and
 /// addresses print in their RFC 5952 form.
-@Suite(.serialized, .enabled(if: ipv6LoopbackAvailable(), "no IPv6 loopback on this machine"))
+@Suite(.serialized, .ownThread, .enabled(if: ipv6LoopbackAvailable(), "no IPv6 loopback on this machine"))
 struct IPv6ProcessTests {
     private func startHost(listen: String) throws -> (NodeProcess, ready: [String: Any], port: String) {
         let host = try NodeProcess(["host", "--ephemeral", "--listen", listen, "--json", "--video", "none", "--audio", "none"])

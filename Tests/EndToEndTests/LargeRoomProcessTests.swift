@@ -7,7 +7,7 @@ import Testing
 /// sees the host's kick, and counts again after ten leave; what each
 /// viewer lists stays bounded (the host, the latest joiners the census
 /// names, itself), not the hundred.
-@Suite(.serialized) struct LargeRoomProcessTests {
+@Suite(.serialized, .ownThread) struct LargeRoomProcessTests {
     static let viewers = 100
     static let batch = 10
 

@@ -4,7 +4,7 @@ import Testing
 /// Leaving, as processes on loopback: a member's leave reaches every member
 /// (no ghost in anyone's viewer list), and a joiner that never got in does
 /// not report success.
-@Suite(.serialized) struct LeaveProcessTests {
+@Suite(.serialized, .ownThread) struct LeaveProcessTests {
     /// Host and three joiners (all --json, joiners --no-media); after chat,
     /// likes and a bullet comment reached everyone, one joiner types /quit:
     /// every other node prints its `left`. LVBNODE_LEAVE_RUNS repeats the room

@@ -8,7 +8,7 @@ import Testing
 /// it decodes. After /accept the viewer's pictures carry the guest's colour
 /// in the picture-in-picture tile and its sound holds both tones; after
 /// /hangup neither; the guest never hears its own tone come back.
-@Suite(.serialized) struct LinkMicProcessTests {
+@Suite(.serialized, .ownThread) struct LinkMicProcessTests {
     static let size = (width: 320, height: 180)
     /// BT.601 red and blue, and two tones far apart.
     static let hostColour: (UInt8, UInt8, UInt8) = (81, 90, 240), guestColour: (UInt8, UInt8, UInt8) = (41, 240, 110)

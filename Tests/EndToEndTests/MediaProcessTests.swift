@@ -5,7 +5,7 @@ import Testing
 /// Live media between real processes over loopback: the host's synthetic
 /// stream reaches a viewer that records it (WebM), writes decoded Y4M and
 /// forwards plain RTP with an SDP file.
-@Suite(.serialized) struct MediaProcessTests {
+@Suite(.serialized, .ownThread) struct MediaProcessTests {
     private func host(_ extra: [String] = []) throws -> (NodeProcess, ticket: String) {
         let host = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json",
                                     "--size", "320x180", "--gop", "1"] + extra)

@@ -5,7 +5,7 @@ import Testing
 /// `lvbnode mesh` as a user runs it: one process that starts a rendezvous,
 /// a host, viewers and a guest as processes of the same binary, read here
 /// only through its `--json` lines (issue 13).
-@Suite(.serialized) struct MeshProcessTests {
+@Suite(.serialized, .ownThread) struct MeshProcessTests {
     /// The pids of every process the mesh said it started.
     private func pids(_ mesh: NodeProcess) -> [String: Int32] {
         var out: [String: Int32] = [:]

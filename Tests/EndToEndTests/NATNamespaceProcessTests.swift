@@ -7,7 +7,7 @@ import Testing
 /// masquerades with nftables), the binary as processes in them. Needs root, `ip` and
 /// `nft` (Scripts/setup installs nftables); skipped without them. Nothing
 /// leaves the namespaces, and they are removed afterwards.
-@Suite(.serialized, .enabled(if: NATLab.available)) struct NATNamespaceProcessTests {
+@Suite(.serialized, .ownThread, .enabled(if: NATLab.available)) struct NATNamespaceProcessTests {
     @Test func behindSymmetricNATsAViewerJoinsThroughTheRelayAndWatches() throws {
         let lab = try NATLab(tag: "lvs\(getpid() % 1000)", sites: 2, hard: [1, 2])
         defer { lab.remove() }

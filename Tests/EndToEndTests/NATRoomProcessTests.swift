@@ -11,7 +11,7 @@ import Testing
 /// of a relay killed with SIGKILL play again within 2 s. With the internet
 /// numbered from public and from private ranges, and with hard NATs
 /// (random ports) mixed in and the rendezvous relaying.
-@Suite(.serialized, .enabled(if: NATLab.available)) struct NATRoomProcessTests {
+@Suite(.serialized, .ownThread, .enabled(if: NATLab.available)) struct NATRoomProcessTests {
     enum Variant: String, CustomStringConvertible, CaseIterable {
         case publicRange, privateRange, hardNATsRelayed
         var description: String { rawValue }

@@ -8,7 +8,7 @@ import Testing
 /// parent, the host serves at most its slots, the tree is deeper than one
 /// hop; a relay with decoding children is killed and its children move to
 /// their backups within 2 s while the frame numbers they decode go on.
-@Suite(.serialized) struct RelayTreeProcessTests {
+@Suite(.serialized, .ownThread) struct RelayTreeProcessTests {
     static let hostSlots = 4, fps = 15
     /// In join order: the host's 4 children relay to 2 each, the 8 below
     /// them to 4 each; the 18 after them (the last 4 decoding) all land at

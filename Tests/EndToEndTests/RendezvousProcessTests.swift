@@ -3,7 +3,7 @@ import Testing
 
 /// A rendezvous and two hosts as processes on loopback: the room list, a
 /// join by room id, a killed host leaving the list, and STUN on the port.
-@Suite(.serialized) struct RendezvousProcessTests {
+@Suite(.serialized, .ownThread) struct RendezvousProcessTests {
     private func rendezvous() throws -> (NodeProcess, String) {
         let rv = try NodeProcess(["rendezvous", "--ephemeral", "--listen", "127.0.0.1:0", "--json"])
         let listen = try #require(rv.waitFor("ready")?["listen"] as? String, "rendezvous never became ready: \(rv.stderr)")

@@ -6,7 +6,7 @@ import Testing
 /// holders at once, the host serving less than half; a holder killed
 /// mid-play costs no long stall; a segment changed on a holder's disk is
 /// never passed on.
-@Suite(.serialized) struct ReplayHoldersProcessTests {
+@Suite(.serialized, .ownThread) struct ReplayHoldersProcessTests {
     @Test func threeHoldersShareAReplayAndOneDyingOrHoldingABadSegmentCostsNothing() throws {
         let base = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: base) }

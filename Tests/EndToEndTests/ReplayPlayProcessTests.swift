@@ -5,7 +5,7 @@ import Testing
 /// A live ends; the rendezvous lists its replay after the live rooms; a
 /// viewer plays it from the start and after a seek, from the host that
 /// stayed to serve it.
-@Suite(.serialized) struct ReplayPlayProcessTests {
+@Suite(.serialized, .ownThread) struct ReplayPlayProcessTests {
     @Test func aReplayIsListedAfterTheLiveRoomsAndPlaysFromTheStartAndAfterASeek() throws {
         let home = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: home) }

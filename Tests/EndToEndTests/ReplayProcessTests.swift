@@ -3,7 +3,7 @@ import Testing
 
 /// A host keeps its live as a replay; `lvbnode replays` lists, exports and
 /// deletes it; mistakes in the options are one line.
-@Suite(.serialized) struct ReplayProcessTests {
+@Suite(.serialized, .ownThread) struct ReplayProcessTests {
     private func replays(_ home: String, _ arguments: [String]) throws -> (Int32, String, String) {
         try runToEnd(["replays"] + arguments + ["--home", home])
     }

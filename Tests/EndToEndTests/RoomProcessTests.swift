@@ -3,7 +3,7 @@ import Testing
 
 /// A live room of real processes over loopback: one host and three joiners
 /// driven through stdin, checked through their `--json` output.
-@Suite(.serialized) struct RoomProcessTests {
+@Suite(.serialized, .ownThread) struct RoomProcessTests {
     private func host(_ extra: [String] = []) throws -> (NodeProcess, ticket: String) {
         let host = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--nick", "hana", "--video", "none", "--audio", "none"] + extra)
         let ticket = try #require(host.waitFor("ready")?["ticket"] as? String, "host never became ready: \(host.stderr)")

@@ -7,7 +7,7 @@ import Testing
 /// switches to the other with /next and back with /prev. Each switch finds
 /// the room preloaded and shows its picture at once; the viewer's decoded
 /// pictures go red, blue, red; each host sees the viewer come and go.
-@Suite(.serialized) struct RoomSwitchProcessTests {
+@Suite(.serialized, .ownThread) struct RoomSwitchProcessTests {
     static let size = (width: 320, height: 180)
     /// BT.601 red and blue.
     static let red: (UInt8, UInt8, UInt8) = (81, 90, 240), blue: (UInt8, UInt8, UInt8) = (41, 240, 110)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The real binary as separate processes over loopback: what a user sees.
-@Suite(.serialized) struct SessionProcessTests {
+@Suite(.serialized, .ownThread) struct SessionProcessTests {
     private func startHost(_ extra: [String] = []) throws -> (NodeProcess, ready: [String: Any]) {
         let host = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json", "--video", "none", "--audio", "none"] + extra)
         let ready = try #require(host.waitFor("ready"), "host never became ready: \(host.stderr)")

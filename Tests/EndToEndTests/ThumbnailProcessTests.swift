@@ -5,7 +5,7 @@ import Testing
 /// from its keyframes and sends it signed to its rendezvous, and `lvbnode
 /// rooms --thumbnails DIR` writes it as a file that ffprobe and ffmpeg, knowing
 /// nothing of lvbnode, read as a 160×90 JPEG with the host's colour bars.
-@Suite(.serialized, .enabled(if: Tool.path("ffprobe") != nil && Tool.path("ffmpeg") != nil, "needs ffprobe and ffmpeg"))
+@Suite(.serialized, .ownThread, .enabled(if: Tool.path("ffprobe") != nil && Tool.path("ffmpeg") != nil, "needs ffprobe and ffmpeg"))
 struct ThumbnailProcessTests {
     /// The 75 % BT.601 bars left to right (SyntheticSource.swift) as Y, U, V.
     static let bars: [(Double, Double, Double)] = [

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// A user's mistakes get one clear line on stderr and a non-zero exit.
-@Suite struct UserMistakeTests {
+@Suite(.ownThread) struct UserMistakeTests {
     @Test func aDamagedTicketIsRefusedWithAHint() throws {
         let (status, _, err) = try runToEnd(["join", "lvb1aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "--ephemeral"])
         #expect(status == 64)
