@@ -25,6 +25,10 @@ public final class ReplayPlayer {
     public var onEvent: ((Event) -> Void)?
     public var onVideo: ((ReceivedVideoFrame, _ ms: UInt32) -> Void)?
     public var onAudio: ((ReceivedAudioFrame, _ ms: UInt32) -> Void)?
+    /// A video frame decoded on the way from a keyframe to a seek's target,
+    /// not shown (a page's decoder needs it too): its bytes, whether it is
+    /// a keyframe, its time.
+    public var onCatchUp: ((_ payload: [UInt8], _ isKeyframe: Bool, _ ms: UInt32) -> Void)?
     public private(set) var manifest: ReplayManifest
     public private(set) var isPlaying = false
     public private(set) var speed = 1.0
@@ -164,7 +168,10 @@ public final class ReplayPlayer {
         switch f.kind {
         case .video:
             guard let image = (try? video?.decode(f.payload)) ?? nil else { return }
-            guard f.ms >= showFrom else { return }
+            guard f.ms >= showFrom else {
+                onCatchUp?(f.payload, f.isKeyframe, f.ms)
+                return
+            }
             onVideo?(ReceivedVideoFrame(image: image, encoded: f.payload, isKeyframe: f.isKeyframe, rtpTimestamp: f.ms &* 90,
                                         captureTime: capture, arrival: now), f.ms)
             if let asked = askedAt {

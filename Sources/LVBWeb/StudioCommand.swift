@@ -25,6 +25,13 @@ public enum StudioCommand: Equatable, Sendable {
     case rooms
     /// The quick switch: "next", "prev", or a listed room's id.
     case switchRoom(String)
+    /// A replay's page (`join REPLAY-ID --web`): play from this position (ms from the start).
+    case seek(UInt32)
+    /// A replay's page: stop where it is, or go on.
+    case pause
+    case play
+    /// A replay's page: play at this rate (0.25 to 4; sound only at 1).
+    case speed(Double)
 
     /// Longest text taken from the page, in bytes (the room layer cuts further).
     public static let maxText = CommandLimits.maxText
@@ -91,6 +98,16 @@ public enum StudioCommand: Equatable, Sendable {
                 throw ParseError.invalid("to")
             }
             return .switchRoom(to)
+        case "seek":
+            guard let ms = value["ms"]?.number else { throw ParseError.missing("ms") }
+            guard ms >= 0, ms <= Double(UInt32.max), ms.rounded() == ms else { throw ParseError.invalid("ms") }
+            return .seek(UInt32(ms))
+        case "pause": return .pause
+        case "play": return .play
+        case "speed":
+            guard let x = value["x"]?.number else { throw ParseError.missing("x") }
+            guard (0.25...4).contains(x) else { throw ParseError.invalid("x") }
+            return .speed(x)
         case let name where roomCommands.contains(name): return .room(name, value)
         default: throw ParseError.unknown(String(cmd.prefix(32)))
         }

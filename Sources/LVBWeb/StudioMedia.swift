@@ -8,7 +8,8 @@ import LVBMedia
 /// numbers the stream). Layout (lvbnode(1), WEB STUDIO):
 ///
 ///     0      kind: 1 VP8 video frame, 2 Opus packet
-///     1      flags: bit 0 keyframe, bit 1 frames were lost just before this one
+///     1      flags: bit 0 keyframe, bit 1 frames were lost just before this one,
+///            bit 2 decode but do not show (a replay's frames on the way to a seek's target)
 ///     2..9   capture time, µs since the Unix epoch, big-endian (0: unknown)
 ///     10..13 RTP timestamp, big-endian (video 90 kHz, audio 48 kHz)
 ///     14..   the frame
@@ -25,6 +26,8 @@ public struct StudioMediaFrame: Equatable, Sendable {
     public var payload: [UInt8]
     /// Frames were lost just before this one (video: skipped by the jitter buffer, never decoded).
     public var afterLoss = false
+    /// To be decoded but not shown (a replay's frames from a keyframe to a seek's target).
+    public var catchUp = false
 
     public static let headerSize = 14
 
@@ -41,7 +44,7 @@ public struct StudioMediaFrame: Equatable, Sendable {
 
     /// The 14 bytes before the payload.
     public var header: [UInt8] {
-        var out: [UInt8] = [kind.rawValue, (isKeyframe ? 1 : 0) | (afterLoss ? 2 : 0)]
+        var out: [UInt8] = [kind.rawValue, (isKeyframe ? 1 : 0) | (afterLoss ? 2 : 0) | (catchUp ? 4 : 0)]
         out.reserveCapacity(Self.headerSize)
         for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: captureMicros >> UInt64(shift))) }
         for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: rtpTimestamp >> UInt32(shift))) }

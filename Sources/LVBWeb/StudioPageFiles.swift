@@ -28,15 +28,15 @@ enum StudioPageFiles {
   <div id="widgets" class="layer">
     <header class="panel room-head">
       <h1 id="title">Connecting…</h1>
-      <span id="viewer-count" class="count" title="In the room">0</span>
+      <span id="viewer-count" class="count live-only" title="In the room">0</span>
     </header>
 
-    <section class="panel rank" aria-label="Top likers">
+    <section class="panel rank live-only" aria-label="Top likers">
       <h2>Top likers</h2>
       <ol id="rank-list"></ol>
     </section>
 
-    <section class="panel viewers" aria-label="In the room">
+    <section class="panel viewers live-only" aria-label="In the room">
       <h2>In the room</h2>
       <ul id="viewer-list"></ul>
     </section>
@@ -53,7 +53,7 @@ enum StudioPageFiles {
       <ul id="linkmic-stage"></ul>
     </section>
 
-    <section class="chat" aria-label="Chat">
+    <section class="chat live-only" aria-label="Chat">
       <ul id="chat-list" aria-live="polite"></ul>
       <div class="entry">
         <input id="chat-input" type="text" maxlength="500" placeholder="Say something…" autocomplete="off" enterkeyhint="send">
@@ -66,7 +66,7 @@ enum StudioPageFiles {
       </div>
     </section>
 
-    <section class="actions" aria-label="Likes and stage">
+    <section class="actions live-only" aria-label="Likes and stage">
       <div class="linkmic-viewer viewer-only">
         <input id="linkmic-message" type="text" maxlength="200" placeholder="Message to the host (optional)" autocomplete="off">
         <button id="linkmic-request" type="button" class="primary">Go on stage</button>
@@ -96,6 +96,18 @@ enum StudioPageFiles {
       <button id="stats-toggle" type="button" aria-pressed="false">Stats</button>
       <button id="lite-toggle" type="button" aria-pressed="false">Lite</button>
     </div>
+  </div>
+
+  <div id="replay-bar" class="replay-only" aria-label="Replay">
+    <button id="replay-toggle" type="button" aria-label="Pause">❚❚</button>
+    <input id="replay-seek" type="range" min="0" max="0" step="100" value="0" aria-label="Position">
+    <span id="replay-time">0:00 / 0:00</span>
+    <select id="replay-speed" aria-label="Speed">
+      <option value="0.5">0.5×</option>
+      <option value="1" selected>1×</option>
+      <option value="1.5">1.5×</option>
+      <option value="2">2×</option>
+    </select>
   </div>
 
   <div id="status" class="overlay" data-status="connecting" role="status">Connecting…</div>
@@ -297,6 +309,7 @@ import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
 import * as lite from './widgets/lite.js';
 import * as rank from './widgets/rank.js';
+import * as replay from './widgets/replay.js';
 import * as rooms from './widgets/rooms.js';
 import * as stats from './widgets/stats.js';
 import * as status from './widgets/status.js';
@@ -307,7 +320,7 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, rooms, linkmic, host, lite, stats]) {
+for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, rooms, linkmic, host, lite, stats, replay]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);
@@ -475,6 +488,8 @@ export function start(bus) {
     clock = new RtpClock(sampleRate);
     restart();
   });
+  // A replay's seek: what was queued is from before it.
+  bus.on('replay_state', (m) => { if (m.seek) restart(); });
 
   bus.onMedia((buffer) => {
     const f = parseFrame(buffer);
@@ -775,7 +790,8 @@ function close(tellNode) {
 // STUDIO).
 //
 //     0      kind: 1 VP8 video frame, 2 Opus packet
-//     1      flags: bit 0 keyframe, bit 1 frames were lost just before this one
+//     1      flags: bit 0 keyframe, bit 1 frames were lost just before this one,
+//            bit 2 decode but do not show (a replay's frames on the way to a seek's target)
 //     2..9   capture time, µs since the Unix epoch, big-endian (0: unknown)
 //     10..13 RTP timestamp, big-endian (video 90 kHz, audio 48 kHz)
 //     14..   the frame
@@ -792,6 +808,7 @@ export function parseFrame(buffer) {
     kind: view.getUint8(0),
     keyframe: (view.getUint8(1) & 1) === 1,
     afterLoss: (view.getUint8(1) & 2) === 2,
+    catchUp: (view.getUint8(1) & 4) === 4,
     // Microseconds since 1970 stay below 2^53 for millennia: a Number holds them exactly.
     captureMicros: Number(view.getBigUint64(2)),
     rtpTimestamp: view.getUint32(10),
@@ -842,6 +859,8 @@ export function start(canvas, bus) {
   let clock = new RtpClock(90000);
   // Chunk timestamp → capture time (µs), to measure glass-to-glass when the frame is painted.
   const captureTimes = new Map();
+  // Timestamps of frames decoded only to reach a replay's seek target: never painted.
+  const catchUp = new Set();
   let decoder = null;
   let waitingForKeyframe = true;
   let unsupported = false;
@@ -854,6 +873,7 @@ export function start(canvas, bus) {
     decoder = null;
     waitingForKeyframe = true;
     captureTimes.clear();
+    catchUp.clear();
   }
 
   function makeDecoder() {
@@ -874,6 +894,10 @@ export function start(canvas, bus) {
 
   function decoded(frame) {
     probe.videoFramesDecoded += 1;
+    if (catchUp.delete(frame.timestamp)) {
+      frame.close();
+      return;
+    }
     if (pending) drop(pending);
     pending = frame;
     if (!paintScheduled) {
@@ -917,7 +941,10 @@ export function start(canvas, bus) {
     if (waitingForKeyframe && !f.keyframe) return;
     decoder ??= makeDecoder();
     waitingForKeyframe = false;
-    if (f.captureMicros) {
+    if (f.catchUp) {
+      catchUp.add(timestamp);
+      if (catchUp.size > maxCaptureTimes) catchUp.delete(catchUp.values().next().value);
+    } else if (f.captureMicros) {
       captureTimes.set(timestamp, f.captureMicros);
       if (captureTimes.size > maxCaptureTimes) captureTimes.delete(captureTimes.keys().next().value);
     }
@@ -936,6 +963,8 @@ export function start(canvas, bus) {
     clock = new RtpClock(90000);
     restart();
   });
+  // A replay's seek: the node sends the pictures from the keyframe before the target on.
+  bus.on('replay_state', (m) => { if (m.seek) restart(); });
 }
 
 """####,
@@ -1628,6 +1657,81 @@ export function mount(root, bus) {
 }
 
 """####,
+        "js/widgets/replay.js": ####"""
+// A replay's controls (#replay-bar), on the page of a node that plays a
+// replay (its hello's role is "replay"): play and pause, a scrubber over the
+// whole replay, the position and length, and the speed. The node says where
+// it plays four times a second (replay_state); between those the scrubber
+// moves on by itself. Dragging the scrubber seeks where it is let go.
+
+/** "M:SS" or "H:MM:SS" of a time in ms. */
+export function clock(ms) {
+  const total = Math.max(0, Math.floor(ms / 1000));
+  const h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = total % 60;
+  const ss = String(s).padStart(2, '0');
+  return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
+}
+
+export function mount(root, bus) {
+  const toggle = root.querySelector('#replay-toggle');
+  const seek = root.querySelector('#replay-seek');
+  const time = root.querySelector('#replay-time');
+  const speed = root.querySelector('#replay-speed');
+  let active = false;
+  // What the node said last, and when (performance.now()), to move on between its reports.
+  let said = { position: 0, duration: 0, playing: false, speed: 1, at: 0 };
+  let dragging = false;
+
+  function position() {
+    if (!said.playing) return said.position;
+    return Math.min(said.duration, said.position + (performance.now() - said.at) * said.speed);
+  }
+
+  function render() {
+    const now = position();
+    if (!dragging) seek.value = String(now);
+    seek.max = String(said.duration);
+    time.textContent = `${clock(dragging ? Number(seek.value) : now)} / ${clock(said.duration)}`;
+    toggle.textContent = said.playing ? '❚❚' : '▶';
+    toggle.setAttribute('aria-label', said.playing ? 'Pause' : 'Play');
+  }
+
+  function frame() {
+    if (!active) return;
+    render();
+    requestAnimationFrame(frame);
+  }
+
+  bus.on('hello', (m) => {
+    const was = active;
+    active = m.role === 'replay';
+    if (active && !was) requestAnimationFrame(frame);
+  });
+  bus.on('replay_info', (m) => {
+    if (typeof m.duration_ms === 'number') said.duration = m.duration_ms;
+  });
+  bus.on('replay_state', (m) => {
+    said = {
+      position: Number(m.position_ms) || 0,
+      duration: typeof m.duration_ms === 'number' ? m.duration_ms : said.duration,
+      playing: m.playing === true,
+      speed: Number(m.speed) || 1,
+      at: performance.now(),
+    };
+    if (document.activeElement !== speed) speed.value = String(said.speed);
+  });
+
+  toggle.addEventListener('click', () => bus.send({ cmd: said.playing ? 'pause' : 'play' }));
+  seek.addEventListener('input', () => { dragging = true; });
+  seek.addEventListener('change', () => {
+    dragging = false;
+    const ms = Math.round(Number(seek.value));
+    if (bus.send({ cmd: 'seek', ms })) said = { ...said, position: ms, at: performance.now() };
+  });
+  speed.addEventListener('change', () => bus.send({ cmd: 'speed', x: Number(speed.value) }));
+}
+
+"""####,
         "js/widgets/rooms.js": ####"""
 // Room browsing (#rooms, #room-list), for a viewer whose node knows a
 // rendezvous (its hello says so): each listed room's thumbnail, title, host
@@ -1817,6 +1921,9 @@ const messages = {
   closing: 'The room is closing…',
   closed: 'The host closed the room',
   removed: 'The host removed you from the room',
+  replay: 'REPLAY',
+  loading: 'Loading…',
+  replay_ended: 'The replay ended',
 };
 
 export function mount(root, bus) {
@@ -2055,7 +2162,9 @@ svg.tree text.figures { fill: var(--muted); font-size: 10px; }
 
 /* Host-only and viewer-only parts stay hidden until the hello names the role. */
 body:not([data-role="host"]) .host-only,
-body:not([data-role="viewer"]) .viewer-only { display: none !important; }
+body:not([data-role="viewer"]) .viewer-only,
+body:not([data-role="replay"]) .replay-only,
+body[data-role="replay"] .live-only { display: none !important; }
 
 /* Lite mode: the picture, the status and the page's own toggles only. */
 body[data-lite] #danmaku,
@@ -2250,7 +2359,7 @@ h2 {
   text-shadow: 0 1px 4px #000;
 }
 #status[data-status="connected"] { display: none; }
-#status[data-status="live"] {
+#status[data-status="live"], #status[data-status="replay"] {
   inset: auto;
   top: var(--bar-top);
   left: var(--gap);
@@ -2263,6 +2372,26 @@ h2 {
   background: var(--accent);
   text-shadow: none;
 }
+
+#status[data-status="replay"] { background: var(--stage-role); }
+
+/* A replay's controls: the bottom band, over the picture. */
+#replay-bar {
+  position: absolute;
+  left: var(--gap);
+  right: var(--gap);
+  bottom: var(--gap);
+  display: flex;
+  align-items: center;
+  gap: 0.6rem;
+  padding: 0.35rem 0.7rem;
+  border-radius: 999px;
+  background: var(--glass-strong);
+  border: 1px solid var(--line);
+}
+#replay-seek { flex: 1; accent-color: var(--accent); }
+#replay-time { font-variant-numeric: tabular-nums; color: var(--muted); white-space: nowrap; }
+#replay-toggle, #replay-speed { height: var(--bar); background: transparent; border: 1px solid var(--line); color: var(--text); }
 
 #stats-overlay {
   top: calc(var(--band) + 0.5rem);

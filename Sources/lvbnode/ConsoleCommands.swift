@@ -111,6 +111,7 @@ struct ConsoleCommands: Sendable {
         case .switchRoom("next"): switcher { _ = try $0.step(1) }
         case .switchRoom("prev"): switcher { _ = try $0.step(-1) }
         case .switchRoom(let id): switchRoom(id)
+        case .seek, .pause, .play, .speed: fail("this node is in a live room: seeking, pausing and speed are for a replay's page")
         }
     }
 

@@ -24,7 +24,7 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Relay, up to this many kbit/s in all (\(IntroductionConstants.relayPairKbps) a pair at most), for members this node introduced that cannot reach each other directly (both behind NATs that pick a new port for every destination, and no relaying rendezvous); 0: never. Default \(RoomConstants.defaultHostRelayKbps) for a host (it introduces its members to each other), 0 for a viewer and for a rendezvous.", valueName: "kbps"))
     var relayKbps: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Serve the studio page (video, chat, bullet comments, likes, viewers, link-mic) to a browser on this machine at [IP:]PORT (IP defaults to 127.0.0.1); the node prints the page's URL with its access token. On stage, a co-host's page can send the browser's own camera and microphone in place of --video/--audio (at once with --video none --audio none).", valueName: "[ip:]port"))
+    @Option(name: .long, help: ArgumentHelp("Serve the studio page (video, chat, bullet comments, likes, viewers, link-mic) to a browser on this machine at [IP:]PORT (IP defaults to 127.0.0.1); the node prints the page's URL with its access token. On stage, a co-host's page can send the browser's own camera and microphone in place of --video/--audio (at once with --video none --audio none). Playing a replay, the page gets the replay's controls (play, pause, a scrubber, speed).", valueName: "[ip:]port"))
     var web: String?
 
     @Option(name: .long, help: ArgumentHelp("Leave cleanly after this many seconds.", valueName: "seconds"))

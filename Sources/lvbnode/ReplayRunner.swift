@@ -6,6 +6,7 @@ import LVBCrypto
 import LVBMedia
 import LVBReplay
 import LVBTransport
+import LVBWeb
 import NIOCore
 import NIOPosix
 
@@ -55,8 +56,19 @@ struct ReplayRunner {
             return 1
         }
         let play = self.play, rendezvous = self.rendezvous, library = self.library, keepBudget = self.keepBudget
+        var page: StudioServer?
+        if play != nil, let web = options.web, let address = try? WebAddress(parsing: web) {
+            page = await StudioBridge.serve(address, loop: udp.eventLoop, out: out) { server in
+                server.onCommand = { state.page($0) }
+            }
+            guard page != nil else {
+                await udp.close()
+                return 1
+            }
+        }
         let addresses = options.advertised(for: udp.localAddress)
-        _ = try? await udp.submit { core in
+        _ = try? await udp.submit { [page] core in
+            if let page { state.show(on: page, node: core.nodeID) }
             if let library { state.serve(library, core: core, addresses: addresses, keepBudget: keepBudget) }
             state.start(core: core)
             for address in rendezvous { core.connect(to: address, expecting: nil) }
@@ -83,6 +95,7 @@ struct ReplayRunner {
         let reason = await termination.wait()
         ticker.cancel()
         let summary = try? await udp.submit { _ in state.summary() }
+        try? await page?.close().get()
         await udp.close()
         outputs.close()
         var bye = JSONLine(event: "exit")
@@ -107,6 +120,13 @@ private final class PlayState: @unchecked Sendable {
     var holding: ReplayHolding?
     var keepBudget: Int64?
     var keptSegments: Set<Int> = []
+    /// The studio page (`--web`): the pictures and sound, the position, the controls.
+    var page: StudioServer?
+    var nodeID: NodeID?
+    var pageStatus = "entering"
+    var ticks = 0
+    /// The `replay_info` line, for a page that connects later.
+    var infoLine: String?
 
     init(id: ReplayID?, out: Output, sinks: MediaSinks, termination: Termination) {
         self.id = id
@@ -153,12 +173,20 @@ private final class PlayState: @unchecked Sendable {
         p.onVideo = { [unowned self] frame, _ in
             shown += 1
             sinks.video(frame)
+            if let page, page.clientCount > 0 { page.broadcast(StudioMediaFrame(frame)) }
             if let publisher, let rtp = try? publisher.video(frame.encoded, keyframe: frame.isKeyframe, captureMicros: NTPTime.unixMicros(frame.captureTime)) {
                 for packet in rtp.packets { sinks.packet(packet, packet.serialized()[...]) }
             }
         }
+        p.onCatchUp = { [unowned self] payload, keyframe, ms in
+            guard let page, page.clientCount > 0 else { return }
+            var f = StudioMediaFrame(kind: .video, isKeyframe: keyframe, captureMicros: 0, rtpTimestamp: ms &* 90, payload: payload)
+            f.catchUp = true
+            page.broadcast(f)
+        }
         p.onAudio = { [unowned self] frame, _ in
             sinks.audio(frame)
+            if let page, page.clientCount > 0, let f = StudioMediaFrame(frame) { page.broadcast(f) }
             if let publisher, let encoded = frame.encoded, let packet = try? publisher.audio(encoded, captureMicros: NTPTime.unixMicros(frame.captureTime)) {
                 sinks.packet(packet, packet.serialized()[...])
             }
@@ -170,17 +198,22 @@ private final class PlayState: @unchecked Sendable {
                 l.add("at_ms", Int(at))
                 l.add("after_ms", after)
                 out.emit(l, human: "playing from \(ReplaysCommand.List.duration(at)) (\(Duration.milliseconds(after).millisecondsText) ms)", kind: "replay")
+                setPageStatus("replay")
             case let .waiting(segment):
                 var l = JSONLine(event: "replay_waiting")
                 l.add("segment", segment)
                 out.emit(l, human: "waiting for segment \(segment)", kind: "replay")
+                setPageStatus("loading")
             case let .resumed(after):
                 var l = JSONLine(event: "replay_resumed")
                 l.add("stalled_ms", after)
                 out.emit(l, human: "playing again after waiting \(Duration.milliseconds(after).millisecondsText) ms", kind: "replay")
+                setPageStatus("replay")
             case .ended:
                 out.emit(JSONLine(event: "replay_ended"), human: "the replay ended", kind: "replay")
-                termination.finish(.replayEnded)
+                setPageStatus("replay_ended")
+                // A page can seek back: with one, the node stays until /quit or a signal.
+                if page == nil { termination.finish(.replayEnded) }
             }
         }
         player = p
@@ -193,6 +226,7 @@ private final class PlayState: @unchecked Sendable {
         l.add("duration_ms", Int(m.durationMs))
         l.add("segments", m.segments.count)
         l.add("ended", m.ended)
+        infoLine = l.text
         out.emit(l, human: "\"\(m.title)\" by \(m.host.short): \(ReplaysCommand.List.duration(m.durationMs)), \(m.segments.count) segments", kind: "replay")
         p.play()
     }
@@ -243,6 +277,9 @@ private final class PlayState: @unchecked Sendable {
         fetcher?.tick()
         player?.tick()
         holding?.tick()
+        // The page's scrubber moves with the position: four times a second.
+        ticks += 1
+        if ticks % 25 == 0, let page, page.clientCount > 0 { page.broadcast(stateLine(text: nil, seek: false).text) }
     }
 
     /// /seek, /pause, /play, /speed, /quit.
@@ -261,12 +298,16 @@ private final class PlayState: @unchecked Sendable {
             guard words.count == 2, let player, let target = Self.seekTarget(words[1], from: player.positionMs) else {
                 return wrong("/seek SECONDS, MM:SS, +SECONDS or -SECONDS")
             }
-            player.seek(to: target)
-            say("seeking to \(ReplaysCommand.List.duration(target))")
+            seek(player, to: target)
         case "/position": say("at \(position) of \(player.map { ReplaysCommand.List.duration($0.manifest.durationMs) } ?? "?")")
         case "/help": say("/seek [+-]SECONDS|MM:SS, /pause, /play, /speed X, /position, /quit")
         default: wrong("\(verb) is not a replay command; /help lists them")
         }
+    }
+
+    private func seek(_ player: ReplayPlayer, to target: UInt32) {
+        player.seek(to: target)
+        say("seeking to \(ReplaysCommand.List.duration(target))", seek: true)
     }
 
     var position: String { player.map { ReplaysCommand.List.duration($0.positionMs) } ?? "0:00" }
@@ -285,12 +326,61 @@ private final class PlayState: @unchecked Sendable {
         return nil
     }
 
-    private func say(_ text: String) {
+    /// `seek`: what follows starts again from a keyframe (a page's decoders start over).
+    private func say(_ text: String, seek: Bool = false) {
+        out.emit(stateLine(text: text, seek: seek), human: text, kind: "replay")
+    }
+
+    private func stateLine(text: String?, seek: Bool) -> JSONLine {
         var l = JSONLine(event: "replay_state")
         l.add("text", text)
         l.add("position_ms", Int(player?.positionMs ?? 0))
+        if let player { l.add("duration_ms", Int(player.manifest.durationMs)) }
         l.add("playing", player?.isPlaying ?? false)
-        out.emit(l, human: text, kind: "replay")
+        l.add("speed", player?.speed ?? 1)
+        if seek { l.add("seek", true) }
+        return l
+    }
+
+    // MARK: The studio page
+
+    func show(on page: StudioServer, node: NodeID) {
+        self.page = page
+        nodeID = node
+        page.onConnect = { [unowned self] in greeting() }
+    }
+
+    /// What a page gets first: the hello (role "replay"), the replay's info, where it plays, the status.
+    private func greeting() -> [String] {
+        var hello = JSONLine(event: "hello")
+        hello.add("role", "replay")
+        hello.add("id", nodeID?.text)
+        hello.add("replay", id?.text)
+        hello.add("title", player?.manifest.title)
+        hello.add("channels", AudioReceiverConfig().channels)
+        hello.add("rendezvous", false)
+        var lines = [hello.text]
+        if let infoLine { lines.append(infoLine) }
+        lines.append(stateLine(text: nil, seek: false).text)
+        lines.append(JSONLine(event: "status", ("status", pageStatus)).text)
+        return lines
+    }
+
+    private func setPageStatus(_ status: String) {
+        guard status != pageStatus else { return }
+        pageStatus = status
+        page?.broadcast(JSONLine(event: "status", ("status", status)).text)
+    }
+
+    /// A command from the page: the replay's controls, as the console's.
+    func page(_ command: StudioCommand) {
+        switch command {
+        case .seek(let ms): if let player { seek(player, to: ms) }
+        case .pause: self.command("/pause")
+        case .play: self.command("/play")
+        case .speed(let x): self.command("/speed \(x)")
+        default: wrong("this page plays a replay: it seeks, pauses, plays and changes speed; the room's commands need a live room")
+        }
     }
 
     private func wrong(_ text: String) {

@@ -30,18 +30,29 @@ final class StudioBridge: @unchecked Sendable {
     /// Starts serving at `address` on the node's loop; nil (with the reason
     /// printed) when the address cannot be bound.
     static func start(_ address: WebAddress, live: UDPLiveNode, out: Output, commands: ConsoleCommands, reporters: Reporters) async -> StudioBridge? {
+        guard let server = await serve(address, loop: live.udp.eventLoop, out: out, setUp: { server in
+            server.onCommand = { commands.handle($0) }
+            server.roomCommands = ConsoleCommands.pageChecks
+        }) else { return nil }
+        let bridge = StudioBridge(server: server, live: live, reporters: reporters, out: out)
+        server.onConnect = { [unowned bridge] in bridge.greeting() }
+        try? await live.submit { node in bridge.wire(node) }
+        return bridge
+    }
+
+    /// Serves the page at `address` on `loop` with every line the node
+    /// prints teed to it, `setUp` run before the first page can connect;
+    /// says where (the `web` event, and a warning beyond this machine).
+    /// Nil, with the reason printed, when the address cannot be bound.
+    static func serve(_ address: WebAddress, loop: EventLoop, out: Output, setUp: (StudioServer) -> Void) async -> StudioServer? {
         let token = Hex.encode(SodiumRandom.shared.bytes(16))
-        let server = StudioServer(loop: live.udp.eventLoop, token: token, host: address.host, port: address.port)
+        let server = StudioServer(loop: loop, token: token, host: address.host, port: address.port)
+        setUp(server)
         do { try await server.start().get() } catch {
             Output.fail("cannot serve the studio page on \(address): \(describeSocketError(error)); choose another with --web [IP:]PORT")
             return nil
         }
-        let bridge = StudioBridge(server: server, live: live, reporters: reporters, out: out)
         out.tee = { [weak server] text in server?.broadcast(text) }
-        server.onCommand = { commands.handle($0) }
-        server.roomCommands = ConsoleCommands.pageChecks
-        server.onConnect = { [unowned bridge] in bridge.greeting() }
-        try? await live.submit { node in bridge.wire(node) }
         var line = JSONLine(event: "web")
         line.add("url", server.url)
         let bound = WebAddress(host: address.host, port: server.port)
@@ -51,7 +62,7 @@ final class StudioBridge: @unchecked Sendable {
             let message = "the studio page listens on \(bound), beyond this machine: anyone who learns its URL can act as you in the room"
             out.emit(JSONLine(event: "warning", ("message", message)), human: message, kind: "warning")
         }
-        return bridge
+        return server
     }
 
     private init(server: StudioServer, live: UDPLiveNode, reporters: Reporters, out: Output) {

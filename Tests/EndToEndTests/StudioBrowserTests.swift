@@ -3,11 +3,11 @@ import Testing
 
 /// The studio page in headless Chromium (Tests/Browser/studio_test.py: a
 /// host and two viewers; studio_camera_test.py: a co-host's own camera;
-/// rooms_test.py: room browsing between two hosts) as real processes, their
+/// rooms_test.py: room browsing between two hosts; replay_test.py: a replay's page) as real processes, their
 /// pages driven through Selenium. Needs python3 with selenium, chromium and chromium-driver
 /// (Scripts/setup installs them): without them it fails under CI and is
 /// skipped elsewhere.
-@Suite(.serialized, .enabled(if: BrowserLab.runnable, "\(BrowserLab.missing ?? ""); Scripts/setup installs it"))
+@Suite(.serialized, .ownThread, .enabled(if: BrowserLab.runnable, "\(BrowserLab.missing ?? ""); Scripts/setup installs it"))
 struct StudioBrowserTests {
     @Test func theStudioPageWorksInARealBrowser() throws {
         try BrowserLab.check("Tests/Browser/studio_test.py", timeout: 240)
@@ -22,6 +22,12 @@ struct StudioBrowserTests {
     /// page listing both rooms with thumbnails and switching with the arrow keys.
     @Test func theStudioPageBrowsesAndSwitchesRooms() throws {
         try BrowserLab.check("Tests/Browser/rooms_test.py", timeout: 180)
+    }
+
+    /// Tests/Browser/replay_test.py: a replay on its page, played from the
+    /// start, sought with the scrubber, paused and played with the button.
+    @Test func aReplaysPageSeeksAndPauses() throws {
+        try BrowserLab.check("Tests/Browser/replay_test.py", timeout: 180)
     }
 
     /// Tests/Browser/mesh_test.py: lvbnode mesh --web, its page drawing the tree and linking a viewer's studio.

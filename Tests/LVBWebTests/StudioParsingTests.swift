@@ -68,6 +68,12 @@ import Testing
         #expect(try parse(#"{"cmd":"switch","to":"next"}"#) == .switchRoom("next"))
         #expect(try parse(#"{"cmd":"switch","to":"prev"}"#) == .switchRoom("prev"))
         #expect(try parse(#"{"cmd":"switch","to":"d73narko5yoa6krgk5myvpf5ye"}"#) == .switchRoom("d73narko5yoa6krgk5myvpf5ye"))
+        // A replay's page.
+        #expect(try parse(#"{"cmd":"seek","ms":6000}"#) == .seek(6000))
+        #expect(try parse(#"{"cmd":"seek","ms":0}"#) == .seek(0))
+        #expect(try parse(#"{"cmd":"pause"}"#) == .pause)
+        #expect(try parse(#"{"cmd":"play"}"#) == .play)
+        #expect(try parse(#"{"cmd":"speed","x":1.5}"#) == .speed(1.5))
         // A room command the server was not told of is unknown.
         #expect(throws: StudioCommand.ParseError.unknown("chat")) { try StudioCommand.parse(Array(chat.utf8)) }
     }
@@ -83,6 +89,14 @@ import Testing
         #expect(throws: StudioCommand.ParseError.invalid("layout")) { try parse(#"{"cmd":"layout","layout":"cube"}"#) }
         #expect(throws: StudioCommand.ParseError.missing("on")) { try parse(#"{"cmd":"camera","on":"yes"}"#) }
         #expect(throws: StudioCommand.ParseError.missing("to")) { try parse(#"{"cmd":"switch"}"#) }
+        #expect(throws: StudioCommand.ParseError.missing("ms")) { try parse(#"{"cmd":"seek"}"#) }
+        for ms in ["-1", "1.5", "4294967296", "1e300"] {
+            #expect(throws: StudioCommand.ParseError.invalid("ms")) { try parse(#"{"cmd":"seek","ms":\#(ms)}"#) }
+        }
+        #expect(throws: StudioCommand.ParseError.missing("x")) { try parse(#"{"cmd":"speed","x":"fast"}"#) }
+        for x in ["0", "0.1", "4.5", "-1"] {
+            #expect(throws: StudioCommand.ParseError.invalid("x")) { try parse(#"{"cmd":"speed","x":\#(x)}"#) }
+        }
         // Neither a direction nor a room id (26 characters of lower-case base32).
         for to in ["up", "D73NARKO5YOA6KRGK5MYVPF5YE", "d73narko5yoa6krgk5myvpf5y", "d73narko5yoa6krgk5myvpf5y1"] {
             #expect(throws: StudioCommand.ParseError.invalid("to")) { try parse(#"{"cmd":"switch","to":"\#(to)"}"#) }
@@ -123,6 +137,9 @@ import Testing
         #expect(lost.header[1] == 3)
         lost.isKeyframe = false
         #expect(lost.header[1] == 2)
+        var hidden = f
+        hidden.catchUp = true
+        #expect(hidden.header[1] == 5)
     }
 
     @Test func aPagesFrameParsesBackAndABadOneIsNamed() throws {

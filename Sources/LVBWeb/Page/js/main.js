@@ -14,6 +14,7 @@ import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
 import * as lite from './widgets/lite.js';
 import * as rank from './widgets/rank.js';
+import * as replay from './widgets/replay.js';
 import * as rooms from './widgets/rooms.js';
 import * as stats from './widgets/stats.js';
 import * as status from './widgets/status.js';
@@ -24,7 +25,7 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, rooms, linkmic, host, lite, stats]) {
+for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, rooms, linkmic, host, lite, stats, replay]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);

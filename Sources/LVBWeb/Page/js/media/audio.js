@@ -79,6 +79,8 @@ export function start(bus) {
     clock = new RtpClock(sampleRate);
     restart();
   });
+  // A replay's seek: what was queued is from before it.
+  bus.on('replay_state', (m) => { if (m.seek) restart(); });
 
   bus.onMedia((buffer) => {
     const f = parseFrame(buffer);

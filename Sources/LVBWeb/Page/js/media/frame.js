@@ -2,7 +2,8 @@
 // STUDIO).
 //
 //     0      kind: 1 VP8 video frame, 2 Opus packet
-//     1      flags: bit 0 keyframe, bit 1 frames were lost just before this one
+//     1      flags: bit 0 keyframe, bit 1 frames were lost just before this one,
+//            bit 2 decode but do not show (a replay's frames on the way to a seek's target)
 //     2..9   capture time, µs since the Unix epoch, big-endian (0: unknown)
 //     10..13 RTP timestamp, big-endian (video 90 kHz, audio 48 kHz)
 //     14..   the frame
@@ -19,6 +20,7 @@ export function parseFrame(buffer) {
     kind: view.getUint8(0),
     keyframe: (view.getUint8(1) & 1) === 1,
     afterLoss: (view.getUint8(1) & 2) === 2,
+    catchUp: (view.getUint8(1) & 4) === 4,
     // Microseconds since 1970 stay below 2^53 for millennia: a Number holds them exactly.
     captureMicros: Number(view.getBigUint64(2)),
     rtpTimestamp: view.getUint32(10),

@@ -20,6 +20,8 @@ export function start(canvas, bus) {
   let clock = new RtpClock(90000);
   // Chunk timestamp → capture time (µs), to measure glass-to-glass when the frame is painted.
   const captureTimes = new Map();
+  // Timestamps of frames decoded only to reach a replay's seek target: never painted.
+  const catchUp = new Set();
   let decoder = null;
   let waitingForKeyframe = true;
   let unsupported = false;
@@ -32,6 +34,7 @@ export function start(canvas, bus) {
     decoder = null;
     waitingForKeyframe = true;
     captureTimes.clear();
+    catchUp.clear();
   }
 
   function makeDecoder() {
@@ -52,6 +55,10 @@ export function start(canvas, bus) {
 
   function decoded(frame) {
     probe.videoFramesDecoded += 1;
+    if (catchUp.delete(frame.timestamp)) {
+      frame.close();
+      return;
+    }
     if (pending) drop(pending);
     pending = frame;
     if (!paintScheduled) {
@@ -95,7 +102,10 @@ export function start(canvas, bus) {
     if (waitingForKeyframe && !f.keyframe) return;
     decoder ??= makeDecoder();
     waitingForKeyframe = false;
-    if (f.captureMicros) {
+    if (f.catchUp) {
+      catchUp.add(timestamp);
+      if (catchUp.size > maxCaptureTimes) catchUp.delete(catchUp.values().next().value);
+    } else if (f.captureMicros) {
       captureTimes.set(timestamp, f.captureMicros);
       if (captureTimes.size > maxCaptureTimes) captureTimes.delete(captureTimes.keys().next().value);
     }
@@ -114,4 +124,6 @@ export function start(canvas, bus) {
     clock = new RtpClock(90000);
     restart();
   });
+  // A replay's seek: the node sends the pictures from the keyframe before the target on.
+  bus.on('replay_state', (m) => { if (m.seek) restart(); });
 }

@@ -11,6 +11,9 @@ const messages = {
   closing: 'The room is closing…',
   closed: 'The host closed the room',
   removed: 'The host removed you from the room',
+  replay: 'REPLAY',
+  loading: 'Loading…',
+  replay_ended: 'The replay ended',
 };
 
 export function mount(root, bus) {
