@@ -30,6 +30,12 @@ public enum MeshDashboard {
             }
             out.append("")
         }
+        if let r = model.replay, r.servingAt != nil {
+            var line = "Replay of Mesh room 1 · \(r.id.prefix(8))… · served by \(model.nodes(in: 0).first { $0.role == .host }?.name ?? "its host")"
+            if let first = r.firstFrameMs { line += " · first picture \(Int(first.rounded())) ms" }
+            if let to = r.seekToMs, let after = r.seekFrameMs { line += " · seek to \(clock(to / 1000)) → \(Int(after.rounded())) ms" }
+            out += [line, ""]
+        }
         let rest = max(4, height - out.count - 4)
         out.append("chat & bullet comments")
         for s in model.feed.suffix(rest / 2) {
@@ -136,6 +142,12 @@ public enum MeshDashboard {
             "children_recovered": s.childrenRecovered ? "true" : "false",
             "tree_links_direct": String(s.treeLinksDirect), "tree_links_relayed": String(s.treeLinksRelayed),
             "sessions_direct": String(s.sessionsDirect), "sessions_relayed": String(s.sessionsRelayed),
+            "replay": s.replay.map { r in
+                object(["id": quote(r.id), "served": r.servingAt == nil ? "false" : "true", "duration_ms": r.durationMs.map(num) ?? "null",
+                        "first_frame_ms": r.firstFrameMs.map(num) ?? "null", "seek_to_ms": r.seekToMs.map(num) ?? "null",
+                        "seek_frame_ms": r.seekFrameMs.map(num) ?? "null", "frames": r.frames.map(String.init) ?? "null",
+                        "ended": r.ended ? "true" : "false"])
+            } ?? "null",
             "text": "[" + s.text.map(quote).joined(separator: ",") + "]",
         ])
     }

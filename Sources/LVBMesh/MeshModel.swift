@@ -7,7 +7,23 @@ import LVBWeb
 /// started. Not thread-safe: the mesh feeds it on one event loop.
 public final class MeshModel {
     public enum Role: String, Sendable {
-        case rendezvous, host, viewer, guest
+        /// `player`: plays the first room's replay after the room ends (`--replay`).
+        case rendezvous, host, viewer, guest, player
+    }
+
+    /// The first room's replay (`--replay`): kept by its host, served after
+    /// the room ends, played by the mesh's player from the start and after a seek.
+    public struct Replay: Equatable, Sendable {
+        public let id: String
+        /// When the host ended the live and began serving the replay.
+        public var servingAt: Double?
+        public var durationMs: Double?
+        /// Play → first picture, and seek → first picture (ms), with the time sought (ms into the replay).
+        public var firstFrameMs: Double?
+        public var seekToMs: Double?
+        public var seekFrameMs: Double?
+        public var frames: Int?
+        public var ended = false
     }
 
     /// One process of the mesh.
@@ -113,6 +129,7 @@ public final class MeshModel {
     public private(set) var scripted: [Scripted] = []
     public private(set) var likes: [Int: Int] = [:]
     public private(set) var kill: Kill?
+    public private(set) var replay: Replay?
     /// Happenings and feed lines ever recorded (the lists keep the latest `kept`).
     public private(set) var happeningsCount = 0
     public private(set) var feedCount = 0
@@ -264,7 +281,27 @@ public final class MeshModel {
                 nodes[who]?.onStage = false
                 note("\(who) left the stage", at: now)
             }
+        case "replay" where node.role == .host:
+            if replay == nil, let id = value["id"]?.string { replay = Replay(id: id) }
+        case "serving":
+            replay?.servingAt = now
+            note("\(name) ended its live; serving its replay", at: now)
+        case "replay_info":
+            replay?.durationMs = value["duration_ms"]?.number
+        case "replay_frame":
+            guard let after = value["after_ms"]?.number, let at = value["at_ms"]?.number else { break }
+            if replay?.firstFrameMs == nil {
+                replay?.firstFrameMs = after
+                note("\(name): the replay's first picture \(Int(after.rounded())) ms after asking", at: now)
+            } else if replay?.seekFrameMs == nil, at > 0 {
+                replay?.seekFrameMs = after
+                replay?.seekToMs = at
+                note("\(name): sought to \(Self.seconds(at / 1000)), its picture \(Int(after.rounded())) ms after asking", at: now)
+            }
+        case "replay_ended":
+            replay?.ended = true
         case "exit":
+            if node.role == .player { replay?.frames = value["replay"]?["frames"]?.number.map { Int($0) } }
             if let media = value["media"] {
                 node.finalFrames = media["frames"]?.number.map { Int($0) }
                 node.finalSkipped = media["skipped_frames"]?.number.map { Int($0) }

@@ -24,6 +24,11 @@ public struct MeshConfig: Sendable {
     public var slots = 2
     /// Every node behind its own real NAT (`--nat`; root only), nil: all on 127.0.0.1.
     public var nat: NAT?
+    /// `--replay`: the first room's host keeps a replay; `replayPhase` seconds
+    /// before the end it closes the room, serves the replay, and a player
+    /// plays it from the start and after a seek. Needs `duration`.
+    public var replay = false
+    public static let replayPhase = 12.0
 
     /// `--nat`: each host, viewer and guest in its own home behind a NAT
     /// (nftables masquerade), the rendezvous on the "internet" between them,
@@ -64,6 +69,10 @@ public final class MeshRun: @unchecked Sendable {
     private var tasks: [RepeatedTask] = []
     private var turn = 0
     private var ending = false
+    /// `--replay`: where the host keeps it, and whether the player was started or asked to seek.
+    private var replayDir: String?
+    private var playerStarted = false
+    private var seekAsked = false
     /// After each model update worth showing (a line, a happening).
     public var onUpdate: ((MeshUpdate) -> Void)?
 
@@ -100,14 +109,22 @@ public final class MeshRun: @unchecked Sendable {
                                   until: "ready") { $0["event"]?.string == "ready" }
         guard let listen = model.nodes[rv]?.listen else { throw MeshError.failedToStart(rv, "it printed no address") }
         rendezvous = listen
+        if closeAt != nil {
+            var template = Array("/tmp/lvbnode-mesh-replay.XXXXXX".utf8CString)
+            guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+                throw MeshError.cannotStart("the replay's directory", String(cString: strerror(errno)))
+            }
+            replayDir = String(cString: made)
+        }
         for r in 0..<config.rooms {
             let name = "host-\(r + 1)"
             hostNames.append(name)
+            var arguments = ["host", "--nick", name, "--title", "Mesh room \(r + 1)", "--rendezvous", listen,
+                             "--relay-slots", String(config.slots), "--max-guests", String(max(1, config.guests))]
+            if r == 0, let replayDir { arguments += ["--replay", "--replay-dir", replayDir] }
             // Announced once its session with the rendezvous is up (the announcement follows the hello at once).
-            _ = try await launch(name, role: .host, room: r, arguments: [
-                "host", "--nick", name, "--title", "Mesh room \(r + 1)", "--rendezvous", listen,
-                "--relay-slots", String(config.slots), "--max-guests", String(max(1, config.guests)),
-            ], until: "its session with the rendezvous") { $0["event"]?.string == "hello" && $0["role"]?.string == "rendezvous" }
+            _ = try await launch(name, role: .host, room: r, arguments: arguments,
+                                 until: "its session with the rendezvous") { $0["event"]?.string == "hello" && $0["role"]?.string == "rendezvous" }
         }
         try? await Task.sleep(for: .milliseconds(100))
         for i in 0..<config.viewers {
@@ -126,8 +143,46 @@ public final class MeshRun: @unchecked Sendable {
         }
         await onLoop {
             self.tasks.append(self.loop.scheduleRepeatedTask(initialDelay: Self.scriptInterval, delay: Self.scriptInterval) { _ in self.scriptTurn() })
-            let killAt = (self.config.duration ?? 40) / 2
+            // With a replay, the kill comes halfway through the live part.
+            let killAt = (self.closeAt ?? self.config.duration ?? 40) / 2
             self.loop.scheduleTask(in: .milliseconds(Int64(max(0, killAt - self.now) * 1000))) { self.killARelay() }
+            if let closeAt = self.closeAt {
+                self.loop.scheduleTask(in: .milliseconds(Int64(max(0, closeAt - self.now) * 1000))) { self.endTheLive() }
+            }
+        }
+    }
+
+    /// `--replay`: when the first room's host ends its live (nil: never).
+    private var closeAt: Double? {
+        guard config.replay, let duration = config.duration else { return nil }
+        return duration - MeshConfig.replayPhase
+    }
+
+    /// The first room's host closes its room; it goes on serving the replay.
+    private func endTheLive() {
+        guard !ending, let host = hostNames.first, let child = children[host] else { return }
+        model.note("\(host) closes its room", at: now)
+        child.send("/close")
+        onUpdate?(.happening)
+    }
+
+    /// The player: plays the replay its host serves, through the rendezvous,
+    /// as a user would (`join REPLAY-ID`); the rendezvous lists the replay a
+    /// moment after the host says it serves, so the player is started then.
+    private func startPlayer() {
+        guard !ending, !playerStarted, let id = model.replay?.id, let rendezvous else { return }
+        playerStarted = true
+        loop.scheduleTask(in: .seconds(1)) {
+            Task { [self] in
+                do {
+                    _ = try await self.launch("replay-1", role: .player, room: 0, arguments: ["join", id, "--rendezvous", rendezvous])
+                } catch {
+                    await self.onLoop {
+                        self.model.note("the replay's player did not start: \(error)", at: self.now)
+                        self.onUpdate?(.happening)
+                    }
+                }
+            }
         }
     }
 
@@ -153,7 +208,8 @@ public final class MeshRun: @unchecked Sendable {
             // Behind a NAT: the same program in its home's namespace (`ip netns exec` becomes it).
             var command = (executable: self.config.executable, arguments: arguments)
             if let lab = self.lab {
-                let site = role == .rendezvous ? "rv" : String(self.homes[name] ?? 0)
+                // The replay's player sits on the "internet", as the rendezvous does.
+                let site = role == .rendezvous || role == .player ? "rv" : String(self.homes[name] ?? 0)
                 command = lab.command(in: site, [self.config.executable] + arguments)
             }
             let child = try MeshChild.spawn(name, executable: command.executable, arguments: command.arguments, loop: self.loop,
@@ -220,6 +276,18 @@ public final class MeshRun: @unchecked Sendable {
             if model.nodes[name]?.role == .host, let nick = value["nick"]?.string { children[name]?.send("/accept \(nick)") }
         case "tree", "linkmic_started", "linkmic_ended":
             onUpdate?(.happening)
+        case "serving":
+            startPlayer()
+            onUpdate?(.happening)
+        case "replay_frame":
+            // Two seconds in, the player seeks to the middle.
+            if model.nodes[name]?.role == .player, !seekAsked, let duration = model.replay?.durationMs {
+                seekAsked = true
+                loop.scheduleTask(in: .seconds(2)) { [self] in
+                    children[name]?.send("/seek \((duration / 200).rounded() / 10)")
+                }
+            }
+            onUpdate?(.happening)
         case "chat", "danmaku":
             onUpdate?(.said)
         default:
@@ -230,8 +298,10 @@ public final class MeshRun: @unchecked Sendable {
     /// One scripted action: a chat line, a bullet comment or likes, from the next viewer in turn (the host now and then).
     private func scriptTurn() {
         guard !ending, config.duration.map({ now < $0 - Self.quietBeforeEnd }) ?? true else { return }
+        // The room that ends for its replay falls quiet before, as the mesh does before its end.
+        let quietRoom = closeAt.map { now >= $0 - Self.quietBeforeEnd } == true ? 0 : nil
         let speakers = model.order.filter {
-            guard let n = model.nodes[$0], n.isRunning, n.killedAt == nil else { return false }
+            guard let n = model.nodes[$0], n.isRunning, n.killedAt == nil, n.room != quietRoom else { return false }
             return n.role == .host || n.admitted != nil
         }
         guard !speakers.isEmpty else { return }
@@ -305,6 +375,25 @@ public final class MeshRun: @unchecked Sendable {
         try? await Task.sleep(for: .milliseconds(150))
         lab?.remove()
         lab = nil
+        if let replayDir {
+            Self.removeTree(replayDir)
+            self.replayDir = nil
+        }
+    }
+
+    /// Removes a directory and what is in it, depth first, following no links.
+    private static func removeTree(_ path: String) {
+        if let dir = opendir(path) {
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name == "." || name == ".." { continue }
+                let child = path + "/" + name
+                var info = stat()
+                if lstat(child, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { removeTree(child) } else { unlink(child) }
+            }
+            closedir(dir)
+        }
+        rmdir(path)
     }
 
     /// The children still running (none after `stop`).

@@ -44,6 +44,8 @@ public struct MeshSummary: Equatable, Sendable {
     /// Every node's established sessions at its last stats line, by path (each session counted at both ends).
     public let sessionsDirect: Int
     public let sessionsRelayed: Int
+    /// `--replay`: the first room's replay as its player saw it (nil: none asked).
+    public let replay: MeshModel.Replay?
 
     public var frameRatio: Double { framesShown + framesSkipped > 0 ? Double(framesShown) / Double(framesShown + framesSkipped) : 0 }
     public var eventRatio: Double { eventsExpected > 0 ? Double(eventsSeen) / Double(eventsExpected) : 1 }
@@ -90,6 +92,7 @@ public struct MeshSummary: Equatable, Sendable {
         treeLinksDirect = links.count - treeLinksRelayed
         sessionsDirect = running.reduce(0) { $0 + ($1.sessionsDirect ?? 0) }
         sessionsRelayed = running.reduce(0) { $0 + ($1.sessionsRelayed ?? 0) }
+        replay = model.replay
     }
 
     static func median(_ xs: [Double]) -> Double {
@@ -126,6 +129,15 @@ public struct MeshSummary: Equatable, Sendable {
                        + (repairs.isEmpty ? "" : ": " + repairs.joined(separator: ", ")))
         } else {
             out.append("  repair   no relay had children to kill")
+        }
+        if let r = replay {
+            var line = "  replay   \(r.id.prefix(8))…"
+            line += r.durationMs.map { " (\(MeshModel.seconds($0 / 1000)))" } ?? ""
+            line += r.servingAt == nil ? ": the live did not end" : ": played from its host after the live ended"
+            line += r.firstFrameMs.map { "; first picture \(Self.ms($0))" } ?? "; no picture"
+            if let to = r.seekToMs, let after = r.seekFrameMs { line += "; seek to \(MeshModel.seconds(to / 1000)) → picture \(Self.ms(after))" }
+            line += r.frames.map { "; \($0) pictures shown" } ?? ""
+            out.append(line)
         }
         return out
     }

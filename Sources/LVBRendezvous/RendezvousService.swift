@@ -134,7 +134,7 @@ public final class RendezvousService {
                 return
             }
             // A closed room's thumbnail goes with it.
-            if verdict == .closed { thumbnails.forget { registry.listing($0) != nil } }
+            if verdict == .closed { forgetThumbnails() }
             // Tell the host where we see it, so its next announcement names its reflexive address.
             if let seen = core.endpoint(of: peer) { send(.observed(seen), to: peer) }
         case let .list(request, page):
@@ -156,7 +156,7 @@ public final class RendezvousService {
             forward(piece, from: peer, to: to)
         case let .thumbnail(room, seq, piece):
             do {
-                if try thumbnails.take(piece, room: room, seq: seq, from: peer, listing: registry.listing(room)) != nil { stats.thumbnails += 1 }
+                if try thumbnails.take(piece, room: room, seq: seq, signedBy: thumbnailSigner(room, sender: peer)) != nil { stats.thumbnails += 1 }
             } catch {
                 stats.thumbnailRefused += 1
                 log.debug("thumbnail piece of \(room) from \(peer.short) refused: \(error)")
@@ -206,12 +206,31 @@ public final class RendezvousService {
         send(.introduction(request: request, peer: host, relay: relay, addresses: hostAddresses), to: joiner)
     }
 
+    /// Whose signature a thumbnail of `room` must carry: a live room's host,
+    /// over its own session; else the host of a replay of the room that is
+    /// listed, handed on by anyone (a holder keeps what the host signed).
+    /// Nil: nobody's here.
+    private func thumbnailSigner(_ room: RoomID, sender: NodeID) -> NodeID? {
+        if let listing = registry.listing(room) { return listing.announcement.host == sender ? sender : nil }
+        return replays.host(ofRoom: room)
+    }
+
+    /// A room keeps its thumbnail here while it is live or a replay of it is listed.
+    private func keepsThumbnail(of room: RoomID) -> Bool {
+        registry.listing(room) != nil || replays.host(ofRoom: room) != nil
+    }
+
+    private func forgetThumbnails() {
+        let replayed = replays.rooms
+        thumbnails.forget { registry.listing($0) != nil || replayed.contains($0) }
+    }
+
     /// The pieces of `room`'s latest thumbnail if newer than `have`, else one
     /// answer saying none is. Over an established session whose requests are
     /// rate limited, like a page of the list.
     private func answerThumbnail(_ room: RoomID, have: UInt64, request: UInt32, to peer: NodeID) {
         // Header: type, request, room id, seq, part.
-        guard registry.listing(room) != nil, let kept = thumbnails.thumbnail(room), kept.seq > have,
+        guard keepsThumbnail(of: room), let kept = thumbnails.thumbnail(room), kept.seq > have,
               let pieces = kept.pieces(maxPiece: core.maxPayload - 30) else {
             send(.thumbnailAnswer(request: request, room: room, seq: 0, piece: nil), to: peer)
             return
@@ -243,7 +262,7 @@ public final class RendezvousService {
         let now = clock.now()
         registry.expire(now: now)
         replays.tick()
-        thumbnails.forget { registry.listing($0) != nil }
+        forgetThumbnails()
         relayPairs = relayPairs.filter { now - $0.value < RendezvousConstants.relayPairLifetime }
         introduced = introduced.filter { now - $0.value.toldHost < RendezvousConstants.reintroduceWindow }
     }

@@ -32,7 +32,7 @@ public final class RoomAnnouncer: LiveRole {
     private var lastAnnounced: Instant?
     private var lastSeq: UInt64 = 0
     /// The room's latest thumbnail, signed; thumbnails sent (to all servers at once counts one).
-    private var thumbnail: RoomThumbnail?
+    public private(set) var thumbnail: RoomThumbnail?
     public private(set) var thumbnailsSent = 0
     private var done = false
 
@@ -108,9 +108,11 @@ public final class RoomAnnouncer: LiveRole {
         sendThumbnail(to: servers)
     }
 
+    /// A thumbnail message's bytes before its piece: type, room id, seq, part.
+    public static let thumbnailHeader = 26
+
     private func sendThumbnail(to peers: Set<NodeID>) {
-        // Header: type, room id, seq, part.
-        guard let thumbnail, !peers.isEmpty, let pieces = thumbnail.pieces(maxPiece: core.maxPayload - 26) else { return }
+        guard let thumbnail, !peers.isEmpty, let pieces = thumbnail.pieces(maxPiece: core.maxPayload - Self.thumbnailHeader) else { return }
         thumbnailsSent += 1
         for piece in pieces {
             let bytes = RendezvousMessage.thumbnail(room: thumbnail.room, seq: thumbnail.seq, piece: piece).encoded

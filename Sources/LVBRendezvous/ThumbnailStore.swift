@@ -3,8 +3,8 @@ import LVBCrypto
 import LVBGossip
 
 /// The rendezvous's thumbnails: the latest verified one of each listed room
-/// (at most `RoomThumbnail.maxBlob` bytes each), and at most one being put
-/// together per room. Forgotten with the room. Sans-IO.
+/// or replayed room (at most `RoomThumbnail.maxBlob` bytes each), and at most
+/// one being put together per room. Forgotten with the room. Sans-IO.
 public final class ThumbnailStore {
     private var latest: [RoomID: RoomThumbnail] = [:]
     private var assembling: [RoomID: ThumbnailAssembly] = [:]
@@ -21,7 +21,14 @@ public final class ThumbnailStore {
     /// thumbnail once complete and verified; nil while pieces are missing.
     public func take(_ piece: ThumbnailPiece, room: RoomID, seq: UInt64, from sender: NodeID,
                      listing: RoomListing?) throws(ThumbnailError) -> RoomThumbnail? {
-        guard let host = listing?.announcement.host, host == sender else { throw .notTheHost }
+        try take(piece, room: room, seq: seq, signedBy: listing?.announcement.host == sender ? sender : nil)
+    }
+
+    /// A piece of `room`'s thumbnail number `seq`, to be signed by `host`
+    /// (nil: nobody here may give this room a thumbnail). Returns the
+    /// thumbnail once complete and verified; nil while pieces are missing.
+    public func take(_ piece: ThumbnailPiece, room: RoomID, seq: UInt64, signedBy host: NodeID?) throws(ThumbnailError) -> RoomThumbnail? {
+        guard let host else { throw .notTheHost }
         if let kept = latest[room], seq <= kept.seq { throw .replayed }
         if let current = assembling[room] {
             if seq < current.seq { throw .replayed }

@@ -73,7 +73,17 @@ public enum RendezvousQuery {
     public static func ask(_ rendezvous: [PeerAddress], timeout: Duration,
                            _ question: @escaping @Sendable (RendezvousClient, NodeID) -> Void) async throws(Failure) -> RendezvousClient.Answer {
         let (answer, _) = try await run(rendezvous, timeout: timeout, thumbnails: false, question)
+        guard let answer else { throw .noAnswer(rendezvous.first ?? .ipv4(0, 0, 0, 0, port: 0), timeout) }
         return answer
+    }
+
+    /// The thumbnails the first of `rendezvous` to come up keeps of these
+    /// rooms (a replay's is its room's, signed by the host), each verified
+    /// against the host's key, asked one at a time at `thumbnailRequestPace`;
+    /// whatever came by `timeout`.
+    public static func thumbnails(of rooms: [(room: RoomID, host: NodeID)], _ rendezvous: [PeerAddress],
+                                  timeout: Duration) async throws(Failure) -> [RoomID: RoomThumbnail] {
+        try await run(rendezvous, timeout: timeout, thumbnails: true, queue: rooms, nil).1
     }
 
     /// Page `page` (from 0) of the list from the first of `rendezvous` to
@@ -82,11 +92,16 @@ public enum RendezvousQuery {
     /// `thumbnailRequestPace`; whatever came by `timeout` after the list.
     public static func listWithThumbnails(_ rendezvous: [PeerAddress], page: Int,
                                           timeout: Duration) async throws(Failure) -> (RendezvousClient.Answer, [RoomID: RoomThumbnail]) {
-        try await run(rendezvous, timeout: timeout, thumbnails: true) { client, server in client.list(page: page, from: server) }
+        let (answer, pictures) = try await run(rendezvous, timeout: timeout, thumbnails: true) { client, server in client.list(page: page, from: server) }
+        guard let answer else { throw .noAnswer(rendezvous.first ?? .ipv4(0, 0, 0, 0, port: 0), timeout) }
+        return (answer, pictures)
     }
 
-    private static func run(_ rendezvous: [PeerAddress], timeout: Duration, thumbnails: Bool,
-                            _ question: @escaping @Sendable (RendezvousClient, NodeID) -> Void) async throws(Failure) -> (RendezvousClient.Answer, [RoomID: RoomThumbnail]) {
+    /// Asks `question` (if any) of the first rendezvous to come up and then,
+    /// with `thumbnails`, the thumbnails of `queue` and of the rooms the
+    /// answer lists. Fails when no rendezvous came up.
+    private static func run(_ rendezvous: [PeerAddress], timeout: Duration, thumbnails: Bool, queue: [(room: RoomID, host: NodeID)] = [],
+                            _ question: (@Sendable (RendezvousClient, NodeID) -> Void)?) async throws(Failure) -> (RendezvousClient.Answer?, [RoomID: RoomThumbnail]) {
         let identity = Identity.generate()
         let state = QueryState()
         let udp: UDPNode
@@ -97,7 +112,7 @@ public enum RendezvousQuery {
                 guard let client = state.client else { return }
                 if case let .hello(id, hello) = event, hello.role == .rendezvous, state.asked.insert(id).inserted {
                     state.server = state.server ?? id
-                    question(client, id)
+                    question?(client, id)
                 }
                 client.handle(event)
             }
@@ -114,10 +129,11 @@ public enum RendezvousQuery {
                 default:
                     guard state.answer == nil else { return }
                     state.answer = answer
-                    if thumbnails, case let .page(_, _, rooms) = answer { state.queue = rooms }
+                    if thumbnails, case let .page(_, _, rooms) = answer { state.queue += rooms.map { ($0.room, $0.host) } }
                 }
             }
             state.client = client
+            state.queue = queue
             for address in rendezvous { core.connect(to: address, expecting: nil) }
         }
         let clock = SystemClock.shared
@@ -135,19 +151,19 @@ public enum RendezvousQuery {
                     state.waiting.insert(room.room)
                     state.client?.thumbnail(room.room, host: room.host, have: 0, from: server)
                 }
-                return (state.answer, state.queue.isEmpty && state.waiting.isEmpty)
+                return (state.answer, state.server != nil && state.queue.isEmpty && state.waiting.isEmpty)
             }) ?? (nil, false)
             if let got, !listed {
                 answer = got
                 listed = true
                 if thumbnails { deadline = clock.now() + timeout }
             }
-            if answer != nil && done { break }
+            if (answer != nil || question == nil) && done { break }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        let kept = (try? await udp.submit { _ in state.thumbnails }) ?? [:]
+        let (kept, reached) = (try? await udp.submit { _ in (state.thumbnails, state.server != nil) }) ?? ([:], false)
         await udp.close()
-        guard let answer else { throw .noAnswer(rendezvous.first ?? .ipv4(0, 0, 0, 0, port: 0), timeout) }
+        guard reached else { throw .noAnswer(rendezvous.first ?? .ipv4(0, 0, 0, 0, port: 0), timeout) }
         return (answer, kept)
     }
 }
@@ -159,7 +175,7 @@ private final class QueryState: @unchecked Sendable {
     var answer: RendezvousClient.Answer?
     /// The first rendezvous to come up: thumbnails are asked there.
     var server: NodeID?
-    var queue: [RoomAnnouncement] = []
+    var queue: [(room: RoomID, host: NodeID)] = []
     var waiting: Set<RoomID> = []
     var lastAsk: Instant?
     var thumbnails: [RoomID: RoomThumbnail] = [:]

@@ -21,6 +21,11 @@ public final class ReplayAnnouncer {
     private var told: [ReplayID: ReplayCard] = [:]
 
     public static let interval: Duration = .seconds(30)
+    /// What goes to a rendezvous after a held replay's card (its thumbnail,
+    /// in the rendezvous's own messages), each on its channel: once per
+    /// session with that rendezvous, not with every announcement.
+    public var extras: ((ReplayCard) -> [(channel: DataChannel, bytes: [UInt8])])?
+    private var extrasSent: [NodeID: Set<ReplayID>] = [:]
 
     public init(library: ReplayLibrary, core: TransportCore, clock: Clock) {
         self.library = library
@@ -39,6 +44,8 @@ public final class ReplayAnnouncer {
     public func handle(_ event: TransportEvent) {
         if case let .hello(id, hello) = event, hello.role == .rendezvous {
             rendezvous.insert(id)
+            // A new session (the rendezvous may have restarted): everything again.
+            extrasSent[id] = nil
             announce(to: [id])
         }
     }
@@ -59,6 +66,10 @@ public final class ReplayAnnouncer {
         told = current
         for server in servers where core.isEstablished(with: server) {
             for m in messages { try? core.send(m, channel: .replay, to: server) }
+            guard let extras else { continue }
+            for card in cards where extrasSent[server, default: []].insert(card.id).inserted {
+                for (channel, m) in extras(card) { try? core.send(m, channel: channel, to: server) }
+            }
         }
     }
 }

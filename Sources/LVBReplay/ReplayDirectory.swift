@@ -1,5 +1,6 @@
 import LVBCore
 import LVBCrypto
+import LVBGossip
 import LVBTransport
 
 /// A rendezvous's list of replays (soft state): each holder tells it, over
@@ -84,6 +85,14 @@ public final class ReplayDirectory {
     }
 
     /// Ended replays, newest first.
+    /// The host of a listed replay of `room` (its card says), if any.
+    public func host(ofRoom room: RoomID) -> NodeID? {
+        entries.values.first { $0.card.info.room == room }?.card.info.host
+    }
+
+    /// The rooms of the replays listed.
+    public var rooms: Set<RoomID> { Set(entries.values.map(\.card.info.room)) }
+
     public func page(_ n: Int) -> (replays: [ReplayListMessage.Listed], total: Int) {
         let all = entries.values.sorted { $0.card.info.startedMs > $1.card.info.startedMs }
         let slice = all.dropFirst(n * Self.pageSize).prefix(Self.pageSize)

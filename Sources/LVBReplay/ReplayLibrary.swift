@@ -104,6 +104,28 @@ public final class ReplayLibrary {
         try ReplayFiles.writeAtomically(dir + "/" + Self.manifestName, manifest)
     }
 
+    static let thumbnailName = "thumbnail"
+    /// A thumbnail file: seq (8) ‖ the host-signed thumbnail's bytes.
+    public static let thumbnailLimit = 8 + 64 * 1024
+
+    /// Keeps the live's latest thumbnail with replay `id`, as the host
+    /// signed it (its seq and bytes; this library does not read them).
+    public func storeThumbnail(_ id: ReplayID, seq: UInt64, blob: [UInt8]) throws(ReplayError) {
+        let dir = directory(of: id)
+        guard ReplayFiles.isDirectory(dir) else { throw .unknown(id.text) }
+        var bytes: [UInt8] = (0..<8).map { UInt8(truncatingIfNeeded: seq >> (56 - 8 * UInt64($0))) }
+        bytes += blob
+        guard bytes.count <= Self.thumbnailLimit else { throw .file("a thumbnail of \(bytes.count) bytes is over \(Self.thumbnailLimit)") }
+        try ReplayFiles.writeAtomically(dir + "/" + Self.thumbnailName, bytes)
+    }
+
+    /// The thumbnail kept with replay `id`, if any: its seq and the host-signed bytes.
+    public func thumbnail(_ id: ReplayID) -> (seq: UInt64, blob: [UInt8])? {
+        guard let bytes = try? ReplayFiles.read(directory(of: id) + "/" + Self.thumbnailName, limit: Self.thumbnailLimit),
+              bytes.count > 8 else { return nil }
+        return (bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }, Array(bytes[8...]))
+    }
+
     public func delete(_ id: ReplayID) throws(ReplayError) {
         let dir = directory(of: id)
         guard ReplayFiles.isDirectory(dir) else { throw .unknown(id.text) }

@@ -53,6 +53,9 @@ struct MeshCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Stop after this many seconds (default: run until Ctrl-C).", valueName: "seconds"))
     var duration: Double?
 
+    @Flag(name: .long, help: "The first room's host keeps a replay; 12 s before the end (--duration, at least 24) it closes the room and serves the replay, and a player plays it from the start and seeks to its middle: the dashboard and the summary give play → first picture and seek → picture.")
+    var replay = false
+
     @Option(name: .long, help: ArgumentHelp("Serve the first viewer's studio page at [IP:]PORT (IP defaults to 127.0.0.1).", valueName: "[ip:]port"))
     var web: String?
 
@@ -68,6 +71,7 @@ struct MeshCommand: AsyncParsableCommand {
         if let web { _ = try WebAddress(parsing: web) }
         if !nat, hardNats != nil || privateInternet { throw ValidationError("--hard-nats and --private-internet go with --nat") }
         if let hardNats { guard (0...(viewers + guests)).contains(hardNats) else { throw ValidationError("--hard-nats must be from 0 to the number of viewers and guests") } }
+        if replay { guard let duration, duration >= 24 else { throw ValidationError("--replay needs --duration of at least 24 seconds: the live, then 12 s of its replay") } }
     }
 
     func run() async throws {
@@ -83,6 +87,7 @@ struct MeshCommand: AsyncParsableCommand {
         config.rooms = rooms
         config.loss = loss
         config.duration = duration
+        config.replay = replay
         if nat {
             if let why = NATLab.unavailable {
                 Output.fail("--nat puts each node behind a real NAT in a network namespace, but \(why); run it as root with iproute2 and nftables installed, or without --nat")

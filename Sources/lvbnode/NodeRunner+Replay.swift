@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBMedia
+import LVBRendezvous
 import LVBReplay
 import LVBRoom
 import LVBTransport
@@ -36,8 +37,11 @@ extension NodeRunner {
                 out.emit(l, human: why, kind: "warning")
             }
         }
-        node.register(ReplayHolder(library: recorder.library, core: node.core, clock: SystemClock.shared,
-                                   addresses: node.plan.addresses))
+        let holder = ReplayHolder(library: recorder.library, core: node.core, clock: SystemClock.shared,
+                                  addresses: node.plan.addresses)
+        // The replay's thumbnail in the list: the live's latest, as the room's announcer signed it.
+        holder.thumbnails = (recorder, { [unowned node] in node.role(RoomAnnouncer.self)?.thumbnail })
+        node.register(holder)
         node.publishing.tap(video: { frame in
             guard let vp8 = frame.vp8Frame else { return }
             recorder.video(vp8.data, keyframe: frame.isKeyframe, captureMicros: vp8.captureMicros)
@@ -51,14 +55,40 @@ extension NodeRunner {
 /// told to every rendezvous it holds a session with.
 final class ReplayHolder: LiveRole {
     let holding: ReplayHolding
+    /// A host's: the replay it records, and the room's latest signed thumbnail (kept with the replay).
+    var thumbnails: (recorder: ReplayRecorder, latest: () -> RoomThumbnail?)?
+    private var keptSeq: UInt64 = 0
 
     init(library: ReplayLibrary, core: TransportCore, clock: Clock, addresses: [PeerAddress]) {
         holding = ReplayHolding(library: library, core: core, clock: clock, addresses: addresses)
+        holding.sendsThumbnails(maxPayload: core.maxPayload)
     }
 
     func handle(_ event: NodeEvent) {
         if case let .transport(t) = event { holding.handle(t) }
     }
 
-    func tick() { holding.tick() }
+    func tick() {
+        if let (recorder, latest) = thumbnails, let id = recorder.id, let t = latest(), t.seq > keptSeq {
+            keptSeq = t.seq
+            try? holding.server.library.storeThumbnail(id, seq: t.seq, blob: t.blob)
+        }
+        holding.tick()
+    }
+}
+
+extension ReplayHolding {
+    /// A held replay's thumbnail, when the library keeps one (its host's
+    /// live thumbnail, signed by the host), follows its card to each
+    /// rendezvous in the rendezvous's own thumbnail messages.
+    func sendsThumbnails(maxPayload: Int) {
+        let library = server.library
+        announcer.extras = { card in
+            guard let (seq, blob) = library.thumbnail(card.id),
+                  let t = try? RoomThumbnail(room: card.info.room, seq: seq, blob: blob),
+                  t.verify(host: card.info.host),
+                  let pieces = t.pieces(maxPiece: maxPayload - RoomAnnouncer.thumbnailHeader) else { return [] }
+            return pieces.map { (.rendezvous, RendezvousMessage.thumbnail(room: t.room, seq: t.seq, piece: $0).encoded) }
+        }
+    }
 }

@@ -104,8 +104,10 @@ struct RoomsCommand: AsyncParsableCommand {
         abstract: "List the live rooms a rendezvous knows, most viewers first, then newest.",
         discussion: """
             20 rooms a page. Each comes with a join ticket; `lvbnode join ROOM-ID --rendezvous ADDR` works too. \
+            Then the replays the rendezvous's peers hold, newest first (`lvbnode join REPLAY-ID --rendezvous ADDR` plays one). \
             With --thumbnails DIR, each listed room's thumbnail (a small JPEG of its host's latest keyframe, \
-            signed by the host and checked here) is written as DIR/ROOM-ID.jpg.
+            signed by the host and checked here) is written as DIR/ROOM-ID.jpg, and each replay's (its live's \
+            last) as DIR/REPLAY-ID.jpg.
             """)
 
     @Option(name: .long, help: ArgumentHelp("The rendezvous, IP:PORT (repeatable: the first to answer is used).", valueName: "ip:port"))
@@ -114,7 +116,7 @@ struct RoomsCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Which page, from 1.", valueName: "n"))
     var page: Int = 1
 
-    @Option(name: .long, help: ArgumentHelp("Write each listed room's thumbnail as DIR/ROOM-ID.jpg (an existing directory).", valueName: "dir"))
+    @Option(name: .long, help: ArgumentHelp("Write each listed room's thumbnail as DIR/ROOM-ID.jpg, and each listed replay's (its live's last, signed by its host) as DIR/REPLAY-ID.jpg (an existing directory).", valueName: "dir"))
     var thumbnails: String?
 
     @Flag(name: .long, help: "Print one JSON object per line instead of readable text.")
@@ -151,18 +153,24 @@ struct RoomsCommand: AsyncParsableCommand {
         }
         guard case let .page(_, total, rooms) = answer else { throw ExitCode(1) }
         RoomListOutput.emit(rooms, total: total, page: page, to: out)
-        if let dir = thumbnails { try write(pictures, of: rooms, to: dir, out: out) }
+        if let dir = thumbnails { try write(rooms.map { ($0.room.text, pictures[$0.room]) }, to: dir, out: out) }
         // Then the replays its peers hold, newest first (a rendezvous without a replay list answers nothing).
         if case let .page(total, replays)? = try? await ReplayListQuery.list(addresses, page: page - 1, timeout: .seconds(2)) {
             RoomListOutput.emit(replays, total: total, page: page, to: out)
+            // A replay's thumbnail is its live's last, signed by its host.
+            if let dir = thumbnails, !replays.isEmpty {
+                let rooms = replays.map { (room: $0.card.info.room, host: $0.card.info.host) }
+                let replayPictures = (try? await RendezvousQuery.thumbnails(of: rooms, addresses, timeout: RendezvousConstants.queryTimeout)) ?? [:]
+                try write(replays.map { ($0.card.id.text, replayPictures[$0.card.info.room]) }, to: dir, out: out)
+            }
         }
     }
 
-    /// Each room's thumbnail as DIR/ROOM-ID.jpg, one `thumbnail` line each.
-    private func write(_ pictures: [RoomID: RoomThumbnail], of rooms: [RoomAnnouncement], to dir: String, out: Output) throws {
-        for room in rooms {
-            guard let picture = pictures[room.room] else { continue }
-            let path = (dir.hasSuffix("/") ? dir : dir + "/") + room.room.text + ".jpg"
+    /// Each listed room's or replay's thumbnail as DIR/ID.jpg, one `thumbnail` line each.
+    private func write(_ pictures: [(id: String, picture: RoomThumbnail?)], to dir: String, out: Output) throws {
+        for (id, picture) in pictures {
+            guard let picture else { continue }
+            let path = (dir.hasSuffix("/") ? dir : dir + "/") + id + ".jpg"
             let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             let written = fd < 0 ? -1 : picture.jpeg.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
             if fd >= 0 { close(fd) }
@@ -171,10 +179,10 @@ struct RoomsCommand: AsyncParsableCommand {
                 throw ExitCode(1)
             }
             var l = JSONLine(event: "thumbnail")
-            l.add("id", room.room.text)
+            l.add("id", id)
             l.add("path", path)
             l.add("bytes", picture.jpeg.count)
-            out.emit(l, human: "thumbnail of \(room.room.text): \(path) (\(picture.jpeg.count) bytes)", kind: "room")
+            out.emit(l, human: "thumbnail of \(id): \(path) (\(picture.jpeg.count) bytes)", kind: "room")
         }
     }
 }

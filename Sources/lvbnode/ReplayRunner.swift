@@ -147,6 +147,7 @@ private final class PlayState: @unchecked Sendable {
 
     func serve(_ library: ReplayLibrary, core: TransportCore, addresses: [PeerAddress], keepBudget: Int64?) {
         holding = ReplayHolding(library: library, core: core, clock: SystemClock.shared, addresses: addresses)
+        holding?.sendsThumbnails(maxPayload: core.maxPayload)
         self.keepBudget = keepBudget
     }
 

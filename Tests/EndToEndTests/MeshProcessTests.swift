@@ -98,6 +98,29 @@ import Testing
         #expect(namespaces.status == 0, "the mesh's namespaces are removed when it stops")
     }
 
+    @Test("--replay: the first room's live ends, its host serves the replay, a player plays it from the start and after a seek")
+    func aMeshPlaysItsRoomsReplayAfterTheLiveEnds() throws {
+        let mesh = try NodeProcess(["mesh", "--viewers", "3", "--guests", "0", "--replay", "--duration", "26", "--json"])
+        let status = mesh.waitExit(timeout: 70)
+        #expect(status == 0, "\(mesh.stderr)")
+        #expect(pids(mesh)["replay-1"] != nil, "the player never started: \(mesh.events.suffix(20))")
+        let s = try #require(summary(mesh), "no summary line; stderr: \(mesh.stderr)")
+        let r = try #require(s["replay"] as? [String: Any], "\(s)")
+        #expect(r["served"] as? Bool == true, "\(r)")
+        #expect(happened(mesh, "closes its room") && happened(mesh, "serving its replay"))
+        // The live part: 14 s (26 less the replay's 12).
+        let duration = try #require(r["duration_ms"] as? Double, "\(r)")
+        #expect((11_000...15_000).contains(duration), "\(duration) ms")
+        let first = try #require(r["first_frame_ms"] as? Double, "\(r)")
+        #expect(first < 1000, "play → first picture \(first) ms")
+        let seekTo = try #require(r["seek_to_ms"] as? Double, "\(r)")
+        let seek = try #require(r["seek_frame_ms"] as? Double, "\(r)")
+        #expect(abs(seekTo - duration / 2) <= 1000 && seek < 1000, "seek to \(seekTo) ms: \(seek) ms")
+        // The stream before the end still reached every viewer.
+        #expect(s["every_viewer_got_the_stream"] as? Bool == true, "\(s)")
+        print("mesh replay: \(r)")
+    }
+
     @Test("SIGINT in the middle: every process of the mesh is gone within 2 s")
     func interruptedEveryChildIsGoneWithinTwoSeconds() throws {
         let mesh = try NodeProcess(["mesh", "--viewers", "4", "--guests", "1", "--json"])

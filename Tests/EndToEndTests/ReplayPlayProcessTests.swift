@@ -33,6 +33,14 @@ import Testing
         #expect(rooms.last?["replay"] as? Bool == true && rooms.last?["id"] as? String == id)
         let duration = try #require(rooms.last?["duration_ms"] as? Int)
         #expect((9000...11_500).contains(duration), "\(duration) ms")
+        // The replay's thumbnail: its live's last, signed by the host, kept with the replay and handed on by its holder.
+        let thumbs = home + "/thumbs"
+        try FileManager.default.createDirectory(atPath: thumbs, withIntermediateDirectories: true)
+        let (listed, listing, why) = try runToEnd(["rooms", "--rendezvous", address, "--json", "--thumbnails", thumbs])
+        #expect(listed == 0, "\(why)")
+        #expect(listing.contains("\"event\":\"thumbnail\",\"id\":\"\(id)\""), "\(listing)")
+        let jpeg = try Data(contentsOf: URL(fileURLWithPath: thumbs + "/\(id).jpg"))
+        #expect(jpeg.starts(with: [0xFF, 0xD8]) && jpeg.count > 500, "\(jpeg.count) bytes")
 
         let y4m = home + "/played.y4m", wav = home + "/played.wav", recordings = home + "/recorded", sdp = home + "/replay.sdp"
         // A UDP socket standing in for ffplay behind --rtp-out.

@@ -124,4 +124,26 @@ struct ThumbnailTests {
         store.forget { registry.listing($0) != nil }
         #expect(store.thumbnail(room(1)) == nil && store.count == 0)
     }
+
+    /// A replay's thumbnail is its live's, signed by the host: whoever hands
+    /// it on (a holder), it is taken only with the host's signature.
+    @Test func aReplaysThumbnailIsTakenFromAnyoneWithTheHostsSignatureOnly() throws {
+        let host = identity(1)
+        let store = ThumbnailStore()
+        func send(_ t: RoomThumbnail, signer: NodeID?) throws -> RoomThumbnail? {
+            var done: RoomThumbnail?
+            for p in t.pieces(maxPiece: 1000) ?? [] { done = try store.take(p, room: t.room, seq: t.seq, signedBy: signer) }
+            return done
+        }
+        let kept = try RoomThumbnail(room: room(4), seq: 20, jpeg: jpeg(2500), signedBy: host)
+        // No replay of the room listed: nobody's signature will do.
+        #expect(throws: ThumbnailError.notTheHost) { try send(kept, signer: nil) }
+        // Signed by a holder instead of the replay's host: refused.
+        let forged = try RoomThumbnail(room: room(4), seq: 21, jpeg: jpeg(100), signedBy: identity(2))
+        #expect(throws: ThumbnailError.badSignature) { try send(forged, signer: host.nodeID) }
+        #expect(try send(kept, signer: host.nodeID) == kept)
+        #expect(store.thumbnail(room(4)) == kept)
+        // Handed on again (another holder, or the next announcement): refused as a replay, the kept one stays.
+        #expect(throws: ThumbnailError.replayed) { try send(kept, signer: host.nodeID) }
+    }
 }

@@ -43,6 +43,9 @@ import Testing
         #expect(found == id && Set(holders.map(\.id)) == Set(nodes.prefix(2).map(\.id)))
         let addressOf = Dictionary(uniqueKeysWithValues: nodes.map { ($0.id, $0.address) })
         #expect(holders.allSatisfy { h in addressOf[h.id].map { h.addresses.contains($0) } == true })
+        // The listed replay's room and host (whose signature its thumbnail needs).
+        let card = try #require(directory.entries[id]?.card)
+        #expect(directory.host(ofRoom: card.info.room) == card.info.host && directory.rooms == [card.info.room])
         // One holder deletes it and says so; the other goes silent and is forgotten after its lifetime.
         try announcers[0].library.delete(id)
         announcers[0].refresh()
@@ -51,6 +54,7 @@ import Testing
         nodes[1].crash()
         net.run(for: ReplayDirectory.holderLifetime + .seconds(2))
         #expect(directory.entries[id] == nil)
+        #expect(directory.host(ofRoom: card.info.room) == nil && directory.rooms.isEmpty)
         ticks.cancel()
     }
 
