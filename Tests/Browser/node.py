@@ -117,6 +117,27 @@ def shut(browser):
         stop_all()
 
 
+class World:
+    """A test script's nodes and browser: a subclass's `_start` starts them;
+    if it fails part way, `close` ends whatever it had started. `close`
+    quits the browser and ends every node (again: nothing happens)."""
+
+    def __init__(self):
+        self.browser = None
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self):
+        raise NotImplementedError
+
+    def close(self):
+        browser, self.browser = self.browser, None
+        shut(browser)
+
+
 def main(name, missing, cleanup):
     """A browser test script's main: --check says what is missing (exit 1);
     otherwise the tests run (exit 2 when something is missing), and

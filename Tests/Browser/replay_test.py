@@ -31,15 +31,10 @@ FPS = 30
 world = None
 
 
-class Replay:
+class Replay(node.World):
     def __init__(self):
-        self.browser = None
         self.home = tempfile.mkdtemp(prefix="lvbnode-replay-page-")
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
+        super().__init__()
 
     def _start(self):
         import studio_browser
@@ -73,9 +68,10 @@ class Replay:
         print(f"rendezvous, host, replay and page ready in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
     def close(self):
-        browser, self.browser = self.browser, None
-        node.shut(browser)
-        shutil.rmtree(self.home, ignore_errors=True)
+        try:
+            super().close()
+        finally:
+            shutil.rmtree(self.home, ignore_errors=True)
 
 
 def setUpModule():

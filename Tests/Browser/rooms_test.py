@@ -26,15 +26,7 @@ from studio_test import SIZE, missing  # noqa: E402
 world = None
 
 
-class Rooms:
-    def __init__(self):
-        self.browser = None
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
-
+class Rooms(node.World):
     def _start(self):
         import studio_browser
         started = time.monotonic()
@@ -53,10 +45,6 @@ class Rooms:
         self.viewer.wait_for("admitted", 15)
         self.page.wait(lambda p: p.studio("wsState") == "open", 10, "the viewer's page WebSocket open")
         print(f"rendezvous, hosts and page ready in {time.monotonic() - started:.1f} s", file=sys.stderr)
-
-    def close(self):
-        browser, self.browser = self.browser, None
-        node.shut(browser)
 
 
 def setUpModule():

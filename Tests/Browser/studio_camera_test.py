@@ -59,19 +59,14 @@ def write_microphone(path):
         f.write(b"data" + struct.pack("<I", len(samples)) + samples)
 
 
-class Room:
+class Room(node.World):
     """A host, alice (no stage sources: her page's camera is her stage) and
     bob, each with its page open in one browser whose camera and microphone
     are the files above."""
 
     def __init__(self):
-        self.browser = None
         self.files = tempfile.TemporaryDirectory(prefix="lvbnode-camera-")
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
+        super().__init__()
 
     def _start(self):
         import studio_browser
@@ -96,9 +91,8 @@ class Room:
         print(f"room and pages ready in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
     def close(self):
-        browser, self.browser = self.browser, None
         try:
-            node.shut(browser)
+            super().close()
         finally:
             self.files.cleanup()
 

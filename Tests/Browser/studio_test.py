@@ -37,17 +37,9 @@ def missing():
     return studio_browser.missing() or (None if os.access(node.binary(), os.X_OK) else f"no lvbnode binary at {node.binary()}")
 
 
-class Room:
+class Room(node.World):
     """A host ("anchor") and two viewers ("alice", who goes on stage, and
     "bob", who watches), each with its page open in one browser."""
-
-    def __init__(self):
-        self.browser = None
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
 
     def _start(self):
         import studio_browser
@@ -65,11 +57,6 @@ class Room:
         for name, page in self.pages.items():
             page.wait(lambda p: p.studio("wsState") == "open", 10, f"{name}'s page WebSocket open")
         print(f"room and pages ready in {time.monotonic() - started:.1f} s", file=sys.stderr)
-
-    def close(self):
-        """Ends the browser and every node (again: nothing happens)."""
-        browser, self.browser = self.browser, None
-        node.shut(browser)
 
 
 def setUpModule():
