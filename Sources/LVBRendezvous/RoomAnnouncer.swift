@@ -33,6 +33,8 @@ public final class RoomAnnouncer: LiveRole {
     private var lastSeq: UInt64 = 0
     /// The room's latest thumbnail, signed; thumbnails sent (to all servers at once counts one).
     public private(set) var thumbnail: RoomThumbnail?
+    /// Each new thumbnail, once signed (a host's replay keeps the latest).
+    public var onThumbnail: ((RoomThumbnail) -> Void)?
     public private(set) var thumbnailsSent = 0
     private var done = false
 
@@ -105,6 +107,7 @@ public final class RoomAnnouncer: LiveRole {
         let seq = max((thumbnail?.seq ?? 0) + 1, wall.seconds * 1_000_000 + UInt64(wall.nanoseconds / 1000))
         guard let signed = try? RoomThumbnail(room: room.room, seq: seq, jpeg: jpeg, signedBy: core.identity) else { return }
         thumbnail = signed
+        onThumbnail?(signed)
         sendThumbnail(to: servers)
     }
 

@@ -113,17 +113,19 @@ public final class ReplayLibrary {
     public func storeThumbnail(_ id: ReplayID, seq: UInt64, blob: [UInt8]) throws(ReplayError) {
         let dir = directory(of: id)
         guard ReplayFiles.isDirectory(dir) else { throw .unknown(id.text) }
-        var bytes: [UInt8] = (0..<8).map { UInt8(truncatingIfNeeded: seq >> (56 - 8 * UInt64($0))) }
-        bytes += blob
-        guard bytes.count <= Self.thumbnailLimit else { throw .file("a thumbnail of \(bytes.count) bytes is over \(Self.thumbnailLimit)") }
-        try ReplayFiles.writeAtomically(dir + "/" + Self.thumbnailName, bytes)
+        var w = ByteWriter(capacity: 8 + blob.count)
+        w.write(seq)
+        w.write(bytes: blob)
+        guard w.bytes.count <= Self.thumbnailLimit else { throw .file("a thumbnail of \(w.bytes.count) bytes is over \(Self.thumbnailLimit)") }
+        try ReplayFiles.writeAtomically(dir + "/" + Self.thumbnailName, w.bytes)
     }
 
     /// The thumbnail kept with replay `id`, if any: its seq and the host-signed bytes.
     public func thumbnail(_ id: ReplayID) -> (seq: UInt64, blob: [UInt8])? {
-        guard let bytes = try? ReplayFiles.read(directory(of: id) + "/" + Self.thumbnailName, limit: Self.thumbnailLimit),
-              bytes.count > 8 else { return nil }
-        return (bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }, Array(bytes[8...]))
+        guard let bytes = try? ReplayFiles.read(directory(of: id) + "/" + Self.thumbnailName, limit: Self.thumbnailLimit) else { return nil }
+        var r = ByteReader(bytes)
+        guard let seq = try? r.readUInt64(), r.remaining > 0 else { return nil }
+        return (seq, Array(r.readRest()))
     }
 
     public func delete(_ id: ReplayID) throws(ReplayError) {

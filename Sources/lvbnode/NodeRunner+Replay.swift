@@ -20,9 +20,17 @@ extension NodeRunner {
 
     /// Keeps what the host publishes (on the node's loop) and says what the recorder did.
     func keep(_ node: LiveNode, in recorder: ReplayRecorder, out: Output) {
+        // The replay's thumbnail in the list: the live's latest, as the room's announcer signed it.
+        let announcer = node.role(RoomAnnouncer.self)
+        let keepThumbnail: (RoomThumbnail?) -> Void = { [weak recorder] t in
+            if let t, let recorder, let id = recorder.id { try? recorder.library.storeThumbnail(id, seq: t.seq, blob: t.blob) }
+        }
+        announcer?.onThumbnail = { keepThumbnail($0) }
         recorder.onEvent = { event in
             switch event {
             case let .started(id, directory):
+                // One signed before the recording started.
+                keepThumbnail(announcer?.thumbnail)
                 var l = JSONLine(event: "replay")
                 l.add("id", id.text)
                 l.add("path", directory)
@@ -37,11 +45,8 @@ extension NodeRunner {
                 out.emit(l, human: why, kind: "warning")
             }
         }
-        let holder = ReplayHolder(library: recorder.library, core: node.core, clock: SystemClock.shared,
-                                  addresses: node.plan.addresses)
-        // The replay's thumbnail in the list: the live's latest, as the room's announcer signed it.
-        holder.thumbnails = (recorder, { [unowned node] in node.role(RoomAnnouncer.self)?.thumbnail })
-        node.register(holder)
+        node.register(ReplayHolder(library: recorder.library, core: node.core, clock: SystemClock.shared,
+                                   addresses: node.plan.addresses))
         node.publishing.tap(video: { frame in
             guard let vp8 = frame.vp8Frame else { return }
             recorder.video(vp8.data, keyframe: frame.isKeyframe, captureMicros: vp8.captureMicros)
@@ -55,9 +60,6 @@ extension NodeRunner {
 /// told to every rendezvous it holds a session with.
 final class ReplayHolder: LiveRole {
     let holding: ReplayHolding
-    /// A host's: the replay it records, and the room's latest signed thumbnail (kept with the replay).
-    var thumbnails: (recorder: ReplayRecorder, latest: () -> RoomThumbnail?)?
-    private var keptSeq: UInt64 = 0
 
     init(library: ReplayLibrary, core: TransportCore, clock: Clock, addresses: [PeerAddress]) {
         holding = ReplayHolding(library: library, core: core, clock: clock, addresses: addresses)
@@ -68,13 +70,7 @@ final class ReplayHolder: LiveRole {
         if case let .transport(t) = event { holding.handle(t) }
     }
 
-    func tick() {
-        if let (recorder, latest) = thumbnails, let id = recorder.id, let t = latest(), t.seq > keptSeq {
-            keptSeq = t.seq
-            try? holding.server.library.storeThumbnail(id, seq: t.seq, blob: t.blob)
-        }
-        holding.tick()
-    }
+    func tick() { holding.tick() }
 }
 
 extension ReplayHolding {

@@ -106,8 +106,8 @@ struct ReplayRunner {
     }
 }
 
-/// The player's state, on the node's loop only.
-private final class PlayState: @unchecked Sendable {
+/// The player's state, on the node's loop only (its studio page's part: ReplayRunner+Page.swift).
+final class PlayState: @unchecked Sendable {
     let id: ReplayID?
     let out: Output
     let sinks: MediaSinks
@@ -289,26 +289,44 @@ private final class PlayState: @unchecked Sendable {
         guard let verb = words.first else { return }
         switch verb {
         case "/quit": termination.finish(.quit)
-        case "/pause": player?.pause(); say("paused at \(position)")
-        case "/play": player?.play(); say("playing from \(position)")
+        case "/pause": pause()
+        case "/play": play()
         case "/speed":
             guard words.count == 2, let x = Double(words[1]), (0.25...4).contains(x) else { return wrong("/speed X: from 0.25 to 4") }
-            player?.setSpeed(x)
-            say("speed \(x)\(x == 1 ? "" : " (no sound but at 1)")")
+            setSpeed(x)
         case "/seek":
             guard words.count == 2, let player, let target = Self.seekTarget(words[1], from: player.positionMs) else {
                 return wrong("/seek SECONDS, MM:SS, +SECONDS or -SECONDS")
             }
-            seek(player, to: target)
+            seek(to: target)
         case "/position": say("at \(position) of \(player.map { ReplaysCommand.List.duration($0.manifest.durationMs) } ?? "?")")
         case "/help": say("/seek [+-]SECONDS|MM:SS, /pause, /play, /speed X, /position, /quit")
         default: wrong("\(verb) is not a replay command; /help lists them")
         }
     }
 
-    private func seek(_ player: ReplayPlayer, to target: UInt32) {
+    // The controls, the console's and the page's.
+
+    func seek(to target: UInt32) {
+        guard let player else { return }
         player.seek(to: target)
         say("seeking to \(ReplaysCommand.List.duration(target))", seek: true)
+    }
+
+    func pause() {
+        player?.pause()
+        say("paused at \(position)")
+    }
+
+    func play() {
+        player?.play()
+        say("playing from \(position)")
+    }
+
+    /// 0.25 to 4 (checked by the caller).
+    func setSpeed(_ x: Double) {
+        player?.setSpeed(x)
+        say("speed \(x)\(x == 1 ? "" : " (no sound but at 1)")")
     }
 
     var position: String { player.map { ReplaysCommand.List.duration($0.positionMs) } ?? "0:00" }
@@ -332,7 +350,7 @@ private final class PlayState: @unchecked Sendable {
         out.emit(stateLine(text: text, seek: seek), human: text, kind: "replay")
     }
 
-    private func stateLine(text: String?, seek: Bool) -> JSONLine {
+    func stateLine(text: String?, seek: Bool) -> JSONLine {
         var l = JSONLine(event: "replay_state")
         l.add("text", text)
         l.add("position_ms", Int(player?.positionMs ?? 0))
@@ -343,48 +361,7 @@ private final class PlayState: @unchecked Sendable {
         return l
     }
 
-    // MARK: The studio page
-
-    func show(on page: StudioServer, node: NodeID) {
-        self.page = page
-        nodeID = node
-        page.onConnect = { [unowned self] in greeting() }
-    }
-
-    /// What a page gets first: the hello (role "replay"), the replay's info, where it plays, the status.
-    private func greeting() -> [String] {
-        var hello = JSONLine(event: "hello")
-        hello.add("role", "replay")
-        hello.add("id", nodeID?.text)
-        hello.add("replay", id?.text)
-        hello.add("title", player?.manifest.title)
-        hello.add("channels", AudioReceiverConfig().channels)
-        hello.add("rendezvous", false)
-        var lines = [hello.text]
-        if let infoLine { lines.append(infoLine) }
-        lines.append(stateLine(text: nil, seek: false).text)
-        lines.append(JSONLine(event: "status", ("status", pageStatus)).text)
-        return lines
-    }
-
-    private func setPageStatus(_ status: String) {
-        guard status != pageStatus else { return }
-        pageStatus = status
-        page?.broadcast(JSONLine(event: "status", ("status", status)).text)
-    }
-
-    /// A command from the page: the replay's controls, as the console's.
-    func page(_ command: StudioCommand) {
-        switch command {
-        case .seek(let ms): if let player { seek(player, to: ms) }
-        case .pause: self.command("/pause")
-        case .play: self.command("/play")
-        case .speed(let x): self.command("/speed \(x)")
-        default: wrong("this page plays a replay: it seeks, pauses, plays and changes speed; the room's commands need a live room")
-        }
-    }
-
-    private func wrong(_ text: String) {
+    func wrong(_ text: String) {
         out.emit(JSONLine(event: "error", ("message", text)), human: text, kind: "error")
     }
 
