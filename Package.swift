@@ -194,7 +194,7 @@ let package = Package(
             swiftSettings: swift5),
         .testTarget(
             name: "LVBRendezvousTests",
-            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia", "LVBRendezvous", "LVBTestSupport", "LVBTransport", "TestAssertions"],
+            dependencies: ["LVBCore", "LVBCrypto", "LVBGossip", "LVBMedia", "LVBRendezvous", "LVBReplay", "LVBTestSupport", "LVBTransport", "TestAssertions"],
             swiftSettings: swift5),
         .testTarget(
             name: "LVBMeshTests",

@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBReplay
 import LVBRoom
 import LVBTransport
 
@@ -11,8 +12,12 @@ import LVBTransport
 /// place in the list (`/switch N`). With `fetchesThumbnails` it also asks
 /// for each listed room's thumbnail after each answer (only when newer than
 /// the one it has), paced, and keeps the verified ones of listed rooms.
+/// With `listsReplays` it asks for the first page of replays beside the
+/// first page of rooms (a studio page lists them after the live rooms),
+/// and finds a replay's holders (`findReplay`).
 public final class RoomBrowser: LiveRole {
     private let client: RendezvousClient
+    private let core: TransportCore
     private let clock: Clock
     public private(set) var servers: [NodeID] = []
     /// The latest answer for each page asked (pages from 0).
@@ -22,10 +27,20 @@ public final class RoomBrowser: LiveRole {
     /// The latest verified thumbnail of each listed room.
     public private(set) var thumbnails: [RoomID: RoomThumbnail] = [:]
     /// Rooms whose thumbnail is to be asked for, in list order, and when the last was.
-    private var thumbnailQueue: [RoomAnnouncement] = []
+    private var thumbnailQueue: [(room: RoomID, host: NodeID)] = []
     private var lastThumbnailAsk: Instant?
+    /// Ask for the replays too (replay channel), each time the first page of rooms is asked.
+    public var listsReplays = false
+    /// The first page of replays as last answered (newest first), with how many nodes hold each.
+    public private(set) var replays: [ReplayListMessage.Listed] = []
+    /// The parts of the replay list's answer being put together, and the request they answer.
+    private var replayParts: [UInt8: [ReplayListMessage.Listed]] = [:]
+    private var replayRequest: UInt32 = 0
+    /// Holders of a replay asked with `findReplay`, as the rendezvous answered (none: not listed).
+    public var onReplayHolders: ((ReplayID, [ReplayListMessage.Holder]) -> Void)?
 
     public init(core: TransportCore, clock: Clock, random: RandomSource) {
+        self.core = core
         self.clock = clock
         client = RendezvousClient(core: core, clock: clock, random: random)
         client.onAnswer = { [unowned self] answer in
@@ -37,7 +52,7 @@ public final class RoomBrowser: LiveRole {
                 return
             case let .page(page, _, rooms):
                 pages[page] = rooms
-                listedChanged(rooms)
+                listedChanged(rooms.map { ($0.room, $0.host) })
             case .resolved:
                 break
             }
@@ -64,8 +79,24 @@ public final class RoomBrowser: LiveRole {
     public func list(page: Int) -> Bool {
         guard let server = servers.first else { return false }
         client.list(page: page, from: server)
+        if page == 0, listsReplays {
+            replayRequest &+= 1
+            replayParts = [:]
+            try? core.send(ReplayListMessage.list(request: replayRequest, page: 0).bytes, channel: .replay, to: server)
+        }
         return true
     }
+
+    /// Asks the first rendezvous who holds replay `id` (`onReplayHolders`); false with none connected yet.
+    @discardableResult
+    public func findReplay(_ id: ReplayID) -> Bool {
+        guard let server = servers.first else { return false }
+        try? core.send(ReplayListMessage.find(request: 0, id).bytes, channel: .replay, to: server)
+        return true
+    }
+
+    /// A listed replay by id, from the last answer.
+    public func replay(_ id: ReplayID) -> ReplayListMessage.Listed? { replays.first { $0.card.id == id } }
 
     /// Asks the first rendezvous for one room; false with none connected yet.
     @discardableResult
@@ -93,6 +124,8 @@ public final class RoomBrowser: LiveRole {
     public func handle(_ event: NodeEvent) {
         guard case .transport(let event) = event else { return }
         switch event {
+        case let .message(peer, .replay, payload) where ReplayListMessage.isListMessage(payload) && servers.contains(peer):
+            replayAnswer(payload)
         case let .hello(id, hello) where hello.role == .rendezvous:
             if !servers.contains(id) {
                 servers.append(id)
@@ -110,14 +143,35 @@ public final class RoomBrowser: LiveRole {
         askNextThumbnail()
     }
 
-    private func listed(_ room: RoomID) -> Bool { pages.values.contains { $0.contains { $0.room == room } } }
+    /// Listed live, or the room of a listed replay (its thumbnail is the live's last).
+    private func listed(_ room: RoomID) -> Bool {
+        pages.values.contains { $0.contains { $0.room == room } } || replays.contains { $0.card.info.room == room }
+    }
 
     /// Thumbnails of rooms that left the list go; the page's rooms are asked about again.
-    private func listedChanged(_ rooms: [RoomAnnouncement]) {
+    private func listedChanged(_ rooms: [(room: RoomID, host: NodeID)]) {
         thumbnails = thumbnails.filter { listed($0.key) }
         guard fetchesThumbnails else { return }
         thumbnailQueue.removeAll { a in rooms.contains { $0.room == a.room } }
         thumbnailQueue += rooms
+    }
+
+    /// A part of the replay list (the answer to the latest request only), or a replay's holders.
+    private func replayAnswer(_ payload: ArraySlice<UInt8>) {
+        guard let message = try? ReplayListMessage.parse(payload) else { return }
+        switch message {
+        case let .listed(request, 0, _, part, parts, listed) where request == replayRequest:
+            replayParts[part] = listed
+            guard replayParts.count == Int(parts) else { return }
+            replays = (0..<parts).flatMap { replayParts[$0] ?? [] }.filter { !$0.card.info.isPrivate }
+            replayParts = [:]
+            listedChanged(replays.map { ($0.card.info.room, $0.card.info.host) })
+            onListed?()
+        case let .found(_, id, holders):
+            onReplayHolders?(id, holders)
+        default:
+            break
+        }
     }
 
     /// One thumbnail request per `thumbnailRequestPace`, so a page of rooms

@@ -67,7 +67,7 @@ extension LiveNode {
     }
 
     /// Whether a session with `peer` serves the room we are in, a preload, or a room we are leaving.
-    func isNeeded(_ peer: NodeID) -> Bool {
+    public func isNeeded(_ peer: NodeID) -> Bool {
         room.hears(peer) || room.state?.isPresent(peer) == true || elsewhere.needs(peer)
     }
 }

@@ -25,7 +25,9 @@ public enum StudioCommand: Equatable, Sendable {
     case rooms
     /// The quick switch: "next", "prev", or a listed room's id.
     case switchRoom(String)
-    /// A replay's page (`join REPLAY-ID --web`): play from this position (ms from the start).
+    /// A live viewer's page: play this replay from its room list (the id as listed); a switch goes back to live.
+    case replay(String)
+    /// A replay's page (`join REPLAY-ID --web`, or a live viewer's playing one): play from this position (ms from the start).
     case seek(UInt32)
     /// A replay's page: stop where it is, or go on.
     case pause
@@ -98,6 +100,10 @@ public enum StudioCommand: Equatable, Sendable {
                 throw ParseError.invalid("to")
             }
             return .switchRoom(to)
+        case "replay":
+            let id = try value.word("id")
+            guard id.utf8.count == 26, id.utf8.allSatisfy(isBase32) else { throw ParseError.invalid("id") }
+            return .replay(id)
         case "seek":
             guard let ms = value["ms"]?.number else { throw ParseError.missing("ms") }
             guard ms >= 0, ms <= Double(UInt32.max), ms.rounded() == ms else { throw ParseError.invalid("ms") }

@@ -23,7 +23,7 @@ enum StudioPageFiles {
 <main id="stage">
   <canvas id="video" width="640" height="360" aria-label="Live video"></canvas>
 
-  <div id="danmaku" class="layer" aria-hidden="true"></div>
+  <div id="danmaku" class="layer live-only" aria-hidden="true"></div>
 
   <div id="widgets" class="layer">
     <header class="panel room-head">
@@ -41,8 +41,8 @@ enum StudioPageFiles {
       <ul id="viewer-list"></ul>
     </section>
 
-    <section id="rooms" class="panel rooms" aria-label="Live rooms" hidden>
-      <h2>Live rooms</h2>
+    <section id="rooms" class="panel rooms" aria-label="Live rooms and replays" hidden>
+      <h2>Rooms</h2>
       <ul id="room-list"></ul>
     </section>
 
@@ -1735,13 +1735,16 @@ export function mount(root, bus) {
         "js/widgets/rooms.js": ####"""
 // Room browsing (#rooms, #room-list), for a viewer whose node knows a
 // rendezvous (its hello says so): each listed room's thumbnail, title, host
-// nickname, viewers and likes, refreshed as the node's list refreshes. A
-// click on a room switches to it; ArrowDown / ArrowUp, the mouse wheel and a
+// nickname, viewers and likes, then the replays (length, holders),
+// refreshed as the node's list refreshes. A click on a room switches to it,
+// on a replay plays it here (the node stays in its room: a click on the
+// room is back to live); ArrowDown / ArrowUp, the mouse wheel and a
 // vertical swipe over the picture switch to the next / previous room through
 // the node's quick switch. One gesture is one switch: a held key repeats
 // nothing, and a wheel or swipe must rest before it switches again.
 
 import { el } from '../dom.js';
+import { clock } from './replay.js';
 
 /** After a switch, gestures wait this long (ms) before another. */
 const settle = 700;
@@ -1789,16 +1792,32 @@ export function mount(root, bus) {
     const li = el('li', 'room-item');
     li.dataset.id = room.id;
     if (room.id === current || room.current) li.classList.add('current');
-    if (room.access !== 'open') li.classList.add('private');
+    if (room.replay) li.classList.add('replay');
+    else if (room.access !== 'open') li.classList.add('private');
     const text = el('div', 'room-text');
+    const counts = room.replay
+      ? `Replay · ${clock(room.duration_ms ?? 0)} · ${room.holders ?? 0} holder${room.holders === 1 ? '' : 's'}`
+      : `${room.viewers ?? 0} watching · ♥ ${room.likes ?? 0}`;
     text.append(
       el('span', 'room-title', room.title || 'Untitled room'),
       el('span', 'room-nick', room.nick || ''),
-      el('span', 'room-counts', `${room.viewers ?? 0} watching · ♥ ${room.likes ?? 0}`),
+      el('span', 'room-counts', counts),
     );
     li.append(thumbnail(room), text);
-    li.addEventListener('click', () => { if (!li.classList.contains('current')) switchTo(room.id); });
+    li.addEventListener('click', () => {
+      if (li.classList.contains('current')) return;
+      if (room.replay) play(room.id);
+      else switchTo(room.id);
+    });
     return li;
+  }
+
+  // A replay plays on this page while the node stays in its room; a click on a live room comes back.
+  function play(id) {
+    const now = performance.now();
+    if (!enabled || now - lastSwitch < settle) return;
+    lastSwitch = now;
+    bus.send({ cmd: 'replay', id });
   }
 
   bus.on('hello', (m) => {
@@ -1951,18 +1970,25 @@ export function mount(root, bus) {
 
 """####,
         "js/widgets/title.js": ####"""
-// The room title (#title), from the hello and each room_info that carries one.
+// The room title (#title), from the hello and each room_info that carries
+// one; a replay's from its replay_info (a live viewer's node that plays a
+// replay on this page still hears its room: that room's title waits).
 
 export function mount(root, bus) {
   const title = root.querySelector('#title');
+  let replay = false;
 
   function show(text) {
     title.textContent = text;
     document.title = `${text} — lvbnode`;
   }
 
-  bus.on('hello', (m) => show(m.title || 'Untitled room'));
-  bus.on('room_info', (m) => { if (typeof m.title === 'string' && m.title) show(m.title); });
+  bus.on('hello', (m) => {
+    replay = m.role === 'replay';
+    show(m.title || (replay ? 'Replay' : 'Untitled room'));
+  });
+  bus.on('room_info', (m) => { if (!replay && typeof m.title === 'string' && m.title) show(m.title); });
+  bus.on('replay_info', (m) => { if (replay && typeof m.title === 'string' && m.title) show(m.title); });
 }
 
 """####,
@@ -2701,6 +2727,10 @@ body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
 .room-title, .room-nick { overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
 .room-nick, .room-counts { color: var(--muted); font-size: 0.72rem; }
 .room-item.private .room-title::after { content: " 🔒"; }
+/* Replays come after the live rooms, set apart by a line above the first. */
+.room-item:not(.replay) + .room-item.replay { margin-top: 0.35rem; border-top: 1px solid rgb(255 255 255 / 0.15); border-radius: 0 0 8px 8px; }
+.room-item.replay .room-thumb { filter: saturate(0.6); }
+.room-item.replay .room-counts { color: var(--stage-role); }
 
 /* Narrow stages (a phone upright, a small window): the host's tools take a
    second bar in the band, then one column of panels with fewer of them. */

@@ -112,6 +112,7 @@ struct ConsoleCommands: Sendable {
         case .switchRoom("prev"): switcher { _ = try $0.step(-1) }
         case .switchRoom(let id): switchRoom(id)
         case .seek, .pause, .play, .speed: fail("this node is in a live room: seeking, pausing and speed are for a replay's page")
+        case .replay: fail("replays play from a viewer's page that lists rooms: join with --rendezvous IP:PORT (or `lvbnode join REPLAY-ID --rendezvous IP:PORT`)")
         }
     }
 

@@ -15,7 +15,8 @@ final class Output: @unchecked Sendable {
     /// stdout, or stderr when stdout carries media (`--video-out -`).
     private let stream: UnsafeMutablePointer<FILE>
     /// Every event's JSON text also goes here (the studio page, `--web`);
-    /// set once before the node starts.
+    /// set once before the node starts. Not a peer's `hello` (kind "hello"):
+    /// a page takes the `hello` it gets as its own greeting, its role.
     var tee: ((String) -> Void)?
 
     init(json: Bool, toStderr: Bool = false) {
@@ -26,7 +27,7 @@ final class Output: @unchecked Sendable {
 
     /// Emits `line` as JSON, or `human` (with a kind tag) as text.
     func emit(_ line: JSONLine, human: String, kind: String) {
-        tee?(line.text)
+        if kind != "hello" { tee?(line.text) }
         let text: String
         if json {
             text = line.text

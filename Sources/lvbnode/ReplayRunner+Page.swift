@@ -9,18 +9,21 @@ extension PlayState {
     func show(on page: StudioServer, node: NodeID) {
         self.page = page
         nodeID = node
-        page.onConnect = { [unowned self] in greeting() }
     }
 
-    /// What a page gets first: the hello (role "replay"), the replay's info, where it plays, the status.
-    private func greeting() -> [String] {
+    /// What a page gets first: the hello (role "replay"), the replay's info,
+    /// where it plays, the status. A live viewer's page keeps its room list
+    /// (`rendezvous`), the live room in it (`live_room`) one click away.
+    func greeting() -> [String] {
         var hello = JSONLine(event: "hello")
         hello.add("role", "replay")
         hello.add("id", nodeID?.text)
         hello.add("replay", id?.text)
-        hello.add("title", player?.manifest.title)
+        hello.add("title", player?.manifest.title ?? title)
         hello.add("channels", AudioReceiverConfig().channels)
-        hello.add("rendezvous", false)
+        hello.add("room", id?.text)
+        hello.add("live_room", liveRoom)
+        hello.add("rendezvous", liveRoom != nil)
         var lines = [hello.text]
         if let infoLine { lines.append(infoLine) }
         lines.append(stateLine(text: nil, seek: false).text)

@@ -60,6 +60,7 @@ struct ReplayRunner {
         if play != nil, let web = options.web, let address = try? WebAddress(parsing: web) {
             page = await StudioBridge.serve(address, loop: udp.eventLoop, out: out) { server in
                 server.onCommand = { state.page($0) }
+                server.onConnect = { state.greeting() }
             }
             guard page != nil else {
                 await udp.close()
@@ -106,12 +107,15 @@ struct ReplayRunner {
     }
 }
 
-/// The player's state, on the node's loop only (its studio page's part: ReplayRunner+Page.swift).
+/// The player's state, on the node's loop only (its studio page's part:
+/// ReplayRunner+Page.swift): a replay node's, or a live viewer's whose
+/// page plays a replay from its room list (no termination: the live node
+/// ends as it does).
 final class PlayState: @unchecked Sendable {
     let id: ReplayID?
     let out: Output
     let sinks: MediaSinks
-    let termination: Termination
+    let termination: Termination?
     var fetcher: ReplayFetcher?
     var player: ReplayPlayer?
     var publisher: EncodedFramePublisher?
@@ -124,11 +128,15 @@ final class PlayState: @unchecked Sendable {
     var page: StudioServer?
     var nodeID: NodeID?
     var pageStatus = "entering"
-    var ticks = 0
+    var lastPageState: Instant?
+    /// The replay's title before its manifest is here (from the list it was picked in).
+    var title: String?
+    /// The live room this node is still in (a live viewer's page playing a replay), which the page can go back to.
+    var liveRoom: String?
     /// The `replay_info` line, for a page that connects later.
     var infoLine: String?
 
-    init(id: ReplayID?, out: Output, sinks: MediaSinks, termination: Termination) {
+    init(id: ReplayID?, out: Output, sinks: MediaSinks, termination: Termination?) {
         self.id = id
         self.out = out
         self.sinks = sinks
@@ -214,7 +222,7 @@ final class PlayState: @unchecked Sendable {
                 out.emit(JSONLine(event: "replay_ended"), human: "the replay ended", kind: "replay")
                 setPageStatus("replay_ended")
                 // A page can seek back: with one, the node stays until /quit or a signal.
-                if page == nil { termination.finish(.replayEnded) }
+                if page == nil { termination?.finish(.replayEnded) }
             }
         }
         player = p
@@ -279,8 +287,11 @@ final class PlayState: @unchecked Sendable {
         player?.tick()
         holding?.tick()
         // The page's scrubber moves with the position: four times a second.
-        ticks += 1
-        if ticks % 25 == 0, let page, page.clientCount > 0 { page.broadcast(stateLine(text: nil, seek: false).text) }
+        let now = SystemClock.shared.now()
+        if lastPageState.map({ now - $0 >= .milliseconds(250) }) ?? true, let page, page.clientCount > 0 {
+            lastPageState = now
+            page.broadcast(stateLine(text: nil, seek: false).text)
+        }
     }
 
     /// /seek, /pause, /play, /speed, /quit.
@@ -288,7 +299,7 @@ final class PlayState: @unchecked Sendable {
         let words = line.split(separator: " ").map(String.init)
         guard let verb = words.first else { return }
         switch verb {
-        case "/quit": termination.finish(.quit)
+        case "/quit": termination?.finish(.quit)
         case "/pause": pause()
         case "/play": play()
         case "/speed":

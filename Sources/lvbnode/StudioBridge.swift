@@ -2,6 +2,7 @@ import ArgumentParser
 import LVBCore
 import LVBCrypto
 import LVBMedia
+import LVBRendezvous
 import LVBRoom
 import LVBWeb
 import NIOCore
@@ -23,6 +24,10 @@ final class StudioBridge: @unchecked Sendable {
     private var statusTask: RepeatedTask?
     /// Room browsing, when this node is a viewer that knows a rendezvous.
     private var rooms: StudioRooms?
+    /// A replay from the room list, played to the page while the node stays in its room.
+    private var replay: StudioReplay?
+    private let commands: ConsoleCommands
+    private let out: Output
 
     /// Without video for this long a viewer's page says the host is away.
     static let hostAway: Duration = .seconds(3)
@@ -34,8 +39,9 @@ final class StudioBridge: @unchecked Sendable {
             server.onCommand = { commands.handle($0) }
             server.roomCommands = ConsoleCommands.pageChecks
         }) else { return nil }
-        let bridge = StudioBridge(server: server, live: live, reporters: reporters, out: out)
+        let bridge = StudioBridge(server: server, live: live, reporters: reporters, out: out, commands: commands)
         server.onConnect = { [unowned bridge] in bridge.greeting() }
+        server.onCommand = { [unowned bridge] in bridge.command($0) }
         try? await live.submit { node in bridge.wire(node) }
         return bridge
     }
@@ -65,17 +71,39 @@ final class StudioBridge: @unchecked Sendable {
         return server
     }
 
-    private init(server: StudioServer, live: UDPLiveNode, reporters: Reporters, out: Output) {
+    private init(server: StudioServer, live: UDPLiveNode, reporters: Reporters, out: Output, commands: ConsoleCommands) {
         self.server = server
         self.live = live
         self.reporters = reporters
+        self.commands = commands
         stage = StudioStage(server: server, live: live, out: out)
+        self.out = out
+    }
+
+    /// A page's command, on the loop: the replay's while one plays from the
+    /// room list (a switch ends it), else the console's.
+    private func command(_ command: StudioCommand) {
+        guard let replay else { return commands.handle(command) }
+        switch command {
+        case .replay(let id):
+            replay.start(id)
+        case .seek, .pause, .play, .speed:
+            guard let state = replay.state else { return commands.handle(command) }
+            state.page(command)
+        case .switchRoom(let to):
+            guard replay.stopPlaying() else { return commands.handle(command) }
+            // A click on the room the node is still in: the live is back already.
+            if to != live.node?.room.room.text { commands.handle(command) }
+        default:
+            commands.handle(command)
+        }
     }
 
     /// On the loop: media taps, the viewer list and the room's status.
     private func wire(_ node: LiveNode) {
         // Frames are put together for the page only while a page is open (on the loop, as the server's clients are).
-        node.viewing.onHostVideo = { [server] frame in
+        node.viewing.onHostVideo = { [unowned self] frame in
+            if let replay, replay.state != nil { return replay.keep(StudioMediaFrame(frame)) }
             if server.clientCount > 0 { server.broadcast(StudioMediaFrame(frame)) }
         }
         node.viewing.onHostAudio = { [unowned self] frame in
@@ -86,7 +114,7 @@ final class StudioBridge: @unchecked Sendable {
             }
             let gap = audioGap
             audioGap = false
-            guard server.clientCount > 0, var f = StudioMediaFrame(frame) else { return }
+            guard server.clientCount > 0, replay?.state == nil, var f = StudioMediaFrame(frame) else { return }
             f.afterLoss = gap
             server.broadcast(f)
         }
@@ -96,6 +124,16 @@ final class StudioBridge: @unchecked Sendable {
         })
         stage.wire(node)
         rooms = StudioRooms.wire(node, server: server) { [unowned self] in greeting() }
+        if rooms != nil, let browser = node.role(RoomSwitcher.self)?.browser {
+            let replay = StudioReplay(server: server, browser: browser, core: node.core, loop: live.udp.eventLoop, out: out) { [unowned node] in
+                node.room.room
+            }
+            replay.isNeeded = { [unowned node, unowned browser] peer in node.isNeeded(peer) || browser.servers.contains(peer) }
+            node.register(replay)
+            rooms?.playing = { [unowned replay] in replay.state?.id }
+            replay.greeting = { [unowned self] in greeting() }
+            self.replay = replay
+        }
         layout = node.publishing.mixer?.layout
         reporters.room.onMembersChanged = { [unowned self, weak node] in
             if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
@@ -110,8 +148,14 @@ final class StudioBridge: @unchecked Sendable {
         }
     }
 
-    /// What a page gets first: who this node is, the room, who is in it, its status.
+    /// What a page gets first: the replay's greeting while one plays from the room list, else the room's.
     private func greeting() -> [String] {
+        if let state = replay?.state { return state.greeting() + [rooms?.listLine].compactMap { $0 } }
+        return liveGreeting()
+    }
+
+    /// Who this node is, the room, who is in it, its status.
+    private func liveGreeting() -> [String] {
         guard let node = live.node else { return [] }
         let room = node.room
         var hello = JSONLine(event: "hello")
@@ -157,6 +201,7 @@ final class StudioBridge: @unchecked Sendable {
     }
 
     private func updateStatus(_ node: LiveNode) {
+        guard replay?.state == nil else { return }
         let now = currentStatus(node)
         guard now != status else { return }
         status = now

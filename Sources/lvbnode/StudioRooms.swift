@@ -1,13 +1,16 @@
 import LVBCore
 import LVBGossip
 import LVBRendezvous
+import LVBReplay
 import LVBRoom
 import LVBWeb
 
 /// Room browsing on the studio page (a viewer that knows a rendezvous): the
 /// list the node's rendezvous gives, as a `room_list` event each time it
-/// changes (a page of the list, a newer thumbnail); each listed room's
-/// thumbnail at `GET /thumbs/ROOM-ID.jpg`; and after a switch, a fresh
+/// changes (a page of the list, a newer thumbnail), live rooms first and
+/// then replays (`"replay": true`, played by `StudioReplay`); each listed
+/// room's thumbnail at `GET /thumbs/ROOM-ID.jpg` (a replay's: its live's
+/// last, at `GET /thumbs/REPLAY-ID.jpg`); and after a switch, a fresh
 /// greeting for the new room so the page's widgets start over. The switch
 /// itself is the console's (`ConsoleCommands`, `/next`, `/prev`, `/switch`).
 /// Everything here runs on the node's loop.
@@ -16,17 +19,22 @@ final class StudioRooms {
     private unowned let switcher: RoomSwitcher
     /// The page's greeting for the room the node is in now.
     private let greeting: () -> [String]
+    /// The replay the page plays from the list, if one.
+    var playing: () -> ReplayID? = { nil }
 
     /// Wires room browsing for `node` if it browses (nil: no switcher, no rendezvous).
     static func wire(_ node: LiveNode, server: StudioServer, greeting: @escaping () -> [String]) -> StudioRooms? {
         guard let switcher = node.roles.lazy.compactMap({ $0 as? RoomSwitcher }).first else { return nil }
         let rooms = StudioRooms(server: server, switcher: switcher, greeting: greeting)
         let browser = switcher.browser
+        browser.listsReplays = true
         browser.onListed = { [unowned rooms] in rooms.sendList() }
         browser.onThumbnail = { [unowned rooms] _ in rooms.sendList() }
         server.thumbnail = { [unowned browser] text in
             guard let bytes = try? Base32.decode(text), let id = try? RoomID(bytes: bytes) else { return nil }
-            return browser.thumbnails[id]?.jpeg
+            // A listed replay's id: its room's thumbnail.
+            let room = (try? ReplayID(text: text)).flatMap { browser.replay($0)?.card.info.room } ?? id
+            return browser.thumbnails[room]?.jpeg
         }
         // After the node's own report of a switch (the `switched` line), the page's fresh start.
         let reported = node.onOutput
@@ -49,9 +57,11 @@ final class StudioRooms {
     /// The list as the page shows it, if one came yet.
     var listLine: String? {
         let rooms = switcher.rooms
-        guard !switcher.browser.pages.isEmpty else { return nil }
-        let current = switcher.currentRoom
-        let items = rooms.map { a in
+        let browser = switcher.browser
+        guard !browser.pages.isEmpty else { return nil }
+        let playing = playing()
+        let current = playing == nil ? switcher.currentRoom : nil
+        var items = rooms.map { a in
             var o = JSONLine()
             o.add("id", a.room.text)
             o.add("title", a.info.title)
@@ -61,7 +71,22 @@ final class StudioRooms {
             o.add("access", ["open", "password", "invite-only"][Int(min(a.access, 2))])
             o.add("current", a.room == current)
             // The thumbnail's version, so the page loads a newer one (0: none).
-            o.add("thumb", Int(clamping: switcher.browser.thumbnails[a.room]?.seq ?? 0))
+            o.add("thumb", Int(clamping: browser.thumbnails[a.room]?.seq ?? 0))
+            return o.text
+        }
+        // Then the replays, newest first as the rendezvous lists them.
+        items += browser.replays.map { r in
+            let info = r.card.info
+            var o = JSONLine()
+            o.add("id", r.card.id.text)
+            o.add("replay", true)
+            o.add("title", info.title)
+            o.add("nick", info.host.short)
+            o.add("duration_ms", Int(r.card.durationMs))
+            o.add("started_ms", Int(clamping: info.startedMs))
+            o.add("holders", Int(r.holders))
+            o.add("current", r.card.id == playing)
+            o.add("thumb", Int(clamping: browser.thumbnails[info.room]?.seq ?? 0))
             return o.text
         }
         var line = JSONLine(event: "room_list")

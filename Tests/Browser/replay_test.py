@@ -7,7 +7,11 @@ all the release binary ($LVBNODE_BIN) as processes. The viewer's page shows
 the replay's controls instead of the room's (no chat entry, no likes), its
 length, the host's frame numbers advancing from the start; the scrubber
 seeks (the picture jumps to the frame drawn at the time asked for) and the
-button pauses (the picture and the position stop).
+button pauses (the picture and the position stop). A viewer of another
+room, still live on the same rendezvous, sees the replay in its page's room
+list after the live room; a click plays it on that page (the replay's
+controls, its frame numbers) while the node stays in its room, and a click
+on the room brings the live back.
 
     python3 Tests/Browser/replay_test.py          # the tests
     python3 Tests/Browser/replay_test.py --check  # says what is missing, exit 1
@@ -45,6 +49,13 @@ class Replay(node.World):
                                        "--listen", "127.0.0.1:0", "--json", "--title", "Ten seconds",
                                        "--size", f"{SIZE[0]}x{SIZE[1]}"])
         self.id = self.host.wait_for("replay")["id"]
+        # Another room, live throughout, and a viewer of it whose page lists rooms.
+        live = node.Node("live", ["host", "--ephemeral", "--rendezvous", self.rendezvous, "--listen", "127.0.0.1:0", "--json",
+                                  "--title", "Still live", "--size", f"{SIZE[0]}x{SIZE[1]}"])
+        self.live_room = live.wait_for("ready")["room"]
+        self.watcher = node.Node("watcher", ["join", self.live_room, "--rendezvous", self.rendezvous, "--ephemeral", "--preload", "0",
+                                             "--listen", "127.0.0.1:0", "--web", "0", "--json"])
+        self.watch_url = self.watcher.wait_for("web")["url"]
         time.sleep(10)
         self.host.send("/close")
         self.host.wait_for("serving", 10)
@@ -142,6 +153,53 @@ class ReplayPageTests(unittest.TestCase):
         page.wait(lambda p: (lambda r: len(r) >= 2 and r[-1] > still[0] and r)(read_numbers(p, shots=3)), 5,
                   "the picture moving again after play")
         print(f"seek to {at} ms: frames {read}; paused at frame {still[0]}", file=sys.stderr)
+
+    def test_3_a_live_viewers_page_plays_the_replay_from_its_room_list_and_goes_back_to_live(self):
+        page = world.browser.open(world.watch_url)
+        page.wait(lambda p: p.studio("wsState") == "open", 10, "the live viewer's page WebSocket open")
+        # The replay's frames are those its host drew in its ~10 s; the live room is long past them.
+        last_replay_frame = 12 * FPS
+
+        def items(p):
+            return p.script("""return [...document.querySelectorAll('#room-list .room-item')]
+                               .map((li) => [li.dataset.id, li.className])""")
+        listed = page.wait(lambda p: (lambda i: any(x[0] == world.id for x in i) and i)(items(p)), 15,
+                           "the replay in the live viewer's room list")
+        ids = [x[0] for x in listed]
+        self.assertLess(ids.index(world.live_room), ids.index(world.id), f"live rooms first, then replays: {listed}")
+        self.assertIn("replay", dict(listed)[world.id])
+        self.assertIn("current", dict(listed)[world.live_room])
+        live = page.wait(lambda p: (lambda r: r and min(r) > last_replay_frame and r)(read_numbers(p)), 10,
+                         "the live room's frame numbers")
+
+        # A click on the replay: its controls and its pictures, the node still in its room.
+        page.find(f'#room-list .room-item[data-id="{world.id}"]').click()
+        clicked = time.monotonic()
+        world.watcher.wait_for("replay", 10, lambda e: e.get("id") == world.id)
+        page.wait(lambda p: p.find("#replay-bar").is_displayed(), 10, "the replay's controls on the live viewer's page")
+        self.assertFalse(page.find("#chat-input").is_displayed(), "the live room's chat hidden while the replay plays")
+        self.assertEqual(page.find("#title").text, "Ten seconds")
+
+        def replaying(p):
+            read = read_numbers(p)
+            return len(read) >= 3 and max(read) <= last_replay_frame and read == sorted(set(read)) and read
+        replayed = page.wait(replaying, 10, "the replay's frame numbers advancing on the live viewer's page")
+        first_replay = time.monotonic() - clicked
+        self.assertIn("current", dict(items(page))[world.id])
+        self.assertEqual(world.watcher.wait_for("replay_frame", 5)["at_ms"], 0)
+
+        # A click on the live room: the live again, at once from its latest keyframe.
+        page.find(f'#room-list .room-item[data-id="{world.live_room}"]').click()
+        clicked = time.monotonic()
+        world.watcher.wait_for("replay_stopped", 5)
+        back = page.wait(lambda p: (lambda r: r and min(r) > last_replay_frame and r)(read_numbers(p, shots=2, interval=0.1)), 10,
+                         "the live room's frame numbers again")
+        back_after = time.monotonic() - clicked
+        page.wait(lambda p: not p.find("#replay-bar").is_displayed() and p.find("#chat-input").is_displayed(), 5,
+                  "the live room's widgets back")
+        self.assertIn("current", dict(items(page))[world.live_room])
+        print(f"live frames {live}; replay frames {replayed} {first_replay:.2f} s after the click; "
+              f"live frames {back} {back_after:.2f} s after the click back", file=sys.stderr)
 
 
 if __name__ == "__main__":

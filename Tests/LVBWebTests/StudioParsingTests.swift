@@ -68,7 +68,8 @@ import Testing
         #expect(try parse(#"{"cmd":"switch","to":"next"}"#) == .switchRoom("next"))
         #expect(try parse(#"{"cmd":"switch","to":"prev"}"#) == .switchRoom("prev"))
         #expect(try parse(#"{"cmd":"switch","to":"d73narko5yoa6krgk5myvpf5ye"}"#) == .switchRoom("d73narko5yoa6krgk5myvpf5ye"))
-        // A replay's page.
+        // A replay from a live viewer's room list, and a replay's page.
+        #expect(try parse(#"{"cmd":"replay","id":"d73narko5yoa6krgk5myvpf5ye"}"#) == .replay("d73narko5yoa6krgk5myvpf5ye"))
         #expect(try parse(#"{"cmd":"seek","ms":6000}"#) == .seek(6000))
         #expect(try parse(#"{"cmd":"seek","ms":0}"#) == .seek(0))
         #expect(try parse(#"{"cmd":"pause"}"#) == .pause)
@@ -88,6 +89,9 @@ import Testing
         #expect(throws: StudioCommand.ParseError.invalid("reason")) { try parse(#"{"cmd":"reject","id":"a","reason":5}"#) }
         #expect(throws: StudioCommand.ParseError.invalid("layout")) { try parse(#"{"cmd":"layout","layout":"cube"}"#) }
         #expect(throws: StudioCommand.ParseError.missing("on")) { try parse(#"{"cmd":"camera","on":"yes"}"#) }
+        #expect(throws: StudioCommand.ParseError.missing("id")) { try parse(#"{"cmd":"replay"}"#) }
+        #expect(throws: StudioCommand.ParseError.invalid("id")) { try parse(#"{"cmd":"replay","id":"../../etc/passwd"}"#) }
+        #expect(throws: StudioCommand.ParseError.invalid("id")) { try parse(#"{"cmd":"replay","id":"d73narko5yoa6krgk5myvpf5y"}"#) }
         #expect(throws: StudioCommand.ParseError.missing("to")) { try parse(#"{"cmd":"switch"}"#) }
         #expect(throws: StudioCommand.ParseError.missing("ms")) { try parse(#"{"cmd":"seek"}"#) }
         for ms in ["-1", "1.5", "4294967296", "1e300"] {

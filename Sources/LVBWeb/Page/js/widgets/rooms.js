@@ -1,12 +1,15 @@
 // Room browsing (#rooms, #room-list), for a viewer whose node knows a
 // rendezvous (its hello says so): each listed room's thumbnail, title, host
-// nickname, viewers and likes, refreshed as the node's list refreshes. A
-// click on a room switches to it; ArrowDown / ArrowUp, the mouse wheel and a
+// nickname, viewers and likes, then the replays (length, holders),
+// refreshed as the node's list refreshes. A click on a room switches to it,
+// on a replay plays it here (the node stays in its room: a click on the
+// room is back to live); ArrowDown / ArrowUp, the mouse wheel and a
 // vertical swipe over the picture switch to the next / previous room through
 // the node's quick switch. One gesture is one switch: a held key repeats
 // nothing, and a wheel or swipe must rest before it switches again.
 
 import { el } from '../dom.js';
+import { clock } from './replay.js';
 
 /** After a switch, gestures wait this long (ms) before another. */
 const settle = 700;
@@ -54,16 +57,32 @@ export function mount(root, bus) {
     const li = el('li', 'room-item');
     li.dataset.id = room.id;
     if (room.id === current || room.current) li.classList.add('current');
-    if (room.access !== 'open') li.classList.add('private');
+    if (room.replay) li.classList.add('replay');
+    else if (room.access !== 'open') li.classList.add('private');
     const text = el('div', 'room-text');
+    const counts = room.replay
+      ? `Replay · ${clock(room.duration_ms ?? 0)} · ${room.holders ?? 0} holder${room.holders === 1 ? '' : 's'}`
+      : `${room.viewers ?? 0} watching · ♥ ${room.likes ?? 0}`;
     text.append(
       el('span', 'room-title', room.title || 'Untitled room'),
       el('span', 'room-nick', room.nick || ''),
-      el('span', 'room-counts', `${room.viewers ?? 0} watching · ♥ ${room.likes ?? 0}`),
+      el('span', 'room-counts', counts),
     );
     li.append(thumbnail(room), text);
-    li.addEventListener('click', () => { if (!li.classList.contains('current')) switchTo(room.id); });
+    li.addEventListener('click', () => {
+      if (li.classList.contains('current')) return;
+      if (room.replay) play(room.id);
+      else switchTo(room.id);
+    });
     return li;
+  }
+
+  // A replay plays on this page while the node stays in its room; a click on a live room comes back.
+  function play(id) {
+    const now = performance.now();
+    if (!enabled || now - lastSwitch < settle) return;
+    lastSwitch = now;
+    bus.send({ cmd: 'replay', id });
   }
 
   bus.on('hello', (m) => {
