@@ -33,6 +33,12 @@ public enum RoomConstants {
     /// Like events (not likes: each carries a cumulative total) per author per second, and at once.
     public static let likeEventRate = 5
     public static let likeEventBurst = 10
+    /// Gift events per author per second, and at once (each carries up to `Gift.maxCount` gifts).
+    public static let giftEventRate = 4
+    public static let giftEventBurst = 8
+    /// The same gift again within this long continues the giver's combo;
+    /// a combo this long without a continuation has ended.
+    public static let giftComboWindow: Duration = .seconds(3)
     /// The media tree: children a node takes by default (`--relay-slots`;
     /// at most `RelayPosition.maxSlots`).
     public static let defaultRelaySlots = 4
@@ -120,6 +126,8 @@ public enum RoomConstants {
     /// The host sends a census when the count, the likes or the latest
     /// joiners changed, at most this often, and at least every `censusRefresh`.
     public static let censusInterval: Duration = .seconds(2)
+    /// The host's gift rank goes out at most this often (when it changed).
+    public static let giftRankInterval: Duration = .seconds(1)
     public static let censusRefresh: Duration = .seconds(10)
     /// A count that moved by this share of the room (and by two members at
     /// least) goes out sooner, as soon as `censusSoonest` after the last

@@ -28,6 +28,9 @@ public enum RoomChange: Equatable, Sendable {
     /// The host says the room holds this many now (the host included): its
     /// census, or its count report to this node (`RoomState.roomCount`).
     case counted(UInt32)
+    /// A giver's combo rested (`RoomConstants.giftComboWindow` without a
+    /// continuation) after it grew past its first event: its final count.
+    case giftCombo(author: NodeID, gift: UInt8, combo: UInt32, count: UInt32)
 }
 
 extension RoomChange {

@@ -47,6 +47,8 @@ public enum RoomEvents {
         StageChange.self,
         RelayPosition.self,
         Census.self,
+        Gift.self,
+        GiftRank.self,
     ]
 
     /// The wire side of the table, for the gossip layer and anyone parsing events.

@@ -38,7 +38,7 @@ extension RoomNode {
         }
         // The room hears a viewer's name when it first speaks (its profile
         // went to the host alone when it joined).
-        if broadcast, speech, !profileSpoken, !isHost,
+        if broadcast, speech || body.kind == Gift.kind, !profileSpoken, !isHost,
            let p = state.profiles[core.nodeID] {
             profileSpoken = true
             gossip.broadcast(p)

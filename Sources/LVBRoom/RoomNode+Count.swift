@@ -73,7 +73,18 @@ extension RoomNode {
         if isHost {
             featureNewJoiners(now: now)
             publishCensusIfDue(now: now)
+            publishGiftRankIfDue(now: now)
         }
+    }
+
+    /// The host's gift rank, when its tally changed, at most every `giftRankInterval`.
+    private func publishGiftRankIfDue(now: Instant) {
+        guard let state else { return }
+        if let last = lastGiftRank, now - last.at < RoomConstants.giftRankInterval { return }
+        let rank = state.giftRank
+        guard rank.total > 0, rank != lastGiftRank?.rank else { return }
+        guard case .success = publish(.giftRank(rank)) else { return }
+        lastGiftRank = (rank, now)
     }
 
     /// What this member speaks for changed: tell the upstream soon.

@@ -24,6 +24,10 @@ public final class RoomState {
     var chatTimes = Deque<Instant>()
     var presence = Presence()
     var likeTally = LikeTally()
+    /// The gifts this node saw (points per giver, combos until they rest).
+    var gifts = GiftTally()
+    /// The host's latest gift rank.
+    var giftRankEvent: RoomEvent?
     var profiles: [NodeID: RoomEvent] = [:]
     var infoEvent: RoomEvent?
     var kicks: [NodeID: RoomEvent] = [:]
@@ -55,6 +59,7 @@ public final class RoomState {
     var chatBuckets = RateLimiter<NodeID>(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst, sweepThreshold: RoomConstants.sweepThreshold)
     var profileBuckets = RateLimiter<NodeID>(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst, sweepThreshold: RoomConstants.sweepThreshold)
     var likeBuckets = RateLimiter<NodeID>(count: RoomConstants.likeEventRate, burst: RoomConstants.likeEventBurst, sweepThreshold: RoomConstants.sweepThreshold)
+    var giftBuckets = RateLimiter<NodeID>(count: RoomConstants.giftEventRate, burst: RoomConstants.giftEventBurst, sweepThreshold: RoomConstants.sweepThreshold)
     var relayBuckets = RateLimiter<NodeID>(count: RoomConstants.relayRate, burst: RoomConstants.relayBurst, sweepThreshold: RoomConstants.sweepThreshold)
 
     public init(room: RoomID, host: NodeID, clock: Clock) {
@@ -157,7 +162,7 @@ public final class RoomState {
             relaysHeard[id] = nil
         }
         if !stale.isEmpty || changes.contains(where: \.changesPresence) { treeCache = nil }
-        return changes
+        return changes + gifts.rested(now: now)
     }
 
     /// `id` left or was removed: its relay position goes with it.
@@ -189,6 +194,16 @@ public final class RoomState {
     public var likeTotal: UInt64 { likeTally.roomTotal }
 
     public func likes(of id: NodeID) -> UInt64 { likeTally.total(of: id) }
+
+    /// The room's gift rank: on the host its own tally (what it publishes),
+    /// on a member the host's latest word.
+    public var giftRank: GiftRank {
+        if isHostsView { return GiftRank(total: gifts.total, top: gifts.top(GiftRank.maxEntries)) }
+        return giftRankEvent?.body.as(GiftRank.self) ?? GiftRank(total: 0, top: [])
+    }
+
+    /// The points of gifts from `id` this node saw.
+    public func giftPoints(of id: NodeID) -> UInt64 { gifts.points[id] ?? 0 }
 
     /// The members this node lists, in order of arrival: the host, the
     /// co-hosts and the latest joiners the host's census names (before the
@@ -294,7 +309,7 @@ public final class RoomState {
     /// and bullet comments up to `snapshotChatBytes`, the top
     /// `snapshotLikers` likers' latest likes, the host's, the co-hosts' and
     /// the census's joiners' joins, profiles and stage events, the latest
-    /// room info and census (relay positions travel along the media tree,
+    /// room info, census and gift rank (relay positions travel along the media tree,
     /// `TreeView`, not in snapshots); then the latest `snapshotModeration` kicks and
     /// mutes; then the room's closing. Each group is ordered by timestamp,
     /// then author key, then sequence number, so nodes with the same state
@@ -317,6 +332,7 @@ public final class RoomState {
         }
         if let infoEvent { content.append(infoEvent) }
         if let censusEvent { content.append(censusEvent) }
+        if let giftRankEvent { content.append(giftRankEvent) }
         let moderation = (Array(kicks.values) + Array(mutes.values)).sorted(by: RoomEvent.historyOrder).suffix(RoomConstants.snapshotModeration)
         return content.sorted(by: RoomEvent.historyOrder)
             + moderation

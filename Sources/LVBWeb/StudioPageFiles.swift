@@ -25,6 +25,10 @@ enum StudioPageFiles {
 
   <div id="danmaku" class="layer live-only" aria-hidden="true"></div>
 
+  <div id="gifts" class="layer live-only" aria-hidden="true">
+    <div id="gift-stack"></div>
+  </div>
+
   <div id="widgets" class="layer">
     <header class="panel room-head">
       <h1 id="title">Connecting…</h1>
@@ -34,6 +38,8 @@ enum StudioPageFiles {
     <section class="panel rank live-only" aria-label="Top likers">
       <h2>Top likers</h2>
       <ol id="rank-list"></ol>
+      <h2>Top givers</h2>
+      <ol id="gift-rank-list"></ol>
     </section>
 
     <section class="panel viewers live-only" aria-label="In the room">
@@ -72,6 +78,10 @@ enum StudioPageFiles {
         <button id="linkmic-request" type="button" class="primary">Go on stage</button>
         <button id="camera-toggle" type="button" hidden>Use my camera</button>
         <button id="linkmic-hangup" type="button" hidden>Leave stage</button>
+      </div>
+      <div class="gift viewer-only">
+        <div id="gift-picker" class="panel" hidden></div>
+        <button id="gift-button" type="button" aria-label="Send a gift">🎁</button>
       </div>
       <div class="likes">
         <div id="hearts" aria-hidden="true"></div>
@@ -304,6 +314,7 @@ import * as capture from './media/capture.js';
 import * as video from './media/video.js';
 import * as chat from './widgets/chat.js';
 import * as danmaku from './widgets/danmaku.js';
+import * as gifts from './widgets/gifts.js';
 import * as host from './widgets/host.js';
 import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
@@ -320,7 +331,7 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, rooms, linkmic, host, lite, stats, replay]) {
+for (const widget of [title, status, toast, chat, danmaku, gifts, likes, rank, viewers, rooms, linkmic, host, lite, stats, replay]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);
@@ -1318,6 +1329,136 @@ export function mount(root, bus) {
     waiting = [];
     layer.replaceChildren();
   });
+}
+
+"""####,
+        "js/widgets/gifts.js": ####"""
+// Gifts: #gift-button opens #gift-picker (the catalogue the node's hello
+// lists; points only, no money); a pick sends {cmd:"gift"}. Every gift the
+// room shows plays on the float layer (#gifts): small ones stack as one
+// badge per giver's combo in the corner, its count growing (one badge, not a
+// flood); big ones fly across the picture, one at a time. Animations are
+// CSS transforms and opacity only (the compositor's), so the canvas keeps
+// painting. #gift-rank-list shows the host's rank of givers (gift_rank).
+
+import { el, nickColor } from '../dom.js';
+
+/** A combo's badge stays this long after its latest gift (ms). */
+const badgeFor = 3500;
+/** Badges shown at once (the oldest goes). */
+const maxBadges = 4;
+/** Big gifts waiting to fly at most (more are shown as badges only). */
+const maxQueued = 6;
+/** How long a big gift takes to cross (ms). */
+const flight = 2200;
+
+export function mount(root, bus) {
+  const button = root.querySelector('#gift-button');
+  const picker = root.querySelector('#gift-picker');
+  const layer = root.querySelector('#gifts');
+  const stack = root.querySelector('#gift-stack');
+  const rankList = root.querySelector('#gift-rank-list');
+  const badges = new Map();
+  const queue = [];
+  let flying = false;
+  let room = null;
+
+  function catalogue(gifts) {
+    picker.replaceChildren(...(Array.isArray(gifts) ? gifts : []).map((g) => {
+      const b = el('button', 'gift-choice');
+      b.type = 'button';
+      b.dataset.gift = g.name;
+      b.title = `${g.name} · ${g.points} point${g.points === 1 ? '' : 's'}`;
+      b.append(el('span', 'glyph', g.glyph), el('span', 'points', String(g.points)));
+      b.addEventListener('click', () => {
+        bus.send({ cmd: 'gift', gift: g.name, count: 1 });
+        picker.hidden = true;
+      });
+      return b;
+    }));
+  }
+
+  function badge(m) {
+    const key = `${m.id}/${m.combo}`;
+    let b = badges.get(key);
+    if (!b) {
+      const node = el('div', 'gift-badge');
+      const name = el('span', 'nick', m.nick || '');
+      name.style.color = nickColor(m.id);
+      const count = el('span', 'gift-count', '');
+      node.append(name, el('span', 'gift-glyph', m.glyph || '🎁'), count);
+      stack.append(node);
+      b = { node, count, timer: 0, shown: 0 };
+      badges.set(key, b);
+      while (badges.size > maxBadges) drop(badges.keys().next().value);
+    }
+    const n = Math.max(b.shown, Number(m.combo_count) || 1);
+    if (n !== b.shown) {
+      b.shown = n;
+      b.count.textContent = `×${n}`;
+      b.count.animate([{ transform: 'scale(1.6)' }, { transform: 'scale(1)' }], { duration: 250, easing: 'ease-out' });
+    }
+    clearTimeout(b.timer);
+    b.timer = setTimeout(() => drop(key), badgeFor);
+  }
+
+  function drop(key) {
+    const b = badges.get(key);
+    if (!b) return;
+    badges.delete(key);
+    clearTimeout(b.timer);
+    b.node.remove();
+  }
+
+  function fly() {
+    if (flying || queue.length === 0) return;
+    flying = true;
+    const m = queue.shift();
+    const g = el('div', 'gift-flight', m.glyph || '🎁');
+    layer.append(g);
+    const run = g.animate(
+      [
+        { transform: 'translate(-20cqw, 10cqh) scale(0.6) rotate(-10deg)', opacity: 0 },
+        { transform: 'translate(20cqw, -5cqh) scale(1.4) rotate(0deg)', opacity: 1, offset: 0.25 },
+        { transform: 'translate(70cqw, -15cqh) scale(1.4) rotate(5deg)', opacity: 1, offset: 0.75 },
+        { transform: 'translate(120cqw, -35cqh) scale(0.8) rotate(15deg)', opacity: 0 },
+      ],
+      { duration: flight, easing: 'ease-in-out' },
+    );
+    run.onfinish = () => {
+      g.remove();
+      flying = false;
+      fly();
+    };
+  }
+
+  function rank(m) {
+    const top = Array.isArray(m.top) ? m.top : [];
+    rankList.replaceChildren(...top.slice(0, 5).map((entry) => {
+      const item = el('li', 'giver');
+      const name = el('span', 'nick', entry.nick || '');
+      name.style.color = nickColor(entry.id);
+      item.append(name, el('span', 'count', String(entry.points)));
+      return item;
+    }));
+  }
+
+  button.addEventListener('click', () => { picker.hidden = !picker.hidden; });
+  bus.on('hello', (m) => {
+    catalogue(m.gifts);
+    if (m.room === room) return;
+    room = m.room;
+    for (const key of [...badges.keys()]) drop(key);
+    rankList.replaceChildren();
+  });
+  bus.on('gift', (m) => {
+    badge(m);
+    if (m.big && queue.length < maxQueued) {
+      queue.push(m);
+      fly();
+    }
+  });
+  bus.on('gift_rank', rank);
 }
 
 """####,
@@ -2516,7 +2657,8 @@ body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
   max-height: 28cqh;
   counter-reset: place;
 }
-.rank:has(#rank-list:empty) { display: none; }
+.rank:has(#rank-list:empty):has(#gift-rank-list:empty) { display: none; }
+.rank h2:has(+ ol:empty) { display: none; }
 .liker {
   display: flex;
   gap: 0.4rem;
@@ -2533,6 +2675,12 @@ body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
 .liker .nick { flex: 1; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
 .liker .count::before { content: "♥ "; color: var(--accent); }
 .liker .count::after { content: none; }
+#gift-rank-list { counter-reset: place; }
+.giver { display: flex; gap: 0.4rem; padding: 0.1rem 0; counter-increment: place; }
+.giver::before { content: counter(place); width: 1rem; color: var(--muted); font-weight: 700; }
+.giver:first-child::before { color: #ffd60a; }
+.giver .nick { flex: 1; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.giver .count::before { content: "🎁 "; }
 
 .viewers {
   grid-area: viewers;
@@ -2677,6 +2825,63 @@ body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
   font-size: 0.85rem;
   font-variant-numeric: tabular-nums;
   text-shadow: 0 1px 3px #000;
+}
+
+/* Gifts: the button and its picker beside the like button; the float layer
+   (#gifts) over the picture: combo badges stacked bottom left above the
+   chat, big gifts flying across. Transforms and opacity only. */
+.gift { position: relative; display: flex; flex-direction: column; align-items: center; }
+#gift-button {
+  width: 3rem;
+  height: 3rem;
+  padding: 0;
+  font-size: 1.4rem;
+  line-height: 1;
+  border-radius: 50%;
+}
+#gift-picker {
+  position: absolute;
+  bottom: 110%;
+  right: 0;
+  display: flex;
+  gap: 0.3rem;
+  padding: 0.4rem;
+}
+#gift-picker[hidden] { display: none; }
+.gift-choice { display: flex; flex-direction: column; align-items: center; padding: 0.2rem 0.4rem; }
+.gift-choice .glyph { font-size: 1.4rem; }
+.gift-choice .points { font-size: 0.7rem; color: var(--muted); }
+#gifts { overflow: hidden; container-type: size; }
+#gift-stack {
+  position: absolute;
+  left: 0.8rem;
+  bottom: 45%;
+  display: flex;
+  flex-direction: column-reverse;
+  gap: 0.35rem;
+}
+.gift-badge {
+  display: flex;
+  align-items: center;
+  gap: 0.4rem;
+  padding: 0.2rem 0.7rem 0.2rem 0.5rem;
+  border-radius: 999px;
+  background: linear-gradient(90deg, rgb(255 45 85 / 0.75), rgb(124 77 255 / 0.55));
+  font-size: 0.85rem;
+  text-shadow: 0 1px 2px #000;
+  animation: gift-in 250ms ease-out;
+}
+.gift-badge .nick { font-weight: 700; max-width: 8rem; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.gift-badge .gift-glyph { font-size: 1.3rem; }
+.gift-badge .gift-count { font-weight: 800; font-style: italic; color: #ffd60a; }
+@keyframes gift-in { from { transform: translateX(-120%); opacity: 0; } to { transform: none; opacity: 1; } }
+.gift-flight {
+  position: absolute;
+  left: 0;
+  top: 45%;
+  font-size: 5rem;
+  will-change: transform, opacity;
+  text-shadow: 0 4px 10px rgb(0 0 0 / 0.5);
 }
 
 #hearts {

@@ -19,6 +19,7 @@ struct ConsoleCommands: Sendable {
     /// from the event kinds that declare them (`RoomEvents.commands`).
     static let nodeHelp: [(String, String)] = [
         ("/viewers", "who is in the room"),
+        ("/rank", "the room's top givers of gifts, as the host ranks them"),
         ("/invite ID", "print an invite for a node id (host of a private room)"),
         ("/linkmic [TEXT]", "ask the host to go on stage as co-host (viewer)"),
         ("/accept [NAME], /reject NAME [REASON]", "answer a link-mic request (host)"),
@@ -55,6 +56,7 @@ struct ConsoleCommands: Sendable {
             l.add("text", Self.help)
             out.emit(l, human: "\n" + Self.help, kind: "help")
         case "/viewers": room { _ in reporters.room.viewers() }
+        case "/rank": room { _ in reporters.room.rank() }
         case "/invite": invite(rest)
         case "/linkmic": room { try $0.requestLinkMic(rest) }
         case "/accept": room { try $0.acceptLinkMic(rest) }

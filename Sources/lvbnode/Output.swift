@@ -32,6 +32,8 @@ final class Output: @unchecked Sendable {
         if json {
             text = line.text
         } else {
+            // A change that shows only to programs and pages (a combo's next gift, the gift rank).
+            if human.isEmpty { return }
             let tag = kind.padding(to: 9)
             text = "\(Self.clockText()) \(colour ? "\u{1b}[1;36m\(tag)\u{1b}[0m" : tag) \(human)"
         }

@@ -104,6 +104,18 @@ final class RoomReporter: @unchecked Sendable {
         out.emit(line, human: human, kind: "viewers")
     }
 
+    /// `/rank`: the gift rank, as the host keeps it.
+    func rank() {
+        guard let line = rankLine() else { return }
+        out.emit(line.0, human: line.1, kind: "gift")
+    }
+
+    /// The `gift_rank` event and its readable form (nil before the room has a state).
+    func rankLine() -> (JSONLine, String)? {
+        guard let rank = room?.state?.giftRank else { return nil }
+        return (rank.line(names), rank.text(names))
+    }
+
     /// A `linkmic_request` event: `id` asks to go on stage.
     func requestLine(_ id: NodeID, _ message: String) -> JSONLine {
         var l = line("linkmic_request", id)

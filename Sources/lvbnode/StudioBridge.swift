@@ -178,11 +178,21 @@ final class StudioBridge: @unchecked Sendable {
         }
         // Whether this node has stage sources of its own (--video/--audio): without, a co-host's page offers its camera at once.
         hello.add("stage_sources", node.plan.publish.map { !$0.isEmpty } ?? false)
+        // The gifts its gift button offers.
+        hello.addRaw("gifts", "[" + GiftCatalogue.all.map { g in
+            var o = JSONLine()
+            o.add("name", g.name)
+            o.add("glyph", g.glyph)
+            o.add("points", Int(g.points))
+            o.add("big", g.big)
+            return o.text
+        }.joined(separator: ",") + "]")
         // The page shows its room list and binds the switching gestures only then.
         hello.add("rendezvous", rooms != nil)
         var out = [hello.text]
         if let list = rooms?.listLine { out.append(list) }
         if let (viewers, _) = reporters.room.viewersLine() { out.append(viewers.text) }
+        if let (rank, _) = reporters.room.rankLine() { out.append(rank.text) }
         // The host's queue of link-mic requests, as they came.
         out += room.linkMicQueue.map { reporters.room.requestLine($0.id, $0.message).text }
         let now = currentStatus(node)

@@ -76,6 +76,52 @@ import Testing
         }
     }
 
+    @Test func giftsReachEveryNodeOnceAsCombosAndTheHostsRankReachesALateJoiner() throws {
+        let (hana, ticket) = try host()
+        let ana = try join(ticket, nick: "ana")
+        let ben = try join(ticket, nick: "ben")
+        let everyone = [hana, ana, ben]
+        for v in [ana, ben] { #expect(v.waitFor("admitted") != nil, "not admitted: \(v.stderr)") }
+        let anaID = try #require(id(ana)), benID = try #require(id(ben))
+        for p in everyone {
+            for other in [ana, ben] where other !== p {
+                let otherID = try #require(id(other))
+                #expect(p.waitFor("joined", where: { $0["id"] as? String == otherID }) != nil)
+            }
+        }
+        ana.send("/gift rocket 3")
+        for _ in 0..<4 { ben.send("/gift rose") }
+        ben.send("/gift tulip")
+        #expect(ben.waitFor("error", where: { ($0["message"] as? String)?.contains("/gift NAME") == true }) != nil)
+        for p in everyone {
+            // Each combo ends with its final count; the single rocket needs no second word.
+            #expect(p.waitFor("gift_combo", where: { $0["id"] as? String == benID && $0["count"] as? Int == 4 && $0["points"] as? Int == 4 }) != nil,
+                    "no combo end: \(p.stderr)")
+            #expect(p.waitFor("gift_rank", where: { ($0["total"] as? Int) == 304 }) != nil)
+        }
+        Thread.sleep(forTimeInterval: 1)
+        for p in everyone {
+            let gifts = p.events.filter { $0["event"] as? String == "gift" }
+            let rockets = gifts.filter { $0["gift"] as? String == "rocket" }
+            #expect(rockets.count == 1 && rockets.first?["count"] as? Int == 3 && rockets.first?["id"] as? String == anaID, "\(rockets)")
+            let roses = gifts.filter { $0["gift"] as? String == "rose" }
+            #expect(roses.compactMap { $0["combo_count"] as? Int }.sorted() == [1, 2, 3, 4], "\(roses)")
+            #expect(Set(roses.compactMap { $0["combo"] as? Int }).count == 1)
+            #expect(p.events.filter { $0["event"] as? String == "gift_combo" }.count == 1)
+        }
+        // A late joiner: the rank comes with its history, most points first.
+        let dee = try join(ticket, nick: "dee")
+        let rank = try #require(dee.waitFor("gift_rank", where: { ($0["total"] as? Int) == 304 }))
+        let top = try #require(rank["top"] as? [[String: Any]])
+        #expect(top.compactMap { $0["id"] as? String } == [anaID, benID])
+        #expect(top.compactMap { $0["points"] as? Int } == [300, 4])
+        let before = dee.events.count
+        dee.send("/rank")
+        #expect(dee.waitFor("gift_rank", after: before, where: { ($0["top"] as? [[String: Any]])?.count == 2 }) != nil)
+        for p in [hana, ana, ben, dee] { p.send("/quit") }
+        for p in [hana, ana, ben, dee] { #expect(p.waitExit() == 0) }
+    }
+
     @Test func theSameIdentityJoiningAgainReplacesTheOlderNode() throws {
         let (hana, ticket) = try host()
         let home = temporaryDirectory()

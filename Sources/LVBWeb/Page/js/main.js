@@ -9,6 +9,7 @@ import * as capture from './media/capture.js';
 import * as video from './media/video.js';
 import * as chat from './widgets/chat.js';
 import * as danmaku from './widgets/danmaku.js';
+import * as gifts from './widgets/gifts.js';
 import * as host from './widgets/host.js';
 import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
@@ -25,7 +26,7 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, likes, rank, viewers, rooms, linkmic, host, lite, stats, replay]) {
+for (const widget of [title, status, toast, chat, danmaku, gifts, likes, rank, viewers, rooms, linkmic, host, lite, stats, replay]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);
