@@ -241,6 +241,8 @@ import LVBTransport
             "profile": .profile(Profile(nickname: "小明", avatar: "https://example.com/a.png", gender: 2, location: "Berlin")),
             "room-info": .roomInfo(RoomInfo(title: "Evening set", cover: "ipfs:bafy", location: "東京", startedAt: 1_699_999_000_000, chatRate: 40)),
             "census": .census(Census(count: 10_001, likes: 123_456, joiners: [target])),
+            "gift": .gift(Gift(gift: 3, count: 3, combo: 0x0102_0304, comboCount: 9)),
+            "gift-rank": .giftRank(GiftRank(total: 1_000, top: [GiftRank.Entry(member: target, points: 600), GiftRank.Entry(member: author.nodeID, points: 400)])),
             "kick": .kick(target: target),
             "mute": .mute(target: target, muted: true),
             "room-closed": .roomClosed,
