@@ -71,6 +71,8 @@ public struct PublisherSetup {
     public var gopSeconds = 2.0
     public var bitrateKbps = 1000
     public var gopCache = true
+    /// A host's studio page's camera and microphone, when they may feed it (`feedFromPage`).
+    public var pageFeed: PageFeed?
 
     public init(video: VideoSource?, audio: AudioSource?) {
         self.video = video
@@ -83,13 +85,15 @@ public struct PublisherSetup {
     /// `-` for standard input. A file that cannot be used throws one line
     /// naming it and what is supported.
     public enum Input: Equatable, Sendable {
-        case synthetic, none, stdin
+        /// `page`: the host's studio page's camera or microphone (`PageFeed`), nothing until it is live.
+        case synthetic, none, stdin, page
         case file(String)
 
         public init(_ text: String) {
             switch text.lowercased() {
             case "synthetic": self = .synthetic
             case "none": self = .none
+            case "page": self = .page
             case "-": self = .stdin
             default: self = .file(text)
             }
@@ -104,7 +108,7 @@ public struct PublisherSetup {
         var chosen = size ?? (640, 360)
         var rate = fps ?? 30
         switch video {
-        case .none: break
+        case .none, .page: break
         case .synthetic: setup.video = try SyntheticVideoSource(width: chosen.width, height: chosen.height, clock: clock, look: look)
         case .stdin, .file:
             let reader: Y4MReader
@@ -114,12 +118,22 @@ public struct PublisherSetup {
             setup.video = Y4MVideoSource(reader: reader, size: chosen)
         }
         switch audio {
-        case .none: break
+        case .none, .page: break
         case .synthetic: setup.audio = try SyntheticAudioSource(look: look)
         case .stdin: setup.audio = WAVAudioSource(reader: try WAVReader(path: "-"))
         case .file(let path): setup.audio = WAVAudioSource(reader: try WAVReader(path: path, loop: true))
         }
         (setup.width, setup.height, setup.fps) = (chosen.width, chosen.height, rate)
         return setup
+    }
+
+    /// A host whose studio page may put its camera and microphone in place
+    /// of its own sources: each track it has (or that is `page`) takes the
+    /// page's feed while that is live. Call once the sources are open.
+    public mutating func feedFromPage(video: Bool, audio: Bool) throws(MediaError) {
+        let feed = PageFeed(width: width, height: height)
+        if video || self.video != nil { self.video = try FeedVideoSource(own: self.video, feed: feed) }
+        if audio || self.audio != nil { self.audio = FeedAudioSource(own: self.audio, feed: feed) }
+        if self.video != nil || self.audio != nil { pageFeed = feed }
     }
 }

@@ -11,6 +11,15 @@ public struct OutsideStageSettings: Sendable, Equatable {
     public var height: Int
     /// Audio channels the room's receivers decode (mono).
     public var channels: Int
+
+    public init(kbps: Int, gopSeconds: Double, fps: Int, width: Int, height: Int, channels: Int) {
+        self.kbps = kbps
+        self.gopSeconds = gopSeconds
+        self.fps = fps
+        self.width = width
+        self.height = height
+        self.channels = channels
+    }
 }
 
 /// After each frame from outside: what the stream's subscribers ask of the

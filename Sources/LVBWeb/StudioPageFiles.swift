@@ -100,6 +100,7 @@ enum StudioPageFiles {
         <option value="split">Split</option>
         <option value="grid">Grid</option>
       </select>
+      <button id="host-camera" type="button">Go live with my camera</button>
       <button id="close-room" type="button" class="danger">Close room</button>
     </div>
     <div class="page-tools">
@@ -519,9 +520,11 @@ export function start(bus) {
 
 """####,
         "js/media/capture.js": ####"""
-// A co-host's own camera and microphone on stage. Asked for with the bus
-// event "page:camera" {on} (the link-mic widget's button, or by itself on
-// stage when the node has no stage sources of its own); it opens the devices
+// This browser's own camera and microphone: a co-host's on stage, or a
+// host's in place of its node's sources. Asked for with the bus event
+// "page:camera" {on} (the link-mic widget's button, the host's "Go live with
+// my camera", or by itself on stage when a co-host's node has no stage
+// sources of its own); it opens the devices
 // (getUserMedia: a secure context only, such as http://127.0.0.1), tells the
 // node ({"cmd":"camera","on":true}) and, once the node answers with the
 // stage's settings (stage_camera), encodes with WebCodecs — VP8 (realtime)
@@ -1464,7 +1467,9 @@ export function mount(root, bus) {
 """####,
         "js/widgets/host.js": ####"""
 // The host's controls: the room title (#title-input, #title-save), the
-// layout of the co-host tiles (#layout-select) and closing the room
+// layout of the co-host tiles (#layout-select), going live with this
+// browser's own camera and microphone in place of the node's sources
+// (#host-camera, "page:camera": capture.js does it) and closing the room
 // (#close-room, which asks for a second tap).
 
 import { onSubmit } from '../dom.js';
@@ -1478,7 +1483,19 @@ export function mount(root, bus) {
   const titleSave = root.querySelector('#title-save');
   const layout = root.querySelector('#layout-select');
   const close = root.querySelector('#close-room');
+  const camera = root.querySelector('#host-camera');
   let confirming = 0;
+  let cameraState = 'off';
+
+  camera.addEventListener('click', () => {
+    bus.emit('page:camera', { on: cameraState !== 'on' && cameraState !== 'opening' });
+  });
+  bus.on('page:camera_state', ({ state }) => {
+    cameraState = state;
+    camera.disabled = state === 'opening';
+    camera.textContent = { on: 'Stop my camera', opening: 'Opening camera…' }[state] ?? 'Go live with my camera';
+    camera.classList.toggle('live', state === 'on');
+  });
 
   // The box keeps showing the title it set: the callback never has it cleared.
   onSubmit(titleInput, titleSave, (text) => {
@@ -2507,6 +2524,7 @@ h2 {
 #controls button, #controls select, #title-input { background: var(--glass-strong); border: 1px solid var(--line); }
 #controls button[aria-pressed="true"] { background: var(--accent); }
 #controls button.danger { background: rgb(255 59 48 / 0.7); }
+#host-camera.live { background: var(--accent); }
 /* The close button waiting for its confirming tap. */
 #controls button.armed { background: #ff3b30; }
 #title-input { width: 11rem; }

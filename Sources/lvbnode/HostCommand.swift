@@ -52,11 +52,18 @@ struct HostCommand: AsyncParsableCommand {
         if let title {
             do { try EventBody.roomInfo(RoomInfo(title: title)).validate() } catch { throw ValidationError("--title: \(error)") }
         }
+        if (media.video == "page" || media.audio == "page") && node.web == nil {
+            throw ValidationError("--video page and --audio page take the studio page's camera and microphone: add --web PORT and press \"Go live with my camera\" there")
+        }
     }
 
     func run() async throws {
-        let mediaSetup: PublisherSetup
-        do { mediaSetup = try media.publisherSetup() } catch {
+        var mediaSetup: PublisherSetup
+        do {
+            mediaSetup = try media.publisherSetup()
+            // With a page, its camera can take the place of the host's own sources ("Go live with my camera").
+            if node.web != nil { try mediaSetup.feedFromPage(video: media.video == "page", audio: media.audio == "page") }
+        } catch {
             Output.fail("\(error)")
             throw ExitCode(1)
         }

@@ -57,6 +57,9 @@ struct JoinCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
+        if stage.video == "page" || stage.audio == "page" {
+            throw ValidationError("--video page and --audio page are a host's; on stage a co-host's page puts its camera there itself (start with --video none --audio none and --web PORT)")
+        }
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
         guard (0...4).contains(preload) else { throw ValidationError("--preload must be from 0 to 4") }
         for server in stun { _ = try parseAddress(server, what: "--stun") }

@@ -4,10 +4,10 @@ import LVBMedia
 
 /// What the host streams (`lvbnode host`).
 struct HostMediaOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Video source: synthetic (test pattern), FILE.y4m (looped), - (Y4M on stdin) or none.", valueName: "source"))
+    @Option(name: .long, help: ArgumentHelp("Video source: synthetic (test pattern), FILE.y4m (looped), - (Y4M on stdin), none, or (a host with --web) page: the studio page's camera, black until it is on; with --web any source gives way to the page's camera while it is on.", valueName: "source"))
     var video = "synthetic"
 
-    @Option(name: .long, help: ArgumentHelp("Audio source: synthetic (tone with a beep each second), FILE.wav (48 kHz 16-bit, looped), - (WAV on stdin) or none.", valueName: "source"))
+    @Option(name: .long, help: ArgumentHelp("Audio source: synthetic (tone with a beep each second), FILE.wav (48 kHz 16-bit, looped), - (WAV on stdin), none, or (a host with --web) page: the studio page's microphone, silent until its camera is on.", valueName: "source"))
     var audio = "synthetic"
 
     @Option(name: .long, help: ArgumentHelp("Video size, WIDTHxHEIGHT (default 640x360; a Y4M file is scaled to it when given).", valueName: "WxH"))

@@ -8,6 +8,9 @@ her node, which publishes it to the host unchanged. Bob's page must show the
 camera's bright picture in the pip tile while the host's frame numbers keep
 advancing, the host must receive alice's sound, and after the hang-up the
 tile goes back to the host's dark bars and alice's page lets the camera go.
+Then the host's own page goes live with the camera in place of the host's
+test pattern ("Go live with my camera"): bob sees the camera instead of the
+pattern, and the pattern again once the host's page stops it.
 
     python3 Tests/Browser/studio_camera_test.py          # the tests
     python3 Tests/Browser/studio_camera_test.py --check  # says what is missing, exit 1
@@ -175,6 +178,42 @@ class StudioCameraTests(unittest.TestCase):
         room.alice.wait_for("page_camera", 5, lambda e: e.get("on") is False)
         bob.wait(lambda p: max(self.tile_lumas(p)) < 60, 15, "the host's dark bars back in bob's pip corner after the hang-up")
         self.assertFalse(alice.find("#camera-toggle").is_displayed(), "the camera button hidden off stage")
+
+    def test_then_the_hosts_page_goes_live_with_its_camera_and_back(self):
+        host, bob = room.pages["host"], room.pages["bob"]
+        self.assertTrue(host.find("#host-camera").is_displayed(), "the host's camera button")
+        self.assertEqual(host.find("#host-camera").text, "Go live with my camera")
+        before = [n for n in self.frame_numbers(bob) if n is not None]
+        self.assertGreaterEqual(len(before), 2, f"the host's test pattern on bob's page first: {before}")
+
+        host.find("#host-camera").click()
+        clicked = time.monotonic()
+        room.host.wait_for("page_camera", 15, lambda e: e.get("on") is True and e.get("host") is True)
+        host.wait(lambda p: p.studio("camera") == "on" and (p.studio("cameraFrames") or 0) > 10, 15,
+                  "the host's page encoding and sending its camera")
+        self.assertEqual(host.find("#host-camera").text, "Stop my camera")
+
+        # Bob sees the camera in place of the test pattern: bright where its dark bars were, no frame numbers.
+        def camera_shown(p):
+            lumas = self.tile_lumas(p, shots=3, interval=0.15)
+            numbers = self.frame_numbers(p, shots=2, interval=0.1)
+            return max(lumas) > 150 and all(n is None for n in numbers) and lumas
+        lumas = bob.wait(camera_shown, 20, "the host's page camera in bob's picture")
+        shown_after = time.monotonic() - clicked
+        painted = bob.studio("videoFramesPainted")
+        time.sleep(1)
+        self.assertGreater(bob.studio("videoFramesPainted") - painted, 15, "bob's picture moving on the camera")
+
+        host.find("#host-camera").click()
+        room.host.wait_for("page_camera", 10, lambda e: e.get("on") is False)
+        host.wait(lambda p: p.studio("camera") == "off", 5, "the host's page let the camera go")
+
+        def pattern_back(p):
+            read = [n for n in self.frame_numbers(p, shots=3, interval=0.2) if n is not None]
+            return len(read) >= 2 and read == sorted(set(read)) and read[0] > before[-1] and read
+        after = bob.wait(pattern_back, 15, "the host's test pattern back on bob's page, its numbers advancing")
+        print(f"the host's camera on bob's page {shown_after:.1f} s after the click (tile lumas {lumas}); "
+              f"the pattern back at frames {after}", file=sys.stderr)
 
 
 if __name__ == "__main__":

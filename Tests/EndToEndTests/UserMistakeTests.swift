@@ -18,6 +18,13 @@ import Testing
         #expect(err2.contains("--listen"))
     }
 
+    @Test func thePagesCameraAsASourceNeedsAPageAndAHost() throws {
+        let (status, _, err) = try runToEnd(["host", "--ephemeral", "--video", "page", "--listen", "127.0.0.1:0"])
+        #expect(status != 0 && err.contains("--video page") && err.contains("--web"), "\(err)")
+        let (status2, _, err2) = try runToEnd(["join", "127.0.0.1:9", "--ephemeral", "--audio", "page"])
+        #expect(status2 != 0 && err2.contains("a host's") && err2.contains("--video none --audio none"), "\(err2)")
+    }
+
     @Test func aPortInUseIsOneClearLineAndExitOne() throws {
         let first = try NodeProcess(["host", "--ephemeral", "--listen", "127.0.0.1:0", "--json"])
         let listen = try #require(first.waitFor("ready")?["listen"] as? String)

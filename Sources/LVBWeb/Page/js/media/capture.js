@@ -1,6 +1,8 @@
-// A co-host's own camera and microphone on stage. Asked for with the bus
-// event "page:camera" {on} (the link-mic widget's button, or by itself on
-// stage when the node has no stage sources of its own); it opens the devices
+// This browser's own camera and microphone: a co-host's on stage, or a
+// host's in place of its node's sources. Asked for with the bus event
+// "page:camera" {on} (the link-mic widget's button, the host's "Go live with
+// my camera", or by itself on stage when a co-host's node has no stage
+// sources of its own); it opens the devices
 // (getUserMedia: a secure context only, such as http://127.0.0.1), tells the
 // node ({"cmd":"camera","on":true}) and, once the node answers with the
 // stage's settings (stage_camera), encodes with WebCodecs — VP8 (realtime)

@@ -1,5 +1,7 @@
 // The host's controls: the room title (#title-input, #title-save), the
-// layout of the co-host tiles (#layout-select) and closing the room
+// layout of the co-host tiles (#layout-select), going live with this
+// browser's own camera and microphone in place of the node's sources
+// (#host-camera, "page:camera": capture.js does it) and closing the room
 // (#close-room, which asks for a second tap).
 
 import { onSubmit } from '../dom.js';
@@ -13,7 +15,19 @@ export function mount(root, bus) {
   const titleSave = root.querySelector('#title-save');
   const layout = root.querySelector('#layout-select');
   const close = root.querySelector('#close-room');
+  const camera = root.querySelector('#host-camera');
   let confirming = 0;
+  let cameraState = 'off';
+
+  camera.addEventListener('click', () => {
+    bus.emit('page:camera', { on: cameraState !== 'on' && cameraState !== 'opening' });
+  });
+  bus.on('page:camera_state', ({ state }) => {
+    cameraState = state;
+    camera.disabled = state === 'opening';
+    camera.textContent = { on: 'Stop my camera', opening: 'Opening camera…' }[state] ?? 'Go live with my camera';
+    camera.classList.toggle('live', state === 'on');
+  });
 
   // The box keeps showing the title it set: the callback never has it cleared.
   onSubmit(titleInput, titleSave, (text) => {
