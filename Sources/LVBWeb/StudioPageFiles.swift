@@ -1159,6 +1159,9 @@ export const probe = {
   wsState: 'connecting',
   /** Room events received. */
   events: 0,
+  /** Gifts shown (gifts.js): combo badges made, big gifts flown. */
+  giftBadges: 0,
+  giftFlights: 0,
   /** This page's own camera on stage (capture.js): 'off', 'opening', 'on' or 'unavailable'. */
   camera: 'off',
   /** Its VP8 frames (and keyframes) and Opus packets sent to the node, and the bitrate the node set. */
@@ -1345,6 +1348,7 @@ export function mount(root, bus) {
 // painting. #gift-rank-list shows the host's rank of givers (gift_rank).
 
 import { el, nickColor } from '../dom.js';
+import { probe } from '../probe.js';
 
 /** A combo's badge stays this long after its latest gift (ms). */
 const badgeFor = 3500;
@@ -1393,6 +1397,7 @@ export function mount(root, bus) {
       stack.append(node);
       b = { node, count, timer: 0, shown: 0 };
       badges.set(key, b);
+      probe.giftBadges += 1;
       while (badges.size > maxBadges) drop(badges.keys().next().value);
     }
     const n = Math.max(b.shown, Number(m.combo_count) || 1);
@@ -1419,6 +1424,7 @@ export function mount(root, bus) {
     const m = queue.shift();
     const g = el('div', 'gift-flight', m.glyph || '🎁');
     layer.append(g);
+    probe.giftFlights += 1;
     const run = g.animate(
       [
         { transform: 'translate(-20cqw, 10cqh) scale(0.6) rotate(-10deg)', opacity: 0 },

@@ -186,7 +186,8 @@ class ReplayPageTests(unittest.TestCase):
         replayed = page.wait(replaying, 10, "the replay's frame numbers advancing on the live viewer's page")
         first_replay = time.monotonic() - clicked
         self.assertIn("current", dict(items(page))[world.id])
-        self.assertEqual(world.watcher.wait_for("replay_frame", 5)["at_ms"], 0)
+        started = world.watcher.wait_for("replay_frame", 5)
+        self.assertEqual(started["at_ms"], 0)
 
         # A click on the live room: the live again, at once from its latest keyframe.
         page.find(f'#room-list .room-item[data-id="{world.live_room}"]').click()
@@ -198,7 +199,8 @@ class ReplayPageTests(unittest.TestCase):
         page.wait(lambda p: not p.find("#replay-bar").is_displayed() and p.find("#chat-input").is_displayed(), 5,
                   "the live room's widgets back")
         self.assertIn("current", dict(items(page))[world.live_room])
-        print(f"live frames {live}; replay frames {replayed} {first_replay:.2f} s after the click; "
+        print(f"live frames {live}; the node's first replay picture {started['after_ms']:.0f} ms after it asked, "
+              f"replay frames {replayed} read {first_replay:.2f} s after the click; "
               f"live frames {back} {back_after:.2f} s after the click back", file=sys.stderr)
 
 

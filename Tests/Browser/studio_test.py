@@ -210,31 +210,33 @@ class StudioPageTests(unittest.TestCase):
         self.assertFalse(host.find("#gift-button").is_displayed(), "the host gives no gifts to itself")
         bob.find("#gift-button").click()
         bob.wait(lambda p: p.find('#gift-picker .gift-choice[data-gift="rocket"]').is_displayed(), 5, "bob's gift picker open")
-        # Alice's frame rate just before, on this machine now: the gifts must not cost her pictures.
-        painted, started = alice.studio("videoFramesPainted"), time.monotonic()
-        time.sleep(2)
-        before = (alice.studio("videoFramesPainted") - painted) / (time.monotonic() - started)
-        painted, started = alice.studio("videoFramesPainted"), time.monotonic()
+
+        # Alice's frame rate over 2.2 s (a rocket's flight), her page left alone (the driver's own calls cost
+        # her renderer frames): before, on this machine now, and while a rocket flies across her picture.
+        def painted_over(seconds):
+            painted, started = alice.studio("videoFramesPainted"), time.monotonic()
+            time.sleep(seconds)
+            return (alice.studio("videoFramesPainted") - painted) / (time.monotonic() - started)
+        before = painted_over(2.2)
+        flights = alice.studio("giftFlights")
+        # Three rockets at once (one combo); they fly one after another, 2.2 s each.
         bob.find('#gift-picker .gift-choice[data-gift="rocket"]').click()
-        gift = room.host.wait_for("gift", 10, lambda e: e.get("nick") == "bob")
-        self.assertEqual((gift["gift"], gift["count"], gift["combo_count"], gift["points"]), ("rocket", 1, 1, 100), f"{gift}")
-        # The rocket flies across alice's picture, and her badge names bob.
-        alice.wait(lambda p: p.find_all("#gifts .gift-flight"), 5, "the rocket flying on alice's page")
-        alice.wait(lambda p: any("bob" in b.text and "🚀" in b.text for b in p.find_all("#gift-stack .gift-badge")), 5,
-                   "bob's rocket badge on alice's page")
-        # Two more at once: the same combo, one badge counting 3 on every page.
         for _ in range(2):
             bob.find("#gift-button").click()
             bob.find('#gift-picker .gift-choice[data-gift="rocket"]').click()
+        gift = room.host.wait_for("gift", 10, lambda e: e.get("nick") == "bob")
+        self.assertEqual((gift["gift"], gift["count"], gift["combo_count"], gift["points"]), ("rocket", 1, 1, 100), f"{gift}")
         room.host.wait_for("gift", 10, lambda e: e.get("nick") == "bob" and e.get("combo_count") == 3)
+        fps = painted_over(2.2)
+        self.assertGreaterEqual(alice.studio("giftFlights"), flights + 2, "rockets flew across alice's picture")
+        self.assertGreater(fps, 0.9 * before, f"alice's canvas painted {fps:.1f} frames/s while rockets flew, {before:.1f} before")
+
+        # One badge for the combo on every page, counting 3.
         for name, page in (("host", host), ("alice", alice), ("bob", bob)):
             page.wait(lambda p: [b.text for b in p.find_all("#gift-stack .gift-badge") if "🚀" in b.text and "×3" in b.text], 5,
                       f"one badge counting ×3 on {name}'s page")
             self.assertEqual(len([b for b in page.find_all("#gift-stack .gift-badge") if "🚀" in b.text]), 1,
                              f"one badge for the combo on {name}'s page")
-        time.sleep(max(0.0, 2.5 - (time.monotonic() - started)))
-        fps = (alice.studio("videoFramesPainted") - painted) / (time.monotonic() - started)
-        self.assertGreater(fps, 0.85 * before, f"alice's canvas painted {fps:.1f} frames/s while the gifts flew, {before:.1f} before")
         # The host's rank of givers, on the pages and for /rank.
         for name, page in (("host", host), ("alice", alice)):
             page.wait(lambda p: [t for t in page.texts("#gift-rank-list .giver") if "bob" in t and "300" in t], 5,

@@ -21,6 +21,9 @@ export const probe = {
   wsState: 'connecting',
   /** Room events received. */
   events: 0,
+  /** Gifts shown (gifts.js): combo badges made, big gifts flown. */
+  giftBadges: 0,
+  giftFlights: 0,
   /** This page's own camera on stage (capture.js): 'off', 'opening', 'on' or 'unavailable'. */
   camera: 'off',
   /** Its VP8 frames (and keyframes) and Opus packets sent to the node, and the bitrate the node set. */

@@ -7,6 +7,7 @@
 // painting. #gift-rank-list shows the host's rank of givers (gift_rank).
 
 import { el, nickColor } from '../dom.js';
+import { probe } from '../probe.js';
 
 /** A combo's badge stays this long after its latest gift (ms). */
 const badgeFor = 3500;
@@ -55,6 +56,7 @@ export function mount(root, bus) {
       stack.append(node);
       b = { node, count, timer: 0, shown: 0 };
       badges.set(key, b);
+      probe.giftBadges += 1;
       while (badges.size > maxBadges) drop(badges.keys().next().value);
     }
     const n = Math.max(b.shown, Number(m.combo_count) || 1);
@@ -81,6 +83,7 @@ export function mount(root, bus) {
     const m = queue.shift();
     const g = el('div', 'gift-flight', m.glyph || '🎁');
     layer.append(g);
+    probe.giftFlights += 1;
     const run = g.animate(
       [
         { transform: 'translate(-20cqw, 10cqh) scale(0.6) rotate(-10deg)', opacity: 0 },
