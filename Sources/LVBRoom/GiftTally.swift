@@ -10,6 +10,8 @@ import LVBGossip
 struct GiftTally {
     private(set) var points: [NodeID: UInt64] = [:]
     private(set) var total: UInt64 = 0
+    /// Grows with every gift added: the rank is made again only when it moved.
+    private(set) var version = 0
     private struct Combo {
         var gift: UInt8
         var first: UInt32
@@ -26,10 +28,9 @@ struct GiftTally {
     static let maxCombos = 256
 
     mutating func add(_ e: RoomEvent, _ g: Gift, now: Instant) {
-        let (sum, over) = points[e.author, default: 0].addingReportingOverflow(g.points)
-        points[e.author] = over ? .max : sum
-        let (all, allOver) = total.addingReportingOverflow(g.points)
-        total = allOver ? .max : all
+        points[e.author] = Self.saturating(points[e.author, default: 0], g.points)
+        total = Self.saturating(total, g.points)
+        version += 1
         let key = ComboKey(author: e.author, combo: g.combo)
         if var c = combos[key], c.gift == g.gift {
             c.count = max(c.count, g.comboCount)
@@ -39,6 +40,11 @@ struct GiftTally {
             if combos.count >= Self.maxCombos, let oldest = combos.min(by: { $0.value.last < $1.value.last })?.key { combos[oldest] = nil }
             combos[key] = Combo(gift: g.gift, first: g.comboCount, count: g.comboCount, last: now)
         }
+    }
+
+    private static func saturating(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (sum, over) = a.addingReportingOverflow(b)
+        return over ? .max : sum
     }
 
     /// Combos that rested: each one that grew past its first event shows its final count.

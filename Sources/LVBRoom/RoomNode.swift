@@ -87,7 +87,7 @@ public final class RoomNode {
     var lastCountExpiry: Instant
     var lastCensus: (census: Census, at: Instant)?
     /// The host's latest gift rank sent.
-    var lastGiftRank: (rank: GiftRank, at: Instant)?
+    var lastGiftRank: (rank: GiftRank, version: Int, at: Instant)?
     /// This node's latest gift, whose combo the same gift continues for a moment.
     var lastGift: (gift: UInt8, combo: UInt32, count: UInt32, at: Instant)?
     /// The host: the rate it lists joiners at (`RoomState.listed`), and the

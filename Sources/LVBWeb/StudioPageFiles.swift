@@ -548,6 +548,24 @@ let bus = null;
 let cam = null;
 let hasStageSources = false;
 
+/**
+ * Wires a button that turns this page's camera on and off ("page:camera")
+ * and says where it stands: `idle` when off, then "Opening camera…" and
+ * "Stop my camera"; class `live` while on.
+ */
+export function cameraButton(button, theBus, idle) {
+  let state = 'off';
+  button.addEventListener('click', () => {
+    theBus.emit('page:camera', { on: state !== 'on' && state !== 'opening' });
+  });
+  theBus.on('page:camera_state', ({ state: now }) => {
+    state = now;
+    button.disabled = now === 'opening';
+    button.textContent = { on: 'Stop my camera', opening: 'Opening camera…' }[now] ?? idle;
+    button.classList.toggle('live', now === 'on');
+  });
+}
+
 export function start(theBus) {
   bus = theBus;
   setState('off');
@@ -1479,6 +1497,7 @@ export function mount(root, bus) {
 // (#close-room, which asks for a second tap).
 
 import { onSubmit } from '../dom.js';
+import { cameraButton } from '../media/capture.js';
 import * as limits from '../limits.js';
 
 /** How long the close button waits for its confirming tap, in ms. */
@@ -1489,19 +1508,9 @@ export function mount(root, bus) {
   const titleSave = root.querySelector('#title-save');
   const layout = root.querySelector('#layout-select');
   const close = root.querySelector('#close-room');
-  const camera = root.querySelector('#host-camera');
   let confirming = 0;
-  let cameraState = 'off';
 
-  camera.addEventListener('click', () => {
-    bus.emit('page:camera', { on: cameraState !== 'on' && cameraState !== 'opening' });
-  });
-  bus.on('page:camera_state', ({ state }) => {
-    cameraState = state;
-    camera.disabled = state === 'opening';
-    camera.textContent = { on: 'Stop my camera', opening: 'Opening camera…' }[state] ?? 'Go live with my camera';
-    camera.classList.toggle('live', state === 'on');
-  });
+  cameraButton(root.querySelector('#host-camera'), bus, 'Go live with my camera');
 
   // The box keeps showing the title it set: the callback never has it cleared.
   onSubmit(titleInput, titleSave, (text) => {
@@ -1631,13 +1640,13 @@ export function mount(root, bus) {
 // in #linkmic-queue and takes co-hosts off in #linkmic-stage.
 
 import { button, el, nickColor } from '../dom.js';
+import { cameraButton } from '../media/capture.js';
 
 export function mount(root, bus) {
   const message = root.querySelector('#linkmic-message');
   const request = root.querySelector('#linkmic-request');
   const hangup = root.querySelector('#linkmic-hangup');
   const camera = root.querySelector('#camera-toggle');
-  let cameraState = 'off';
   const queue = root.querySelector('#linkmic-queue');
   const stage = root.querySelector('#linkmic-stage');
   let me = null;
@@ -1667,14 +1676,7 @@ export function mount(root, bus) {
       setPlace('asking');
     }
   });
-  camera.addEventListener('click', () => {
-    bus.emit('page:camera', { on: cameraState !== 'on' && cameraState !== 'opening' });
-  });
-  bus.on('page:camera_state', ({ state }) => {
-    cameraState = state;
-    camera.disabled = state === 'opening';
-    camera.textContent = { on: 'Stop my camera', opening: 'Opening camera…' }[state] ?? 'Use my camera';
-  });
+  cameraButton(camera, bus, 'Use my camera');
   hangup.addEventListener('click', () => {
     if (bus.send({ cmd: 'hangup' })) setPlace('idle');
   });

@@ -118,11 +118,7 @@ struct ConsoleCommands: Sendable {
         }
     }
 
-    private func fail(_ message: String) {
-        var l = JSONLine(event: "error")
-        l.add("message", message)
-        out.emit(l, human: message, kind: "error")
-    }
+    private func fail(_ message: String) { out.error(message) }
 
     /// Runs `action` on the loop with the room node; reports a refusal.
     private func room(_ action: @escaping (RoomNode) throws -> Void) {

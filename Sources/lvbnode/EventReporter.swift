@@ -36,7 +36,7 @@ final class EventReporter: @unchecked Sendable {
             l.add("peer", id.text)
             l.add("agent", hello.agent)
             l.add("role", hello.role.name)
-            out.emit(l, human: "\(id.short) is a \(hello.role.name) running \(hello.agent)", kind: "hello")
+            out.emit(l, human: "\(id.short) is a \(hello.role.name) running \(hello.agent)", kind: "hello", toPage: false)
         case .rtt(let id, let rtt):
             guard out.json else { return }
             var l = JSONLine(event: "rtt")

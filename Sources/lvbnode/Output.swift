@@ -14,9 +14,8 @@ final class Output: @unchecked Sendable {
     private let lock = NSLockish()
     /// stdout, or stderr when stdout carries media (`--video-out -`).
     private let stream: UnsafeMutablePointer<FILE>
-    /// Every event's JSON text also goes here (the studio page, `--web`);
-    /// set once before the node starts. Not a peer's `hello` (kind "hello"):
-    /// a page takes the `hello` it gets as its own greeting, its role.
+    /// Every event's JSON text also goes here (the studio page, `--web`),
+    /// but those emitted with `toPage: false`; set once before the node starts.
     var tee: ((String) -> Void)?
 
     init(json: Bool, toStderr: Bool = false) {
@@ -25,14 +24,16 @@ final class Output: @unchecked Sendable {
         colour = !json && isatty(toStderr ? STDERR_FILENO : STDOUT_FILENO) == 1 && ProcessEnvironment.all["NO_COLOR"] == nil
     }
 
-    /// Emits `line` as JSON, or `human` (with a kind tag) as text.
-    func emit(_ line: JSONLine, human: String, kind: String) {
-        if kind != "hello" { tee?(line.text) }
+    /// Emits `line` as JSON, or `human` (with a kind tag) as text; an empty
+    /// `human` is an event with no readable form, printed only as JSON.
+    /// `toPage: false` keeps it from the studio page (a peer's `hello`:
+    /// a page takes the hello it gets as its own greeting, its role).
+    func emit(_ line: JSONLine, human: String, kind: String, toPage: Bool = true) {
+        if toPage { tee?(line.text) }
         let text: String
         if json {
             text = line.text
         } else {
-            // A change that shows only to programs and pages (a combo's next gift, the gift rank).
             if human.isEmpty { return }
             let tag = kind.padding(to: 9)
             text = "\(Self.clockText()) \(colour ? "\u{1b}[1;36m\(tag)\u{1b}[0m" : tag) \(human)"
@@ -45,8 +46,11 @@ final class Output: @unchecked Sendable {
 
     /// An event with no readable form (periodic stats): printed with
     /// `--json`, and handed to the page either way.
-    func emitMachine(_ line: JSONLine) {
-        if json { emit(line, human: "", kind: "") } else { tee?(line.text) }
+    func emitMachine(_ line: JSONLine) { emit(line, human: "", kind: "") }
+
+    /// An `error` event: what was wrong, in one line.
+    func error(_ message: String) {
+        emit(JSONLine(event: "error", ("message", message)), human: message, kind: "error")
     }
 
     /// One line on stderr: what was wrong and what to do.

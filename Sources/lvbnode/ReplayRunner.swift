@@ -372,9 +372,7 @@ final class PlayState: @unchecked Sendable {
         return l
     }
 
-    func wrong(_ text: String) {
-        out.emit(JSONLine(event: "error", ("message", text)), human: text, kind: "error")
-    }
+    func wrong(_ text: String) { out.error(text) }
 
     func summary() -> String {
         var o = JSONLine()

@@ -52,8 +52,6 @@ final class StudioReplay: LiveRole {
         browser.onReplayHolders = { [unowned self] id, holders in found(id, holders) }
     }
 
-    var isPlaying: Bool { state != nil || finding != nil }
-
     /// The page asked for replay `text` (an id from its list).
     func start(_ text: String) {
         guard let id = try? ReplayID(text: text), browser.replay(id) != nil else {
@@ -70,13 +68,7 @@ final class StudioReplay: LiveRole {
     func stopPlaying() -> Bool {
         finding = nil
         guard let state else { return false }
-        ticker?.cancel()
-        ticker = nil
-        self.state = nil
-        state.fetcher = nil
-        state.player = nil
-        for peer in holders where !isNeeded(peer) { core.disconnect(peer) }
-        holders = []
+        endReplay()
         out.emit(JSONLine(event: "replay_stopped", ("id", state.id?.text)), human: "back to the live room", kind: "replay")
         server.broadcast(switchedLine(to: liveRoom().text, replay: false))
         for line in greeting() { server.broadcast(line) }
@@ -113,13 +105,8 @@ final class StudioReplay: LiveRole {
         guard !found.isEmpty else { return fail("no node holds replay \(id.text) now; the room list shows the replays there are") }
         let sinks: MediaSinks
         do { sinks = try MediaSinks(options: SinkOptions(), clock: SystemClock.shared) } catch { return fail("\(error)") }
-        // Another replay was playing: it ends here (its holders' sessions with it).
-        if let old = state {
-            ticker?.cancel()
-            old.fetcher = nil
-            old.player = nil
-            for peer in holders where !isNeeded(peer) && !found.contains(where: { $0.id == peer }) { core.disconnect(peer) }
-        }
+        // Another replay was playing: it ends here (its holders' sessions with it, unless they hold this one too).
+        endReplay(keeping: Set(found.map(\.id)))
         let play = PlayState(id: id, out: out, sinks: sinks, termination: nil)
         play.liveRoom = liveRoom().text
         play.title = browser.replay(id)?.card.info.title
@@ -140,6 +127,18 @@ final class StudioReplay: LiveRole {
         for text in greeting() { server.broadcast(text) }
     }
 
+    /// Stops the replay playing, if one, and closes its holders' sessions
+    /// that nothing else (the room, `keeping`) needs.
+    private func endReplay(keeping: Set<NodeID> = []) {
+        ticker?.cancel()
+        ticker = nil
+        state?.fetcher = nil
+        state?.player = nil
+        state = nil
+        for peer in holders where !isNeeded(peer) && !keeping.contains(peer) { core.disconnect(peer) }
+        holders = []
+    }
+
     /// The page's widgets start over with another stream (its decoders, its clocks).
     private func switchedLine(to: String, replay: Bool) -> String {
         var l = JSONLine(event: "switched")
@@ -148,9 +147,7 @@ final class StudioReplay: LiveRole {
         return l.text
     }
 
-    private func fail(_ text: String) {
-        out.emit(JSONLine(event: "error", ("message", text)), human: text, kind: "error")
-    }
+    private func fail(_ text: String) { out.error(text) }
 
     // The replay's fetcher hears the node's sessions.
 

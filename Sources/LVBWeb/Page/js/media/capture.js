@@ -26,6 +26,24 @@ let bus = null;
 let cam = null;
 let hasStageSources = false;
 
+/**
+ * Wires a button that turns this page's camera on and off ("page:camera")
+ * and says where it stands: `idle` when off, then "Opening camera…" and
+ * "Stop my camera"; class `live` while on.
+ */
+export function cameraButton(button, theBus, idle) {
+  let state = 'off';
+  button.addEventListener('click', () => {
+    theBus.emit('page:camera', { on: state !== 'on' && state !== 'opening' });
+  });
+  theBus.on('page:camera_state', ({ state: now }) => {
+    state = now;
+    button.disabled = now === 'opening';
+    button.textContent = { on: 'Stop my camera', opening: 'Opening camera…' }[now] ?? idle;
+    button.classList.toggle('live', now === 'on');
+  });
+}
+
 export function start(theBus) {
   bus = theBus;
   setState('off');

@@ -5,6 +5,7 @@
 // (#close-room, which asks for a second tap).
 
 import { onSubmit } from '../dom.js';
+import { cameraButton } from '../media/capture.js';
 import * as limits from '../limits.js';
 
 /** How long the close button waits for its confirming tap, in ms. */
@@ -15,19 +16,9 @@ export function mount(root, bus) {
   const titleSave = root.querySelector('#title-save');
   const layout = root.querySelector('#layout-select');
   const close = root.querySelector('#close-room');
-  const camera = root.querySelector('#host-camera');
   let confirming = 0;
-  let cameraState = 'off';
 
-  camera.addEventListener('click', () => {
-    bus.emit('page:camera', { on: cameraState !== 'on' && cameraState !== 'opening' });
-  });
-  bus.on('page:camera_state', ({ state }) => {
-    cameraState = state;
-    camera.disabled = state === 'opening';
-    camera.textContent = { on: 'Stop my camera', opening: 'Opening camera…' }[state] ?? 'Go live with my camera';
-    camera.classList.toggle('live', state === 'on');
-  });
+  cameraButton(root.querySelector('#host-camera'), bus, 'Go live with my camera');
 
   // The box keeps showing the title it set: the callback never has it cleared.
   onSubmit(titleInput, titleSave, (text) => {

@@ -6,13 +6,13 @@
 // in #linkmic-queue and takes co-hosts off in #linkmic-stage.
 
 import { button, el, nickColor } from '../dom.js';
+import { cameraButton } from '../media/capture.js';
 
 export function mount(root, bus) {
   const message = root.querySelector('#linkmic-message');
   const request = root.querySelector('#linkmic-request');
   const hangup = root.querySelector('#linkmic-hangup');
   const camera = root.querySelector('#camera-toggle');
-  let cameraState = 'off';
   const queue = root.querySelector('#linkmic-queue');
   const stage = root.querySelector('#linkmic-stage');
   let me = null;
@@ -42,14 +42,7 @@ export function mount(root, bus) {
       setPlace('asking');
     }
   });
-  camera.addEventListener('click', () => {
-    bus.emit('page:camera', { on: cameraState !== 'on' && cameraState !== 'opening' });
-  });
-  bus.on('page:camera_state', ({ state }) => {
-    cameraState = state;
-    camera.disabled = state === 'opening';
-    camera.textContent = { on: 'Stop my camera', opening: 'Opening camera…' }[state] ?? 'Use my camera';
-  });
+  cameraButton(camera, bus, 'Use my camera');
   hangup.addEventListener('click', () => {
     if (bus.send({ cmd: 'hangup' })) setPlace('idle');
   });
