@@ -128,9 +128,9 @@ public struct LinkMicMessage: RoomMessageContent, Equatable {
         }
     }
 
-    private static func text(_ r: inout ByteReader) throws -> String {
+    static func text(_ r: inout ByteReader, max: Int = RoomConstants.linkMicTextMax) throws -> String {
         let length = Int(try r.readUInt8())
-        guard length <= RoomConstants.linkMicTextMax else { throw RoomError.badText }
+        guard length <= max else { throw RoomError.badText }
         // The room events' text rules (valid UTF-8, no control characters).
         guard let s = try? EventText.decode(try r.readBytes(length)),
               !s.unicodeScalars.contains(where: { EventText.isControl($0.value) }) else {
@@ -140,12 +140,12 @@ public struct LinkMicMessage: RoomMessageContent, Equatable {
     }
 
     /// At most `linkMicTextMax` bytes of UTF-8, cut on a character boundary, without control characters.
-    static func cut(_ text: String) -> String {
+    static func cut(_ text: String, max: Int = RoomConstants.linkMicTextMax) -> String {
         var out = ""
         var bytes = 0
         for ch in text where !ch.unicodeScalars.contains(where: { EventText.isControl($0.value) }) {
             let n = ch.utf8.count
-            guard bytes + n <= RoomConstants.linkMicTextMax else { break }
+            guard bytes + n <= max else { break }
             out.append(ch)
             bytes += n
         }
