@@ -1,0 +1,113 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+@testable import LVBRoom
+import LVBTestSupport
+import Testing
+
+/// Two hosts' PK desks, their messages handed across by hand.
+@Suite struct PKDeskTests {
+    let clock = ManualClock()
+    let a = identity(1), b = identity(2), c = identity(3)
+    let roomA = testRoom, roomB = otherRoom
+    var wall: UInt64 {
+        let t = clock.wallTime()
+        return t.seconds * 1000 + UInt64(t.nanoseconds / 1_000_000)
+    }
+
+    /// Delivers every message in `actions` addressed to `to`'s host, returning the other actions and what `to` answered.
+    func deliver(_ actions: [PKAction], from sender: NodeID, to desk: inout PKDesk, host: NodeID) -> [PKAction] {
+        var out: [PKAction] = []
+        for case let .send(m, to) in actions where to == host { out += desk.receive(m, from: sender, now: clock.now(), wall: wall) }
+        return out
+    }
+
+    @Test func askAcceptKeepAliveAndEnd() throws {
+        var deskA = PKDesk(room: roomA, me: a), deskB = PKDesk(room: roomB, me: b)
+        let ask = try deskA.ask(roomB, host: b.nodeID, minutes: 5, pk: 42, now: clock.now(), wall: wall)
+        #expect(deliver(ask, from: a.nodeID, to: &deskB, host: b.nodeID) == [.output(.requested(room: roomA, host: a.nodeID, minutes: 5))])
+        let accept = try deskB.accept(now: clock.now(), wall: wall)
+        let startedA = deliver(accept, from: b.nodeID, to: &deskA, host: a.nodeID)
+        guard case .output(.started(roomB, _, 5, let endsA))? = startedA.first, case .battle = deskB.phase else {
+            Issue.record("\(startedA) \(deskB.phase)"); return
+        }
+        #expect(endsA == clock.now() + .seconds(300))
+        // Ten seconds of keepalives both ways: nobody falls silent.
+        for _ in 0..<100 {
+            clock.advance(by: .milliseconds(100))
+            _ = deliver(deskA.tick(now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
+            _ = deliver(deskB.tick(now: clock.now(), wall: wall), from: b.nodeID, to: &deskA, host: a.nodeID)
+        }
+        guard case .battle = deskA.phase, case .battle = deskB.phase else { Issue.record("\(deskA.phase) \(deskB.phase)"); return }
+        let end = try deskA.end(now: clock.now(), wall: wall)
+        #expect(end.contains(.output(.ended(room: roomB, why: .byUs))))
+        #expect(deliver(end, from: a.nodeID, to: &deskB, host: b.nodeID) == [.output(.ended(room: roomA, why: .byThem(.ended)))])
+        #expect(deskA.phase == .idle && deskB.phase == .idle && deskA.refused == 0 && deskB.refused == 0)
+    }
+
+    @Test func aRejectionCarriesItsReasonAndABusyHostSaysNoAtOnce() throws {
+        var deskA = PKDesk(room: roomA, me: a), deskB = PKDesk(room: roomB, me: b)
+        _ = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 3, pk: 1, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
+        #expect(deliver(try deskB.reject(reason: "on a break", now: clock.now(), wall: wall), from: b.nodeID, to: &deskA, host: a.nodeID)
+                == [.output(.rejected(room: roomB, reason: "on a break"))])
+        #expect(throws: PKError.nothingToAnswer) { _ = try deskB.accept(now: clock.now(), wall: wall) }
+        // B asks C; A's request meanwhile gets "busy".
+        _ = try deskB.ask(otherRoomC, host: c.nodeID, minutes: 2, pk: 7, now: clock.now(), wall: wall)
+        let busy = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 3, pk: 2, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
+        #expect(deliver(busy, from: b.nodeID, to: &deskA, host: a.nodeID) == [.output(.rejected(room: roomB, reason: "busy"))])
+        #expect(throws: PKError.busy) { _ = try deskB.ask(roomA, host: a.nodeID, minutes: 2, pk: 8, now: clock.now(), wall: wall) }
+        #expect(throws: PKError.ownRoom) { _ = try deskA.ask(roomA, host: a.nodeID, minutes: 2, pk: 9, now: clock.now(), wall: wall) }
+        #expect(throws: PKError.badMinutes) { _ = try deskA.ask(roomB, host: b.nodeID, minutes: 61, pk: 9, now: clock.now(), wall: wall) }
+    }
+
+    @Test func forgedReplayedStaleAndOutOfTurnMessagesAreRefusedAndCounted() throws {
+        var deskB = PKDesk(room: roomB, me: b)
+        let request = PKMessage(from: roomA, to: roomB, pk: 5, sent: wall, body: .request(minutes: 5), sender: a)
+        // Signed by another than the session's peer.
+        #expect(deskB.receive(request, from: c.nodeID, now: clock.now(), wall: wall).first == .output(.refused("PK message not signed by its sender")))
+        // For another room, or stale by more than 30 s.
+        let elsewhere = PKMessage(from: roomA, to: roomA, pk: 6, sent: wall, body: .request(minutes: 5), sender: a)
+        #expect(deskB.receive(elsewhere, from: a.nodeID, now: clock.now(), wall: wall) == [.output(.refused("PK message for another room"))])
+        let old = PKMessage(from: roomA, to: roomB, pk: 7, sent: wall - 31_000, body: .request(minutes: 5), sender: a)
+        if case .output(.refused(let why))? = deskB.receive(old, from: a.nodeID, now: clock.now(), wall: wall).first { #expect(why.hasPrefix("stale")) } else { Issue.record("stale accepted") }
+        // An answer nobody asked for.
+        let answer = PKMessage(from: roomA, to: roomB, pk: 5, sent: wall, body: .answer(accepted: true, reason: ""), sender: a)
+        #expect(deskB.receive(answer, from: a.nodeID, now: clock.now(), wall: wall) == [.output(.refused("PK message out of turn"))])
+        // The real request, then the same bytes again after B said no.
+        #expect(deskB.receive(request, from: a.nodeID, now: clock.now(), wall: wall) == [.output(.requested(room: roomA, host: a.nodeID, minutes: 5))])
+        _ = try deskB.reject(reason: "", now: clock.now(), wall: wall)
+        #expect(deskB.receive(request, from: a.nodeID, now: clock.now(), wall: wall) == [.output(.refused("replayed PK request"))])
+        #expect(deskB.phase == .idle && deskB.refused == 5)
+    }
+
+    @Test func aSilentHostEndsThePKWithinThreeSecondsAndTimeRunsOut() throws {
+        var deskA = PKDesk(room: roomA, me: a), deskB = PKDesk(room: roomB, me: b)
+        _ = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 1, pk: 11, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
+        _ = deliver(try deskB.accept(now: clock.now(), wall: wall), from: b.nodeID, to: &deskA, host: a.nodeID)
+        // B dies: A hears nothing more.
+        var ended: Duration?
+        let start = clock.now()
+        for _ in 0..<40 {
+            clock.advance(by: .milliseconds(100))
+            if deskA.tick(now: clock.now(), wall: wall).contains(.output(.ended(room: roomB, why: .silent))) { ended = clock.now() - start; break }
+        }
+        #expect(ended.map { $0 >= .seconds(3) && $0 <= .milliseconds(3100) } == true, "\(String(describing: ended))")
+        // A one-minute PK between live hosts ends when its time is up, on both sides.
+        deskA = PKDesk(room: roomA, me: a)
+        deskB = PKDesk(room: roomB, me: b)
+        _ = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 1, pk: 12, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
+        _ = deliver(try deskB.accept(now: clock.now(), wall: wall), from: b.nodeID, to: &deskA, host: a.nodeID)
+        var outputsB: [PKAction] = []
+        for _ in 0..<605 {
+            clock.advance(by: .milliseconds(100))
+            outputsB += deliver(deskA.tick(now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
+            _ = deliver(deskB.tick(now: clock.now(), wall: wall), from: b.nodeID, to: &deskA, host: a.nodeID)
+        }
+        // Whichever side's time ran out first, both ended, and the end crossing the other's is no misbehaviour.
+        #expect(deskA.phase == .idle && deskB.phase == .idle)
+        #expect(deskA.refused == 0 && deskB.refused == 0)
+        #expect(!outputsB.contains { if case .output(.refused) = $0 { true } else { false } })
+    }
+}
+
+let otherRoomC = (try? RoomID(bytes: Array(201...216)))!  // invariant: 16 bytes
