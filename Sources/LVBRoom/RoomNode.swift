@@ -16,6 +16,8 @@ public enum RoomOutput: Sendable {
     case removed(RemovalReason)
     /// Link-mic signalling: a request, an answer, an expiry, a refused message.
     case linkMic(LinkMicOutput)
+    /// PK signalling between two hosts.
+    case pk(PKOutput)
 }
 
 /// Why a node was removed from its room.
@@ -120,6 +122,8 @@ public final class RoomNode {
     var linkMicGuest = LinkMicGuest()
     /// Link-mic messages refused: forged, replayed, from a non-host, for another room.
     public internal(set) var linkMicRefused = 0
+    /// A host's PK signalling (created on first use).
+    var pkDesk: PKDesk?
     /// The media side of link-mic (`stageOn`/`stageOff` on the host,
     /// `startPublishing`/`stopPublishing` on a guest), performed by the node driver.
     public var onStage: ((LinkMicAction) -> Void)?
@@ -336,6 +340,7 @@ public final class RoomNode {
         }
         let now = clock.now()
         if isAdmitted { tickLinkMic(now: now) }
+        if isHost, pkDesk != nil { performPK(pkDesk?.tick(now: now, wall: wallMs()) ?? []) }
         for (id, due) in pendingDisconnects where now >= due {
             pendingDisconnects[id] = nil
             core.disconnect(id)

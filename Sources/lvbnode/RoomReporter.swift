@@ -58,6 +58,8 @@ final class RoomReporter: @unchecked Sendable {
             }
         case .linkMic(let output):
             report(output)
+        case .pk(let output):
+            report(output)
         }
     }
 
@@ -102,6 +104,38 @@ final class RoomReporter: @unchecked Sendable {
     func viewers() {
         guard let (line, human) = viewersLine() else { return }
         out.emit(line, human: human, kind: "viewers")
+    }
+
+    /// PK signalling (the other host is named by its id; its nickname is not this room's).
+    func report(_ output: PKOutput) {
+        switch output {
+        case let .requested(room, host, minutes):
+            var l = JSONLine(event: "pk_request")
+            l.add("room", room.text)
+            l.add("host", host.text)
+            l.add("minutes", Int(minutes))
+            out.emit(l, human: "host \(host.short) of room \(room.text) asks for a \(minutes)-minute PK: /pk accept or /pk reject [reason]", kind: "pk")
+        case let .rejected(room, reason):
+            var l = JSONLine(event: "pk_rejected")
+            l.add("room", room.text)
+            l.add("reason", reason)
+            out.emit(l, human: "room \(room.text) said no to the PK\(reason.isEmpty ? "" : ": \(reason)")", kind: "pk")
+        case let .started(room, host, minutes, _):
+            var l = JSONLine(event: "pk_started")
+            l.add("room", room.text)
+            l.add("host", host.text)
+            l.add("minutes", Int(minutes))
+            out.emit(l, human: "PK with room \(room.text) for \(minutes) min", kind: "pk")
+        case let .ended(room, why):
+            var l = JSONLine(event: "pk_ended")
+            l.add("room", room.text)
+            l.add("reason", why.description)
+            out.emit(l, human: "the PK with room \(room.text) ended (\(why))", kind: "pk")
+        case .refused(let why):
+            var l = JSONLine(event: "pk_refused")
+            l.add("message", why)
+            out.emit(l, human: "", kind: "pk")
+        }
     }
 
     /// `/rank`: the gift rank, as the host keeps it.

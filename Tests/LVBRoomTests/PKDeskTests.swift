@@ -3,6 +3,7 @@ import LVBCrypto
 import LVBGossip
 @testable import LVBRoom
 import LVBTestSupport
+import LVBTransport
 import Testing
 
 /// Two hosts' PK desks, their messages handed across by hand.
@@ -111,3 +112,47 @@ import Testing
 }
 
 let otherRoomC = (try? RoomID(bytes: Array(201...216)))!  // invariant: 16 bytes
+
+/// Two hosts on the virtual network: the PK's signalling over their session.
+@Suite struct PKScenarioTests {
+    @Test func twoHostsAgreeOnAPKAndAKilledHostEndsItInTheOtherRoomWithinThreeSeconds() throws {
+        let net = VirtualNetwork(seed: 301, defaultImpairment: Impairment(loss: 0.05, delay: .milliseconds(10), jitter: .milliseconds(5)))
+        let nodes = net.makeNodes(3, seed: 301)
+        let random = SeededRandom(seed: 302)
+        func host(_ n: SimulatedNode, _ title: String) -> RoomSim {
+            let policy = AdmissionPolicy(room: RoomID.random(random), host: n.core.identity, mode: .open, clock: net.clock)
+            return RoomSim(n, RoomNode(hosting: policy, core: n.core, clock: net.clock, random: random, info: RoomInfo(title: title)), network: net)
+        }
+        let a = host(nodes[0], "left"), b = host(nodes[1], "right"), stranger = host(nodes[2], "elsewhere")
+        func pk(_ s: RoomSim) -> [PKOutput] { s.outputs.compactMap { if case .pk(let o) = $0 { o } else { nil } } }
+        a.sim.core.connect(to: b.sim.address, expecting: b.id)
+        #expect(net.run(until: { a.sim.established(with: b.sim) && a.room.isAdmitted && b.room.isAdmitted }, timeout: .seconds(10)))
+
+        try a.room.askPK(b.room.room, host: b.id, minutes: 2)
+        #expect(net.run(until: { !pk(b).isEmpty }, timeout: .seconds(5)))
+        #expect(pk(b).first == .requested(room: a.room.room, host: a.id, minutes: 2))
+        try b.room.acceptPK()
+        #expect(net.run(until: { pk(a).contains { if case .started = $0 { true } else { false } } }, timeout: .seconds(5)))
+        // Keepalives over a lossy link for ten seconds: still in the PK on both sides.
+        net.run(for: .seconds(10))
+        guard case .battle = a.room.pkPhase, case .battle = b.room.pkPhase else { Issue.record("\(a.room.pkPhase) \(b.room.pkPhase)"); return }
+
+        // A third host ending a PK it is not in (its own signature, another PK id) is refused and counted.
+        stranger.sim.core.connect(to: b.sim.address, expecting: b.id)
+        #expect(net.run(until: { stranger.sim.established(with: b.sim) }, timeout: .seconds(5)))
+        let t = net.clock.wallTime()
+        let forged = PKMessage(from: a.room.room, to: b.room.room, pk: 99, sent: t.seconds * 1000 + UInt64(t.nanoseconds / 1_000_000),
+                               body: .end(.ended), sender: stranger.sim.core.identity)
+        try stranger.sim.core.send(RoomMessage.pk(forged).encoded, channel: .room, to: b.id)
+        net.run(for: .seconds(1))
+        #expect(b.room.pkRefused == 1)
+        guard case .battle = b.room.pkPhase else { Issue.record("a forged end ended the PK"); return }
+
+        // A is killed: B ends the PK within 3 s (plus a tick).
+        let killed = net.clock.now()
+        a.crash()
+        #expect(net.run(until: { pk(b).contains(.ended(room: a.room.room, why: .silent)) }, timeout: .seconds(5)))
+        #expect(net.clock.now() - killed <= .milliseconds(3200))
+        #expect(b.room.pkPhase == .idle)
+    }
+}

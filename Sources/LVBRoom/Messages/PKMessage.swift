@@ -21,7 +21,7 @@ import LVBGossip
 ///
 /// `pk` is a random id the asking host picks for one request; the answer,
 /// either side's end and the keepalives name it.
-public struct PKMessage: Equatable, Sendable {
+public struct PKMessage: RoomMessageContent, Equatable {
     public enum Body: Equatable, Sendable {
         /// A host asks another for a PK of `minutes`.
         case request(minutes: UInt8)
@@ -151,6 +151,12 @@ public enum PKEndReason: UInt8, Sendable, CustomStringConvertible {
         case .roomClosed: "room_closed"
         }
     }
+}
+
+extension PKMessage {
+    static let types: [RoomMessage.Kind] = [.pkRequest, .pkAnswer, .pkEnd, .pkAlive]
+
+    func received(from peer: NodeID, by node: RoomNode) { node.handlePK(self, from: peer) }
 }
 
 extension RoomMessage.Kind {

@@ -46,6 +46,8 @@ protocol RoomMessageContent: Sendable {
 ///    15 positions            count(1: 1...8) ‖ (length(2) ‖ event) × count:
 ///                            signed relay positions, passed along the media
 ///                            tree (PositionsMessage)
+///    16–19 PK                request, answer, end, alive between two hosts,
+///                            signed (PKMessage)
 public struct RoomMessage: Equatable, Sendable {
     let content: any RoomMessageContent
 
@@ -67,6 +69,7 @@ public struct RoomMessage: Equatable, Sendable {
         CountReport.self,
         RosterMessage.self,
         PositionsMessage.self,
+        PKMessage.self,
     ]
 
     private static let byType: [UInt8: any RoomMessageContent.Type] = {
@@ -107,6 +110,7 @@ public struct RoomMessage: Equatable, Sendable {
     }
     public static func leaveAck(seq: UInt64) -> RoomMessage { RoomMessage(content: LeaveAck(seq: seq)) }
     public static func linkMic(_ m: LinkMicMessage) -> RoomMessage { RoomMessage(content: m) }
+    public static func pk(_ m: PKMessage) -> RoomMessage { RoomMessage(content: m) }
     public static func relay(_ signal: RelaySignal) -> RoomMessage { RoomMessage(content: signal) }
     public static func passWanted(room: RoomID) -> RoomMessage { RoomMessage(content: PassWanted(room: room)) }
     static func roster(_ m: RosterMessage) -> RoomMessage { RoomMessage(content: m) }
