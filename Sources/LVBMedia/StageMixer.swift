@@ -24,6 +24,12 @@ public struct AudioMix: Sendable {
 /// sound captured with it. A guest that stalls keeps its last picture (its
 /// region freezes); it never holds up the host's own picture. Guests are
 /// keyed by the video SSRC of the stream the host returns to them.
+///
+/// In a PK one "guest" is the other room's host (`addPartner`): the picture
+/// then splits in two halves, this host and its own guests laid out in the
+/// left half as they would be on the whole canvas, the other host's picture
+/// in the right half; what goes back to the other host is the left half
+/// alone (its own side, at half width), so neither host sees or hears itself.
 public final class StageMixer: Sendable {
     private struct Guest {
         var order: Int
@@ -43,10 +49,20 @@ public final class StageMixer: Sendable {
         var layout: StageLayout = .pip
         var layoutChanged = false
         var chosenLayout = false
+        /// The other host in a PK, if one runs.
+        var partner: UInt32?
+
+        /// The layout that follows the number of this host's own guests.
+        mutating func followGuests() {
+            guard !chosenLayout else { return }
+            layout = guests.count - (partner == nil ? 0 : 1) <= 1 ? .pip : .grid
+        }
     }
 
     private let state = Mutex(State())
     private let compositor = Mutex(VideoCompositor())
+    /// Draws a PK host's own half (its canvas differs from the whole picture's).
+    private let halves = Mutex(VideoCompositor())
     private let audio = Mutex(AudioMixer<UInt32>())
     /// Size of the pictures returned to guests.
     public let returnSize: (width: Int, height: Int)
@@ -67,16 +83,33 @@ public final class StageMixer: Sendable {
             s.guests[guest] = Guest(order: s.next, audioSSRC: audioSSRC)
             s.next += 1
             s.layoutChanged = true
-            if !s.chosenLayout { s.layout = s.guests.count == 1 ? .pip : .grid }
+            s.followGuests()
         }
     }
+
+    /// Puts the other host of a PK in the right half; `key` and `audioSSRC`
+    /// are the SSRCs of the stream returned to it (this host's own half).
+    /// One at a time: a second replaces the first.
+    public func addPartner(_ key: UInt32, audioSSRC: UInt32) {
+        if let old = partnerKey, old != key { remove(old) }
+        state.withLock { s in
+            guard s.guests[key] == nil else { return }
+            s.guests[key] = Guest(order: -1, audioSSRC: audioSSRC)
+            s.partner = key
+            s.layoutChanged = true
+        }
+    }
+
+    /// The key of the PK's other host, if one is in the mix.
+    public var partnerKey: UInt32? { state.withLock { $0.partner } }
 
     /// Takes a guest out of the mix.
     public func remove(_ guest: UInt32) {
         state.withLock { s in
             guard s.guests.removeValue(forKey: guest) != nil else { return }
+            if s.partner == guest { s.partner = nil }
             s.layoutChanged = true
-            if !s.chosenLayout { s.layout = s.guests.count <= 1 ? .pip : .grid }
+            s.followGuests()
         }
         audio.withLock { $0.remove(guest) }
     }
@@ -97,7 +130,8 @@ public final class StageMixer: Sendable {
     public var layout: StageLayout { state.withLock { $0.layout } }
     /// The audio SSRC of the stream returned to `guest`.
     public func audioSSRC(of guest: UInt32) -> UInt32? { state.withLock { $0.guests[guest]?.audioSSRC } }
-    public var guestCount: Int { state.withLock { $0.guests.count } }
+    /// This host's own guests (the PK's other host not counted).
+    public var guestCount: Int { state.withLock { $0.guests.count - ($0.partner == nil ? 0 : 1) } }
     /// Blocks of `guest`'s sound waiting to be mixed.
     func queuedSound(_ guest: UInt32) -> Int { state.withLock { $0.guests[guest]?.sound.count ?? 0 } }
 
@@ -128,8 +162,8 @@ public final class StageMixer: Sendable {
 
     /// Mixes the guests into the host's picture; nil with nobody on stage.
     public func mixVideo(_ host: I420Frame) throws(MediaError) -> VideoMix? {
-        let (guests, layout, changed) = state.withLock { s -> ([(UInt32, I420Frame?)], StageLayout, Bool) in
-            guard !s.guests.isEmpty else { return ([], s.layout, false) }
+        let (guests, partner, layout, changed) = state.withLock { s -> ([(UInt32, I420Frame?)], UInt32?, StageLayout, Bool) in
+            guard !s.guests.isEmpty else { return ([], nil, s.layout, false) }
             var picked: [(UInt32, Int, I420Frame?)] = []
             for (key, var g) in s.guests {
                 // The newest picture captured no later than the end of the
@@ -143,9 +177,13 @@ public final class StageMixer: Sendable {
                 picked.append((key, g.order, g.shown))
             }
             defer { s.layoutChanged = false }
-            return (picked.sorted { $0.1 < $1.1 }.map { ($0.0, $0.2) }, s.layout, s.layoutChanged)
+            return (picked.sorted { $0.1 < $1.1 }.map { ($0.0, $0.2) }, s.partner, s.layout, s.layoutChanged)
         }
         guard !guests.isEmpty else { return nil }
+        if let partner {
+            let other = guests.first { $0.0 == partner }?.1
+            return try mixPK(host, own: guests.filter { $0.0 != partner }, partner: (partner, other), layout: layout, changed: changed)
+        }
         return try compositor.withLock { c throws(MediaError) -> VideoMix in
             let main = try c.compose(host: host, guests: guests.map(\.1), layout: layout)
             var returns: [(guest: UInt32, frame: I420Frame)] = []
@@ -156,6 +194,32 @@ public final class StageMixer: Sendable {
             }
             return VideoMix(main: main, keyframe: changed, returns: returns)
         }
+    }
+
+    /// A PK's picture: this host's side (itself and its own guests in
+    /// `layout`) in the left half, the other host's in the right. The other
+    /// host gets this side alone, at half width; each own guest gets the
+    /// whole without itself.
+    private func mixPK(_ host: I420Frame, own: [(UInt32, I420Frame?)], partner: (key: UInt32, picture: I420Frame?),
+                       layout: StageLayout, changed: Bool) throws(MediaError) -> VideoMix {
+        let half = (width: (host.width / 2) & ~1, height: host.height)
+        func side(without guest: UInt32?) throws(MediaError) -> I420Frame {
+            let guests = own.filter { $0.0 != guest }.map(\.1)
+            return try halves.withLock { c throws(MediaError) in try c.compose(host: host, guests: guests, layout: layout, canvas: half) }
+        }
+        func whole(_ side: I420Frame) throws(MediaError) -> I420Frame {
+            try compositor.withLock { c throws(MediaError) in
+                try c.compose(host: side, guests: [partner.picture], layout: .split, canvas: (host.width, host.height))
+            }
+        }
+        let mine = try side(without: nil)
+        let main = try whole(mine)
+        var returns: [(guest: UInt32, frame: I420Frame)] = [(partner.key, mine)]
+        for (key, _) in own {
+            let picture = try whole(try side(without: key))
+            returns.append((key, try picture.scaled(width: returnSize.width, height: returnSize.height)))
+        }
+        return VideoMix(main: main, keyframe: changed, returns: returns)
     }
 
     /// Mixes the guests' sound with the host's block; nil with nobody on stage.

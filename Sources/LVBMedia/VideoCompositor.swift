@@ -15,11 +15,14 @@ public final class VideoCompositor {
 
     /// Composes one frame. A nil guest (no picture yet) is a black tile; guests
     /// past the layout's capacity (MixConstants.maxGuests) are not drawn. The
-    /// host frame must have even edges within I420Frame.sizeRange.
-    public func compose(host: I420Frame, guests: [I420Frame?], layout: StageLayout) throws(MediaError) -> I420Frame {
-        guard I420Frame.sizeRange.contains(host.width), I420Frame.sizeRange.contains(host.height),
-              host.width % 2 == 0, host.height % 2 == 0 else {
-            throw .invalidParameter("stage canvas \(host.width)x\(host.height): both edges must be even and in \(I420Frame.sizeRange)")
+    /// canvas is the host's size unless `canvas` says otherwise (a PK host's
+    /// own half); its edges must be even and within I420Frame.sizeRange.
+    public func compose(host: I420Frame, guests: [I420Frame?], layout: StageLayout,
+                        canvas size: (width: Int, height: Int)? = nil) throws(MediaError) -> I420Frame {
+        let (width, height) = size ?? (host.width, host.height)
+        guard I420Frame.sizeRange.contains(width), I420Frame.sizeRange.contains(height),
+              width % 2 == 0, height % 2 == 0 else {
+            throw .invalidParameter("stage canvas \(width)x\(height): both edges must be even and in \(I420Frame.sizeRange)")
         }
         try Self.checkPlanes(host, role: "host")
         for case let guest? in guests { try Self.checkPlanes(guest, role: "guest") }
@@ -27,16 +30,17 @@ public final class VideoCompositor {
         // Taken out of `canvas` so that, when the caller dropped the last output,
         // this is the only reference and writing does not copy.
         var out: I420Frame
-        if let last = canvas, last.width == host.width, last.height == host.height {
+        if let last = canvas, last.width == width, last.height == height {
             out = last
         } else {
-            out = try I420Frame(width: host.width, height: host.height)
+            out = try I420Frame(width: width, height: height)
         }
         canvas = nil
 
-        let rects = StageRect.rects(for: layout, participants: 1 + guests.count,
-                                    width: host.width, height: host.height)
+        let rects = StageRect.rects(for: layout, participants: 1 + guests.count, width: width, height: height)
         switch layout {
+        case .pip where host.width != width || host.height != height:
+            try Self.draw(host, into: rects[0], of: &out)
         case .pip:
             // The host's picture is the background as it is; tiles go over it.
             out.y.withUnsafeMutableBufferPointer { _ = $0.update(fromContentsOf: host.y) }
@@ -46,8 +50,7 @@ public final class VideoCompositor {
             try Self.draw(host, into: rects[0], of: &out)
         case .grid:
             try Self.draw(host, into: rects[0], of: &out)
-            let cells = StageRect.rects(for: .grid, participants: 1 + MixConstants.maxGuests,
-                                        width: host.width, height: host.height)
+            let cells = StageRect.rects(for: .grid, participants: 1 + MixConstants.maxGuests, width: width, height: height)
             for cell in cells.dropFirst(rects.count) { try Self.fillBlack(cell, of: &out) }
         }
         for (index, rect) in rects.enumerated().dropFirst() {

@@ -50,8 +50,12 @@ public final class PublishedStream: LiveRole {
     }
 
     public func handle(_ event: NodeEvent) {
-        guard case .stage(let action) = event else { return }
-        stage(action)
+        switch event {
+        case .stage(let action): stage(action)
+        case .room(.pk(.started(_, let other, _, _))): pkStarted(with: other)
+        case .room(.pk(.ended)): pkEnded()
+        default: break
+        }
     }
 
     public func stop() { pump?.stop() }
@@ -114,11 +118,7 @@ public final class PublishedStream: LiveRole {
             let ret = media.openReturn(for: guest, maxVideoKbps: EncodePump.returnKbps(setup.bitrateKbps))
             stageKeys[guest] = ret.videoSSRC
             mixer.add(ret.videoSSRC, audioSSRC: ret.audioSSRC)
-            guard let receiver = try? media.receive(from: guest) else { return }
-            let key = ret.videoSSRC
-            receiver.onVideo = { mixer.video(key, $0) }
-            receiver.onAudio = { mixer.audio(key, $0) }
-            receiver.onReceived = { [unowned node] in node.onWakeupChanged?() }
+            mix(guest, into: mixer, as: ret.videoSSRC)
         case .stageOff(let guest, _):
             guard let key = stageKeys.removeValue(forKey: guest) else { return }
             mixer?.remove(key)
@@ -146,6 +146,38 @@ public final class PublishedStream: LiveRole {
         case .send, .output:
             break
         }
+    }
+
+    /// The other host of the PK that runs, if any.
+    public private(set) var pkPartner: NodeID?
+
+    /// A PK began: the other host goes into the right half of the mix, and
+    /// gets this side back (its return stream) as a co-host gets the mix
+    /// without itself. Its own stream comes in the same way from its side.
+    private func pkStarted(with other: NodeID) {
+        if let old = pkPartner, old != other { pkEnded() }
+        // A host that publishes nothing has nothing to mix into: signalling only.
+        guard let mixer, stageKeys[other] == nil, let setup = plan.publish else { return }
+        pkPartner = other
+        // The other room's audience watches this half: the main stream's rate, halved with the picture.
+        let ret = media.openReturn(for: other, maxVideoKbps: EncodePump.returnKbps(setup.bitrateKbps))
+        stageKeys[other] = ret.videoSSRC
+        mixer.addPartner(ret.videoSSRC, audioSSRC: ret.audioSSRC)
+        mix(other, into: mixer, as: ret.videoSSRC)
+    }
+
+    private func pkEnded() {
+        guard let other = pkPartner else { return }
+        pkPartner = nil
+        stage(.stageOff(other, .hostHungUp))
+    }
+
+    /// Decodes `peer`'s stream into the mixer under `key`.
+    private func mix(_ peer: NodeID, into mixer: StageMixer, as key: UInt32) {
+        guard let receiver = try? media.receive(from: peer) else { return }
+        receiver.onVideo = { mixer.video(key, $0) }
+        receiver.onAudio = { mixer.audio(key, $0) }
+        receiver.onReceived = { [unowned node] in node.onWakeupChanged?() }
     }
 
     /// Host: how guests are placed in the mixed picture; every change starts with a keyframe.

@@ -11,7 +11,7 @@ extension RoomNode {
     public func admitsMedia(from peer: NodeID) -> Bool {
         guard phase != .gone else { return false }
         let fromHost = peer == host && !isHost && phase.isActive
-        guard fromHost || isAdmitted && verified.contains(peer), state?.isKicked(peer) != true else {
+        guard fromHost || pkPartner == peer || isAdmitted && verified.contains(peer), state?.isKicked(peer) != true else {
             droppedMedia += 1
             if isAdmitted { askForPass(of: peer) }
             return false

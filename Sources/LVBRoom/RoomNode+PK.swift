@@ -9,6 +9,12 @@ extension RoomNode {
     /// Where this host's PK stands.
     public var pkPhase: PKDesk.Phase { pkDesk?.phase ?? .idle }
 
+    /// The other host while a PK runs (its media is let in, like a member's).
+    public var pkPartner: NodeID? {
+        if case let .battle(_, _, host, _, _, _)? = pkDesk?.phase { return host }
+        return nil
+    }
+
     /// PK messages refused (forged, replayed, stale, out of turn, not a host's business).
     public var pkRefused: Int { pkDesk?.refused ?? 0 }
 

@@ -64,6 +64,48 @@ import Testing
         #expect(try mixer.mixVideo(solid(50, 1280, 720)) == nil)
     }
 
+    /// Mean luma of `r` in `frame`.
+    private func luma(_ frame: I420Frame, _ r: StageRect) -> Int {
+        var sum = 0
+        for y in r.y..<(r.y + r.height) { for x in r.x..<(r.x + r.width) { sum += Int(frame.y[y * frame.width + x]) } }
+        return sum / (r.width * r.height)
+    }
+
+    /// A PK: this host's side in the left half (its own guest in a pip tile
+    /// within it), the other host in the right; the other host gets the left
+    /// half alone, the own guest the whole without itself.
+    @Test func aPKSplitsThePictureAndTheOtherHostGetsThisSideAlone() throws {
+        let mixer = StageMixer(width: 640, height: 360)
+        mixer.add(7, audioSSRC: 8)
+        mixer.addPartner(9, audioSSRC: 10)
+        #expect(mixer.partnerKey == 9 && mixer.guestCount == 1 && mixer.layout == .pip)
+        mixer.video(7, try picture(200, capture: nil))
+        mixer.video(9, try picture(150, capture: nil))
+        let mix = try #require(try mixer.mixVideo(solid(50, 640, 360)))
+        #expect(mix.keyframe)
+        let left = StageRect(x: 8, y: 8, width: 100, height: 100), right = StageRect(x: 330, y: 8, width: 300, height: 340)
+        let tile = StageRect.rects(for: .pip, participants: 2, width: 320, height: 360)[1]
+        #expect(abs(luma(mix.main, left) - 50) <= 2 && abs(luma(mix.main, right) - 150) <= 2)
+        #expect(abs(luma(mix.main, tile) - 200) <= 2)
+        let other = try #require(mix.returns.first { $0.guest == 9 }).frame
+        #expect(other.width == 320 && other.height == 360)
+        #expect(abs(luma(other, left) - 50) <= 2 && abs(luma(other, tile) - 200) <= 2)
+        let guest = try #require(mix.returns.first { $0.guest == 7 }).frame
+        #expect(abs(luma(guest, tile) - 50) <= 2 && abs(luma(guest, right) - 150) <= 2)
+        // Sound: the other host hears this side (host and guest), never itself.
+        mixer.audio(7, block(650, capture: nil))
+        mixer.audio(9, block(1500, capture: nil))
+        let sound = try #require(mixer.mixAudio(block(450, capture: nil).pcm))
+        let back = try #require(sound.returns.first { $0.guest == 9 }).pcm
+        #expect(toneLevel(back, at: 1500) < -60 && toneLevel(back, at: 450) > -20 && toneLevel(back, at: 650) > -20)
+        #expect(toneLevel(sound.main, at: 1500) > -20)
+        // The PK ends: the picture is this side's whole again, in one keyframe.
+        mixer.remove(9)
+        #expect(mixer.partnerKey == nil)
+        let after = try #require(try mixer.mixVideo(solid(50, 640, 360)))
+        #expect(after.keyframe && abs(luma(after.main, StageRect(x: 330, y: 8, width: 200, height: 150)) - 50) <= 2)
+    }
+
     /// Pictures captured later than the sound now heard from that guest wait
     /// for it: sound and picture leave the mixer together.
     @Test func aGuestsPictureIsShownWithTheSoundCapturedWithIt() throws {
