@@ -128,6 +128,9 @@ public enum RoomConstants {
     public static let censusInterval: Duration = .seconds(2)
     /// The host's gift rank goes out at most this often (when it changed).
     public static let giftRankInterval: Duration = .seconds(1)
+    /// A PK's score goes to the room at most this often, when it changed
+    /// (the other side's arrives with its host's keepalive, once a second).
+    public static let pkScoreInterval: Duration = .seconds(1)
     public static let censusRefresh: Duration = .seconds(10)
     /// A count that moved by this share of the room (and by two members at
     /// least) goes out sooner, as soon as `censusSoonest` after the last

@@ -10,10 +10,13 @@ public enum PKAction: Equatable, Sendable {
 
 /// What a host hears of PK.
 public enum PKOutput: Equatable, Sendable {
-    /// Another host asks for a PK of `minutes` (answer with accept or reject).
-    case requested(room: RoomID, host: NodeID, minutes: UInt8)
+    /// Another host asks for a PK of `minutes` (answer with accept or reject); `title` is its room's.
+    case requested(room: RoomID, host: NodeID, minutes: UInt8, title: String)
     /// The other host said no to ours (or our request expired: reason "no answer").
     case rejected(room: RoomID, reason: String)
+    /// A request ended before any battle: withdrawn by its asker (or by us),
+    /// or left unanswered here until it expired.
+    case withdrawn(room: RoomID)
     /// The PK runs: both rooms' timer ends at `endsAt` (this node's clock).
     case started(room: RoomID, host: NodeID, minutes: UInt8, endsAt: Instant)
     /// The PK ended: by us, by them, the time ran out, or the other host fell silent.
@@ -64,6 +67,10 @@ public struct PKDesk {
 
     public private(set) var phase: Phase = .idle
     public private(set) var refused = 0
+    /// The other room's title (its request's, or the rendezvous's when we asked).
+    public private(set) var otherTitle = ""
+    /// The other host's latest score in the battle and its keepalive that says so (the proof a room is shown).
+    public private(set) var theirs: (score: UInt64, proof: PKMessage)?
     let room: RoomID
     let me: Identity
     /// Request ids already seen (a replay of one is refused), until they are stale.
@@ -95,12 +102,16 @@ public struct PKDesk {
     }
 
     /// Asks the host of `other` for a PK of `minutes`.
-    public mutating func ask(_ other: RoomID, host: NodeID, minutes: UInt8, pk: UInt64, now: Instant, wall: UInt64) throws(PKError) -> [PKAction] {
+    /// `title` is our room's, `theirTitle` the other's as the room list says.
+    public mutating func ask(_ other: RoomID, host: NodeID, minutes: UInt8, title: String, theirTitle: String,
+                             pk: UInt64, now: Instant, wall: UInt64) throws(PKError) -> [PKAction] {
         guard phase == .idle else { throw .busy }
         guard other != room else { throw .ownRoom }
         guard PKMessage.minutes.contains(minutes) else { throw .badMinutes }
         phase = .asking(pk: pk, room: other, host: host, minutes: minutes, since: now)
-        return [.send(message(to: other, pk: pk, wall: wall, .request(minutes: minutes)), to: host)]
+        otherTitle = theirTitle
+        theirs = nil
+        return [.send(message(to: other, pk: pk, wall: wall, .request(minutes: minutes, title: title)), to: host)]
     }
 
     /// Accepts the request waiting: the PK starts on both sides.
@@ -121,7 +132,10 @@ public struct PKDesk {
     /// Ends the PK, or withdraws our request.
     public mutating func end(_ reason: PKEndReason = .ended, now: Instant, wall: UInt64) throws(PKError) -> [PKAction] {
         switch phase {
-        case let .asking(pk, other, host, _, _), let .battle(pk, other, host, _, _, _):
+        case let .asking(pk, other, host, _, _):
+            finish(pk, now: now)
+            return [.send(message(to: other, pk: pk, wall: wall, .end(reason)), to: host), .output(.withdrawn(room: other))]
+        case let .battle(pk, other, host, _, _, _):
             finish(pk, now: now)
             return [.send(message(to: other, pk: pk, wall: wall, .end(reason)), to: host), .output(.ended(room: other, why: .byUs))]
         case .idle, .asked:
@@ -146,11 +160,13 @@ public struct PKDesk {
             }
         }
         switch (m.body, phase) {
-        case (.request(let minutes), .idle):
+        case let (.request(minutes, title), .idle):
             guard seen[m.pk] == nil else { return refuse("replayed PK request") }
             seen[m.pk] = now
             phase = .asked(pk: m.pk, room: m.from, host: peer, minutes: minutes, since: now)
-            return [.output(.requested(room: m.from, host: peer, minutes: minutes))]
+            otherTitle = title
+            theirs = nil
+            return [.output(.requested(room: m.from, host: peer, minutes: minutes, title: title))]
         case (.request, _):
             guard seen[m.pk] == nil else { return refuse("replayed PK request") }
             seen[m.pk] = now
@@ -170,17 +186,19 @@ public struct PKDesk {
         case let (.end, .asked(pk, other, host, _, _)) where m.pk == pk && m.from == other && peer == host:
             // The request was withdrawn before we answered.
             finish(pk, now: now)
-            return [.output(.ended(room: other, why: .byThem(.ended)))]
-        case let (.alive, .battle(pk, other, host, endsAt, _, said)) where m.pk == pk && m.from == other && peer == host:
+            return [.output(.withdrawn(room: other))]
+        case let (.alive(score), .battle(pk, other, host, endsAt, _, said)) where m.pk == pk && m.from == other && peer == host:
             phase = .battle(pk: pk, room: other, host: host, endsAt: endsAt, heard: now, said: said)
+            // Keepalives may cross each other on the way: the one signed latest counts.
+            if m.sent >= theirs?.proof.sent ?? 0 { theirs = (score, m) }
             return []
         default:
             return refuse("PK message out of turn")
         }
     }
 
-    /// Call about every 100 ms: expiries, keepalives, the end of time, silence.
-    public mutating func tick(now: Instant, wall: UInt64) -> [PKAction] {
+    /// Call about every 100 ms: expiries, keepalives (with our `score`), the end of time, silence.
+    public mutating func tick(now: Instant, wall: UInt64, score: UInt64 = 0) -> [PKAction] {
         seen = seen.filter { now - $0.value < Self.freshness * 2 }
         over = over.filter { now - $0.value < Self.freshness * 2 }
         switch phase {
@@ -189,7 +207,7 @@ public struct PKDesk {
             return [.send(message(to: other, pk: pk, wall: wall, .end(.ended)), to: host), .output(.rejected(room: other, reason: "no answer"))]
         case let .asked(pk, other, _, _, since) where now - since >= Self.requestLifetime:
             finish(pk, now: now)
-            return [.output(.ended(room: other, why: .byThem(.ended)))]
+            return [.output(.withdrawn(room: other))]
         case let .battle(pk, other, host, endsAt, heard, said):
             if now >= endsAt {
                 finish(pk, now: now)
@@ -201,7 +219,7 @@ public struct PKDesk {
             }
             guard now - said >= Self.aliveInterval else { return [] }
             phase = .battle(pk: pk, room: other, host: host, endsAt: endsAt, heard: heard, said: now)
-            return [.send(message(to: other, pk: pk, wall: wall, .alive), to: host)]
+            return [.send(message(to: other, pk: pk, wall: wall, .alive(score: score)), to: host)]
         default:
             return []
         }

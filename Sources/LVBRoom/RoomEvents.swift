@@ -49,6 +49,7 @@ public enum RoomEvents {
         Census.self,
         Gift.self,
         GiftRank.self,
+        PKBattle.self,
     ]
 
     /// The wire side of the table, for the gossip layer and anyone parsing events.

@@ -4,7 +4,9 @@ import LVBGossip
 
 /// PK in the room node (a host's): its `PKDesk` run on the node's clock,
 /// its messages sent over the session with the other host, its outputs
-/// handed to the owner.
+/// handed to the owner, and the battle shown to the room as the host's
+/// signed `PKBattle` events (this side's score from the room's likes and
+/// gift points since the start, the other side's with its host's proof).
 extension RoomNode {
     /// Where this host's PK stands.
     public var pkPhase: PKDesk.Phase { pkDesk?.phase ?? .idle }
@@ -24,11 +26,15 @@ extension RoomNode {
         return pkDesk ?? PKDesk(room: room, me: identity)
     }
 
-    /// Asks the host of `other` (reached over a session the caller opened) for a PK of `minutes`.
-    public func askPK(_ other: RoomID, host: NodeID, minutes: UInt8) throws(RoomActionError) {
+    /// Asks the host of `other` (reached over a session the caller opened)
+    /// for a PK of `minutes`; `theirTitle` is the other room's, as listed.
+    public func askPK(_ other: RoomID, host: NodeID, minutes: UInt8, theirTitle: String = "") throws(RoomActionError) {
         var d = try desk()
-        do { performPK(try d.ask(other, host: host, minutes: minutes, pk: random.uint64(), now: clock.now(), wall: wallMs()), desk: d) }
-        catch { throw .refused(error.description) }
+        let title = state?.info.title ?? ""
+        do {
+            performPK(try d.ask(other, host: host, minutes: minutes, title: title, theirTitle: theirTitle,
+                                pk: random.uint64(), now: clock.now(), wall: wallMs()), desk: d)
+        } catch { throw .refused(error.description) }
     }
 
     public func acceptPK() throws(RoomActionError) {
@@ -41,10 +47,10 @@ extension RoomNode {
         do { performPK(try d.reject(reason: reason, now: clock.now(), wall: wallMs()), desk: d) } catch { throw .refused(error.description) }
     }
 
-    /// Ends the PK, or withdraws this host's request.
-    public func endPK() throws(RoomActionError) {
+    /// Ends the PK, or withdraws this host's request (`reason`: why the other room is told).
+    public func endPK(_ reason: PKEndReason = .ended) throws(RoomActionError) {
         var d = try desk()
-        do { performPK(try d.end(now: clock.now(), wall: wallMs()), desk: d) } catch { throw .refused(error.description) }
+        do { performPK(try d.end(reason, now: clock.now(), wall: wallMs()), desk: d) } catch { throw .refused(error.description) }
     }
 
     func handlePK(_ message: PKMessage, from peer: NodeID) {
@@ -59,14 +65,73 @@ extension RoomNode {
         if actions.contains(where: { if case .output(.refused) = $0 { true } else { false } }) { penalize(peer) }
     }
 
+    /// PK timers and the battle's score, with the room's tick.
+    func tickPK(now: Instant) {
+        guard pkDesk != nil else { return }
+        performPK(pkDesk?.tick(now: now, wall: wallMs(), score: pkScore) ?? [])
+        guard var run = pkRun, now - run.published >= RoomConstants.pkScoreInterval else { return }
+        let theirs = pkDesk?.theirs
+        let ours = pkScore, proof = theirs?.proof.encoded ?? run.battle.proof
+        guard ours != run.battle.ours || (theirs?.score ?? run.battle.theirs) != run.battle.theirs else { return }
+        run.battle.stage = .score
+        run.battle.ours = ours
+        run.battle.theirs = theirs?.score ?? run.battle.theirs
+        run.battle.proof = proof
+        run.published = now
+        pkRun = run
+        _ = publish(.pkBattle(run.battle))
+    }
+
+    /// This side's score: the room's likes and gift points since the battle began.
+    private var pkScore: UInt64 {
+        guard let state, let run = pkRun else { return 0 }
+        let now = state.likeTotal &+ state.gifts.total
+        return now > run.base ? now - run.base : 0
+    }
+
     /// Keeps `desk`'s new state, then sends and reports what it asked.
     func performPK(_ actions: [PKAction], desk: PKDesk? = nil) {
         if let desk { pkDesk = desk }
         for action in actions {
             switch action {
             case let .send(m, peer): send(.pk(m), to: peer)
-            case .output(let output): onOutput?(.pk(output))
+            case .output(let output):
+                switch output {
+                case let .started(other, host, _, endsAt): beginBattle(other, host: host, endsAt: endsAt)
+                case .ended(_, let why): endBattle(why)
+                default: break
+                }
+                onOutput?(.pk(output))
             }
         }
+    }
+
+    private func beginBattle(_ other: RoomID, host: NodeID, endsAt: Instant) {
+        guard let state, case let .battle(pk, _, _, _, _, _)? = pkDesk?.phase else { return }
+        let now = clock.now()
+        let wallEnd = wallMs() + UInt64(max(0, (endsAt - now).milliseconds))
+        let battle = PKBattle(stage: .started, pk: pk, otherRoom: other, otherHost: host, endsAt: wallEnd, ending: nil,
+                              ours: 0, theirs: 0, title: pkDesk?.otherTitle ?? "", proof: [])
+        pkRun = (battle, state.likeTotal &+ state.gifts.total, now)
+        _ = publish(.pkBattle(battle))
+    }
+
+    private func endBattle(_ why: PKEnding) {
+        guard var battle = pkRun?.battle else { return }
+        battle.ours = pkScore
+        if let theirs = pkDesk?.theirs, theirs.proof.pk == battle.pk {
+            battle.theirs = theirs.score
+            battle.proof = theirs.proof.encoded
+        }
+        battle.stage = .over
+        switch why {
+        case .byUs: battle.ending = .endedHere
+        case .byThem(.ended): battle.ending = .endedThere
+        case .byThem(.roomClosed): battle.ending = .otherClosed
+        case .byThem(.timeUp), .timeUp: battle.ending = .timeUp
+        case .silent: battle.ending = .otherSilent
+        }
+        pkRun = nil
+        _ = publish(.pkBattle(battle))
     }
 }

@@ -124,6 +124,9 @@ public final class RoomNode {
     public internal(set) var linkMicRefused = 0
     /// A host's PK signalling (created on first use).
     var pkDesk: PKDesk?
+    /// The battle this host shows its room while a PK runs: what it last
+    /// published, the room's likes and gift points when it began, and when.
+    var pkRun: (battle: PKBattle, base: UInt64, published: Instant)?
     /// The media side of link-mic (`stageOn`/`stageOff` on the host,
     /// `startPublishing`/`stopPublishing` on a guest), performed by the node driver.
     public var onStage: ((LinkMicAction) -> Void)?
@@ -340,7 +343,7 @@ public final class RoomNode {
         }
         let now = clock.now()
         if isAdmitted { tickLinkMic(now: now) }
-        if isHost, pkDesk != nil { performPK(pkDesk?.tick(now: now, wall: wallMs()) ?? []) }
+        if isHost { tickPK(now: now) }
         for (id, due) in pendingDisconnects where now >= due {
             pendingDisconnects[id] = nil
             core.disconnect(id)

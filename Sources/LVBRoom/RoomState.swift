@@ -28,6 +28,8 @@ public final class RoomState {
     var gifts = GiftTally()
     /// The host's latest gift rank.
     var giftRankEvent: RoomEvent?
+    /// The host's latest word on a PK battle (running or over).
+    var pkBattleEvent: RoomEvent?
     var profiles: [NodeID: RoomEvent] = [:]
     var infoEvent: RoomEvent?
     var kicks: [NodeID: RoomEvent] = [:]
@@ -197,6 +199,9 @@ public final class RoomState {
 
     /// The room's gift rank: on the host its own tally (what it publishes),
     /// on a member the host's latest word.
+    /// The PK battle as the host last told it (nil: none since we joined).
+    public var pkBattle: PKBattle? { pkBattleEvent?.body.as(PKBattle.self) }
+
     public var giftRank: GiftRank {
         if isHostsView { return GiftRank(total: gifts.total, top: gifts.top(GiftRank.maxEntries)) }
         return giftRankEvent?.body.as(GiftRank.self) ?? GiftRank(total: 0, top: [])
@@ -333,6 +338,8 @@ public final class RoomState {
         if let infoEvent { content.append(infoEvent) }
         if let censusEvent { content.append(censusEvent) }
         if let giftRankEvent { content.append(giftRankEvent) }
+        // A battle still running; one that is over is old news to a late joiner.
+        if let pkBattleEvent, pkBattleEvent.body.as(PKBattle.self)?.ending == nil { content.append(pkBattleEvent) }
         let moderation = (Array(kicks.values) + Array(mutes.values)).sorted(by: RoomEvent.historyOrder).suffix(RoomConstants.snapshotModeration)
         return content.sorted(by: RoomEvent.historyOrder)
             + moderation

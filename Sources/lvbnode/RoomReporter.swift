@@ -109,28 +109,26 @@ final class RoomReporter: @unchecked Sendable {
     /// PK signalling (the other host is named by its id; its nickname is not this room's).
     func report(_ output: PKOutput) {
         switch output {
-        case let .requested(room, host, minutes):
+        case let .requested(room, host, minutes, title):
             var l = JSONLine(event: "pk_request")
             l.add("room", room.text)
             l.add("host", host.text)
+            l.add("title", title)
             l.add("minutes", Int(minutes))
-            out.emit(l, human: "host \(host.short) of room \(room.text) asks for a \(minutes)-minute PK: /pk accept or /pk reject [reason]", kind: "pk")
+            let named = title.isEmpty ? "room \(room.text)" : "«\(title)» (room \(room.text))"
+            out.emit(l, human: "\(named) asks for a \(minutes)-minute PK: /pk accept or /pk reject [reason]", kind: "pk")
         case let .rejected(room, reason):
             var l = JSONLine(event: "pk_rejected")
             l.add("room", room.text)
             l.add("reason", reason)
             out.emit(l, human: "room \(room.text) said no to the PK\(reason.isEmpty ? "" : ": \(reason)")", kind: "pk")
-        case let .started(room, host, minutes, _):
-            var l = JSONLine(event: "pk_started")
+        case .withdrawn(let room):
+            var l = JSONLine(event: "pk_withdrawn")
             l.add("room", room.text)
-            l.add("host", host.text)
-            l.add("minutes", Int(minutes))
-            out.emit(l, human: "PK with room \(room.text) for \(minutes) min", kind: "pk")
-        case let .ended(room, why):
-            var l = JSONLine(event: "pk_ended")
-            l.add("room", room.text)
-            l.add("reason", why.description)
-            out.emit(l, human: "the PK with room \(room.text) ended (\(why))", kind: "pk")
+            out.emit(l, human: "the PK request with room \(room.text) is off (withdrawn or unanswered)", kind: "pk")
+        case .started, .ended:
+            // The room's own PK events (pk_started, pk_score, pk_ended) say it, on every node alike.
+            break
         case .refused(let why):
             var l = JSONLine(event: "pk_refused")
             l.add("message", why)

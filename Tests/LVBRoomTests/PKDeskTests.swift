@@ -25,8 +25,8 @@ import Testing
 
     @Test func askAcceptKeepAliveAndEnd() throws {
         var deskA = PKDesk(room: roomA, me: a), deskB = PKDesk(room: roomB, me: b)
-        let ask = try deskA.ask(roomB, host: b.nodeID, minutes: 5, pk: 42, now: clock.now(), wall: wall)
-        #expect(deliver(ask, from: a.nodeID, to: &deskB, host: b.nodeID) == [.output(.requested(room: roomA, host: a.nodeID, minutes: 5))])
+        let ask = try deskA.ask(roomB, host: b.nodeID, minutes: 5, title: "t", theirTitle: "u", pk: 42, now: clock.now(), wall: wall)
+        #expect(deliver(ask, from: a.nodeID, to: &deskB, host: b.nodeID) == [.output(.requested(room: roomA, host: a.nodeID, minutes: 5, title: "t"))])
         let accept = try deskB.accept(now: clock.now(), wall: wall)
         let startedA = deliver(accept, from: b.nodeID, to: &deskA, host: a.nodeID)
         guard case .output(.started(roomB, _, 5, let endsA))? = startedA.first, case .battle = deskB.phase else {
@@ -48,34 +48,34 @@ import Testing
 
     @Test func aRejectionCarriesItsReasonAndABusyHostSaysNoAtOnce() throws {
         var deskA = PKDesk(room: roomA, me: a), deskB = PKDesk(room: roomB, me: b)
-        _ = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 3, pk: 1, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
+        _ = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 3, title: "t", theirTitle: "u", pk: 1, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
         #expect(deliver(try deskB.reject(reason: "on a break", now: clock.now(), wall: wall), from: b.nodeID, to: &deskA, host: a.nodeID)
                 == [.output(.rejected(room: roomB, reason: "on a break"))])
         #expect(throws: PKError.nothingToAnswer) { _ = try deskB.accept(now: clock.now(), wall: wall) }
         // B asks C; A's request meanwhile gets "busy".
-        _ = try deskB.ask(otherRoomC, host: c.nodeID, minutes: 2, pk: 7, now: clock.now(), wall: wall)
-        let busy = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 3, pk: 2, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
+        _ = try deskB.ask(otherRoomC, host: c.nodeID, minutes: 2, title: "t", theirTitle: "u", pk: 7, now: clock.now(), wall: wall)
+        let busy = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 3, title: "t", theirTitle: "u", pk: 2, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
         #expect(deliver(busy, from: b.nodeID, to: &deskA, host: a.nodeID) == [.output(.rejected(room: roomB, reason: "busy"))])
-        #expect(throws: PKError.busy) { _ = try deskB.ask(roomA, host: a.nodeID, minutes: 2, pk: 8, now: clock.now(), wall: wall) }
-        #expect(throws: PKError.ownRoom) { _ = try deskA.ask(roomA, host: a.nodeID, minutes: 2, pk: 9, now: clock.now(), wall: wall) }
-        #expect(throws: PKError.badMinutes) { _ = try deskA.ask(roomB, host: b.nodeID, minutes: 61, pk: 9, now: clock.now(), wall: wall) }
+        #expect(throws: PKError.busy) { _ = try deskB.ask(roomA, host: a.nodeID, minutes: 2, title: "t", theirTitle: "u", pk: 8, now: clock.now(), wall: wall) }
+        #expect(throws: PKError.ownRoom) { _ = try deskA.ask(roomA, host: a.nodeID, minutes: 2, title: "t", theirTitle: "u", pk: 9, now: clock.now(), wall: wall) }
+        #expect(throws: PKError.badMinutes) { _ = try deskA.ask(roomB, host: b.nodeID, minutes: 61, title: "t", theirTitle: "u", pk: 9, now: clock.now(), wall: wall) }
     }
 
     @Test func forgedReplayedStaleAndOutOfTurnMessagesAreRefusedAndCounted() throws {
         var deskB = PKDesk(room: roomB, me: b)
-        let request = PKMessage(from: roomA, to: roomB, pk: 5, sent: wall, body: .request(minutes: 5), sender: a)
+        let request = PKMessage(from: roomA, to: roomB, pk: 5, sent: wall, body: .request(minutes: 5, title: ""), sender: a)
         // Signed by another than the session's peer.
         #expect(deskB.receive(request, from: c.nodeID, now: clock.now(), wall: wall).first == .output(.refused("PK message not signed by its sender")))
         // For another room, or stale by more than 30 s.
-        let elsewhere = PKMessage(from: roomA, to: roomA, pk: 6, sent: wall, body: .request(minutes: 5), sender: a)
+        let elsewhere = PKMessage(from: roomA, to: roomA, pk: 6, sent: wall, body: .request(minutes: 5, title: ""), sender: a)
         #expect(deskB.receive(elsewhere, from: a.nodeID, now: clock.now(), wall: wall) == [.output(.refused("PK message for another room"))])
-        let old = PKMessage(from: roomA, to: roomB, pk: 7, sent: wall - 31_000, body: .request(minutes: 5), sender: a)
+        let old = PKMessage(from: roomA, to: roomB, pk: 7, sent: wall - 31_000, body: .request(minutes: 5, title: ""), sender: a)
         if case .output(.refused(let why))? = deskB.receive(old, from: a.nodeID, now: clock.now(), wall: wall).first { #expect(why.hasPrefix("stale")) } else { Issue.record("stale accepted") }
         // An answer nobody asked for.
         let answer = PKMessage(from: roomA, to: roomB, pk: 5, sent: wall, body: .answer(accepted: true, reason: ""), sender: a)
         #expect(deskB.receive(answer, from: a.nodeID, now: clock.now(), wall: wall) == [.output(.refused("PK message out of turn"))])
         // The real request, then the same bytes again after B said no.
-        #expect(deskB.receive(request, from: a.nodeID, now: clock.now(), wall: wall) == [.output(.requested(room: roomA, host: a.nodeID, minutes: 5))])
+        #expect(deskB.receive(request, from: a.nodeID, now: clock.now(), wall: wall) == [.output(.requested(room: roomA, host: a.nodeID, minutes: 5, title: ""))])
         _ = try deskB.reject(reason: "", now: clock.now(), wall: wall)
         #expect(deskB.receive(request, from: a.nodeID, now: clock.now(), wall: wall) == [.output(.refused("replayed PK request"))])
         #expect(deskB.phase == .idle && deskB.refused == 5)
@@ -83,7 +83,7 @@ import Testing
 
     @Test func aSilentHostEndsThePKWithinThreeSecondsAndTimeRunsOut() throws {
         var deskA = PKDesk(room: roomA, me: a), deskB = PKDesk(room: roomB, me: b)
-        _ = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 1, pk: 11, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
+        _ = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 1, title: "t", theirTitle: "u", pk: 11, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
         _ = deliver(try deskB.accept(now: clock.now(), wall: wall), from: b.nodeID, to: &deskA, host: a.nodeID)
         // B dies: A hears nothing more.
         var ended: Duration?
@@ -96,7 +96,7 @@ import Testing
         // A one-minute PK between live hosts ends when its time is up, on both sides.
         deskA = PKDesk(room: roomA, me: a)
         deskB = PKDesk(room: roomB, me: b)
-        _ = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 1, pk: 12, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
+        _ = deliver(try deskA.ask(roomB, host: b.nodeID, minutes: 1, title: "t", theirTitle: "u", pk: 12, now: clock.now(), wall: wall), from: a.nodeID, to: &deskB, host: b.nodeID)
         _ = deliver(try deskB.accept(now: clock.now(), wall: wall), from: b.nodeID, to: &deskA, host: a.nodeID)
         var outputsB: [PKAction] = []
         for _ in 0..<605 {
@@ -124,15 +124,35 @@ let otherRoomC = (try? RoomID(bytes: Array(201...216)))!  // invariant: 16 bytes
             return RoomSim(n, RoomNode(hosting: policy, core: n.core, clock: net.clock, random: random, info: RoomInfo(title: title)), network: net)
         }
         let a = host(nodes[0], "left"), b = host(nodes[1], "right"), stranger = host(nodes[2], "elsewhere")
+        // A viewer in each room.
+        let viewerNodes = net.makeNodes(2, seed: 303)
+        let viewers = zip(viewerNodes, [a, b]).map { n, h in
+            n.core.connect(to: h.sim.address, expecting: h.id)
+            return RoomSim(n, RoomNode(joining: h.room.room, host: h.id, proof: .none, core: n.core, clock: net.clock, random: random), network: net)
+        }
         func pk(_ s: RoomSim) -> [PKOutput] { s.outputs.compactMap { if case .pk(let o) = $0 { o } else { nil } } }
         a.sim.core.connect(to: b.sim.address, expecting: b.id)
-        #expect(net.run(until: { a.sim.established(with: b.sim) && a.room.isAdmitted && b.room.isAdmitted }, timeout: .seconds(10)))
+        #expect(net.run(until: { a.sim.established(with: b.sim) && a.room.isAdmitted && b.room.isAdmitted && viewers.allSatisfy(\.room.isAdmitted) },
+                        timeout: .seconds(10)))
 
-        try a.room.askPK(b.room.room, host: b.id, minutes: 2)
+        try a.room.askPK(b.room.room, host: b.id, minutes: 2, theirTitle: "right")
         #expect(net.run(until: { !pk(b).isEmpty }, timeout: .seconds(5)))
-        #expect(pk(b).first == .requested(room: a.room.room, host: a.id, minutes: 2))
+        #expect(pk(b).first == .requested(room: a.room.room, host: a.id, minutes: 2, title: "left"))
         try b.room.acceptPK()
         #expect(net.run(until: { pk(a).contains { if case .started = $0 { true } else { false } } }, timeout: .seconds(5)))
+        #expect(a.room.pkPartner == b.id && b.room.pkPartner == a.id)
+        // Each viewer sees its host's battle against the other room, titled.
+        #expect(net.run(until: { viewers.allSatisfy { $0.room.state?.pkBattle != nil } }, timeout: .seconds(5)))
+        #expect(viewers[0].room.state?.pkBattle?.otherRoom == b.room.room && viewers[0].room.state?.pkBattle?.title == "right")
+        #expect(viewers[1].room.state?.pkBattle?.otherHost == a.id && viewers[1].room.state?.pkBattle?.title == "left")
+        // A's viewer likes 7 times and sends a heart (10): A's side scores 17, and B's room shows it as the other side's, proven.
+        try viewers[0].room.like(7)
+        try viewers[0].room.gift("heart", count: 1)
+        #expect(net.run(until: { viewers[1].room.state?.pkBattle?.theirs == 17 && viewers[0].room.state?.pkBattle?.ours == 17 },
+                        timeout: .seconds(10)), "\(String(describing: viewers[1].room.state?.pkBattle))")
+        let shown = try #require(viewers[1].room.state?.pkBattle)
+        #expect(shown.ours == 0 && shown.stage == .score && !shown.proof.isEmpty)
+        #expect(try PKMessage.parse(shown.proof[...]).isSigned(by: a.id))
         // Keepalives over a lossy link for ten seconds: still in the PK on both sides.
         net.run(for: .seconds(10))
         guard case .battle = a.room.pkPhase, case .battle = b.room.pkPhase else { Issue.record("\(a.room.pkPhase) \(b.room.pkPhase)"); return }
@@ -153,6 +173,10 @@ let otherRoomC = (try? RoomID(bytes: Array(201...216)))!  // invariant: 16 bytes
         a.crash()
         #expect(net.run(until: { pk(b).contains(.ended(room: a.room.room, why: .silent)) }, timeout: .seconds(5)))
         #expect(net.clock.now() - killed <= .milliseconds(3200))
-        #expect(b.room.pkPhase == .idle)
+        #expect(b.room.pkPhase == .idle && b.room.pkPartner == nil)
+        // B's viewer hears it is over, lost 0 : 17, the other host silent.
+        #expect(net.run(until: { viewers[1].room.state?.pkBattle?.stage == .over }, timeout: .seconds(3)))
+        let over = try #require(viewers[1].room.state?.pkBattle)
+        #expect(over.ending == .otherSilent && over.ours == 0 && over.theirs == 17 && over.lead == -1)
     }
 }

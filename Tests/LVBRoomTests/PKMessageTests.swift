@@ -14,14 +14,14 @@ import Testing
     let roomB = otherRoom
 
     @Test func everyTypeRoundTripsAndIsSignedByItsSenderOnly() throws {
-        let bodies: [PKMessage.Body] = [.request(minutes: 5), .answer(accepted: true, reason: ""), .answer(accepted: false, reason: "on a break"),
-                                        .end(.ended), .end(.timeUp), .end(.roomClosed), .alive]
+        let bodies: [PKMessage.Body] = [.request(minutes: 5, title: "duel"), .request(minutes: 1, title: ""), .answer(accepted: true, reason: ""), .answer(accepted: false, reason: "on a break"),
+                                        .end(.ended), .end(.timeUp), .end(.roomClosed), .alive(score: 0), .alive(score: 123_456)]
         for (i, body) in bodies.enumerated() {
             let m = PKMessage(from: roomA, to: roomB, pk: 0xABCD_0000 + UInt64(i), sent: 1_800_000_000_000, body: body, sender: hostA)
             let parsed = try PKMessage.parse(m.encoded[...])
             #expect(parsed == m)
             #expect(parsed.isSigned(by: hostA.nodeID) && !parsed.isSigned(by: hostB.nodeID))
-            #expect(m.encoded.first == [16, 17, 17, 18, 18, 18, 19][i])
+            #expect(m.encoded.first == [16, 16, 17, 17, 18, 18, 18, 19, 19][i])
             // Any byte changed breaks the signature (or the layout).
             for at in [0, 1, 17, 33, 41, 49, m.encoded.count - 65, m.encoded.count - 1] {
                 var bent = m.encoded
@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func layoutMistakesAreRefused() throws {
-        let m = PKMessage(from: roomA, to: roomB, pk: 7, sent: 1, body: .request(minutes: 10), sender: hostA)
+        let m = PKMessage(from: roomA, to: roomB, pk: 7, sent: 1, body: .request(minutes: 10, title: ""), sender: hostA)
         var bytes = m.encoded
         #expect(throws: RoomError.self) { _ = try PKMessage.parse(bytes.dropLast()) }
         #expect(throws: RoomError.self) { _ = try PKMessage.parse(bytes.prefix(60)) }

@@ -10,27 +10,30 @@ import LVBGossip
 /// epoch), which the receiver holds against its own to refuse stale or
 /// replayed messages.
 ///
-///     16 request  from(16) ‖ to(16) ‖ pk(8) ‖ sent(8) ‖ minutes(1: 1...60) ‖ signature(64)
+///     16 request  from(16) ‖ to(16) ‖ pk(8) ‖ sent(8) ‖ minutes(1: 1...60)
+///                 ‖ len(1) ‖ title(0…100: the asking room's) ‖ signature(64)
 ///     17 answer   from(16) ‖ to(16) ‖ pk(8) ‖ sent(8) ‖ verdict(1: 1 accept, 2 reject)
 ///                 ‖ len(1) ‖ reason(0…200) ‖ signature(64)
 ///     18 end      from(16) ‖ to(16) ‖ pk(8) ‖ sent(8) ‖ reason(1: a PKEndReason) ‖ signature(64)
-///     19 alive    from(16) ‖ to(16) ‖ pk(8) ‖ sent(8) ‖ signature(64)
+///     19 alive    from(16) ‖ to(16) ‖ pk(8) ‖ sent(8) ‖ score(8) ‖ signature(64)
 ///
 ///     signature = Ed25519 by the sender over "lvbnode pk v1" ‖ 0x00 ‖
 ///                 every byte of the message before the signature, type included
 ///
 /// `pk` is a random id the asking host picks for one request; the answer,
-/// either side's end and the keepalives name it.
+/// either side's end and the keepalives name it. A keepalive carries the
+/// sender's score in the battle; the receiver shows it in its own room with
+/// the keepalive itself as proof (`PKBattle`).
 public struct PKMessage: RoomMessageContent, Equatable {
     public enum Body: Equatable, Sendable {
-        /// A host asks another for a PK of `minutes`.
-        case request(minutes: UInt8)
+        /// A host asks another for a PK of `minutes`; `title` is its room's.
+        case request(minutes: UInt8, title: String)
         /// The other host accepts (`reason` empty) or rejects.
         case answer(accepted: Bool, reason: String)
         /// Either host ends the PK (or the asking host withdraws its request).
         case end(PKEndReason)
-        /// Once a second during a PK: the sender is still in it.
-        case alive
+        /// Once a second during a PK: the sender is still in it, and its score.
+        case alive(score: UInt64)
     }
 
     public let from: RoomID
@@ -45,11 +48,13 @@ public struct PKMessage: RoomMessageContent, Equatable {
     public static let context = Array("lvbnode pk v1".utf8)
     public static let minutes: ClosedRange<UInt8> = 1...60
     public static let reasonMax = 200
+    public static let titleMax = 100
 
     /// Signs a message as `sender`; a reason is cut to `reasonMax` bytes.
     public init(from: RoomID, to: RoomID, pk: UInt64, sent: UInt64, body: Body, sender: Identity) {
         var body = body
         if case let .answer(accepted, reason) = body { body = .answer(accepted: accepted, reason: LinkMicMessage.cut(reason, max: Self.reasonMax)) }
+        if case let .request(minutes, title) = body { body = .request(minutes: minutes, title: LinkMicMessage.cut(title, max: Self.titleMax)) }
         let signed = Self.layout(from: from, to: to, pk: pk, sent: sent, body: body)
         self.init(from: from, to: to, pk: pk, sent: sent, body: body, signed: signed, signature: sender.sign(Self.context + [0] + signed))
     }
@@ -84,12 +89,14 @@ public struct PKMessage: RoomMessageContent, Equatable {
         w.write(pk)
         w.write(sent)
         switch body {
-        case .request(let minutes): w.write(minutes)
+        case let .request(minutes, title):
+            w.write(minutes)
+            w.writeShortBytes(Array(title.utf8))
         case let .answer(accepted, reason):
             w.write(UInt8(accepted ? 1 : 2))
             w.writeShortBytes(Array(reason.utf8))
         case .end(let reason): w.write(reason.rawValue)
-        case .alive: break
+        case .alive(let score): w.write(score)
         }
         return w.bytes
     }
@@ -111,7 +118,7 @@ public struct PKMessage: RoomMessageContent, Equatable {
             case RoomMessage.Kind.pkRequest.rawValue:
                 let minutes = try r.readUInt8()
                 guard Self.minutes.contains(minutes) else { throw RoomError.unknownResult(minutes) }
-                body = .request(minutes: minutes)
+                body = .request(minutes: minutes, title: try LinkMicMessage.text(&r, max: titleMax))
             case RoomMessage.Kind.pkAnswer.rawValue:
                 let verdict = try r.readUInt8()
                 guard verdict == 1 || verdict == 2 else { throw RoomError.unknownResult(verdict) }
@@ -121,7 +128,7 @@ public struct PKMessage: RoomMessageContent, Equatable {
                 guard let reason = PKEndReason(rawValue: raw) else { throw RoomError.unknownResult(raw) }
                 body = .end(reason)
             case RoomMessage.Kind.pkAlive.rawValue:
-                body = .alive
+                body = .alive(score: try r.readUInt64())
             default:
                 throw RoomError.unknownMessage(type)
             }
