@@ -56,7 +56,7 @@ public final class RoomBrowser: LiveRole {
             case .resolved:
                 break
             }
-            onList?(answer)
+            for observer in observers { observer(answer) }
             onAnswer?(answer)
             onListed?()
         }
@@ -69,8 +69,9 @@ public final class RoomBrowser: LiveRole {
 
     /// Each answer (a page of verified announcements) — the console's.
     public var onAnswer: ((RendezvousClient.Answer) -> Void)?
-    /// Each answer as well — the room switcher's.
-    var onList: ((RendezvousClient.Answer) -> Void)?
+    /// Each answer as well, to each role that asked to see them (the room switcher, a host's PK dialler).
+    private var observers: [(RendezvousClient.Answer) -> Void] = []
+    func observe(_ observer: @escaping (RendezvousClient.Answer) -> Void) { observers.append(observer) }
     /// A rendezvous session came up (the first list can be asked).
     var onServer: (() -> Void)?
 

@@ -40,7 +40,7 @@ public final class RoomSwitcher: LiveRole {
         self.addresses = addresses
         self.relay = relay
         browser.onServer = { [unowned self] in refresh() }
-        browser.onList = { [unowned self] answer in listed(answer) }
+        browser.observe { [unowned self] answer in listed(answer) }
     }
 
     /// The room this node is in now.

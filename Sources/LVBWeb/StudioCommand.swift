@@ -19,6 +19,8 @@ public enum StudioCommand: Equatable, Sendable {
     case reject(String, reason: String)
     case layout(String)
     case viewers
+    /// A host's PK, as the console's `/pk` takes it: "ROOM-ID [MINUTES]", "accept", "reject [REASON]", "end".
+    case pk(String)
     /// A co-host's page puts its own camera and microphone on stage (true) or takes them off.
     case camera(Bool)
     /// The rooms the node's rendezvous lists, with thumbnails (answered with a `room_list` event).
@@ -90,6 +92,20 @@ public enum StudioCommand: Equatable, Sendable {
             guard ["pip", "split", "grid"].contains(l) else { throw ParseError.invalid("layout") }
             return .layout(l)
         case "viewers": return .viewers
+        case "pk":
+            // {"do":"ask","room":ID,"minutes":N} | {"do":"accept"} | {"do":"reject","reason":…} | {"do":"end"}
+            switch try value.word("do") {
+            case "ask":
+                let room = try value.word("room")
+                guard room.utf8.count == 26, room.utf8.allSatisfy(isBase32) else { throw ParseError.invalid("room") }
+                guard let minutes = value["minutes"]?.number else { return .pk(room) }
+                guard (1...60).contains(minutes), minutes.rounded() == minutes else { throw ParseError.invalid("minutes") }
+                return .pk("\(room) \(Int(minutes))")
+            case "accept": return .pk("accept")
+            case "reject": return .pk("reject " + (try value.optionalText("reason")))
+            case "end": return .pk("end")
+            default: throw ParseError.invalid("do")
+            }
         case "camera":
             guard let on = value["on"]?.bool else { throw ParseError.missing("on") }
             return .camera(on)

@@ -25,6 +25,9 @@ struct ConsoleCommands: Sendable {
         ("/accept [NAME], /reject NAME [REASON]", "answer a link-mic request (host)"),
         ("/hangup [NAME]", "leave the stage or withdraw your request (viewer); take NAME off stage (host)"),
         ("/layout pip|split|grid", "how co-hosts are placed in the mixed picture (host)"),
+        ("/pk ROOM-ID|N [MINUTES]", "ask another room's host for a PK battle of MINUTES (5), found through the rendezvous (host)"),
+        ("/pk accept, /pk reject [REASON]", "answer another host's PK request (host)"),
+        ("/pk end", "end the PK, or withdraw the request (host)"),
         ("/rooms [N]", "the live rooms the rendezvous lists (page N), numbered"),
         ("/switch N|ROOM-ID", "watch another listed room (viewer; the ones next to it are kept ready)"),
         ("/next, /prev", "the next or previous open room in the list (viewer)"),
@@ -66,6 +69,7 @@ struct ConsoleCommands: Sendable {
             room { try $0.rejectLinkMic(who, reason: args.count > 1 ? args[1] : "") }
         case "/hangup": room { try $0.hangUpLinkMic(rest.isEmpty ? nil : rest) }
         case "/layout": layout(rest)
+        case "/pk": pk(rest)
         case "/rooms": rooms(rest)
         case "/switch": switchRoom(rest)
         case "/next": switcher { _ = try $0.step(1) }
@@ -107,6 +111,7 @@ struct ConsoleCommands: Sendable {
         case .accept(let who): room { try $0.acceptLinkMic(who) }
         case let .reject(who, reason): room { try $0.rejectLinkMic(who, reason: reason) }
         case .layout(let name): layout(name)
+        case .pk(let arguments): pk(arguments)
         case .viewers: room { _ in reporters.room.viewers() }
         case .camera: break  // the page's camera: StudioStage takes it, knowing which page asked
         case .rooms: switcher { _ = $0.browser.list(page: 0) }
@@ -159,6 +164,30 @@ struct ConsoleCommands: Sendable {
             switcher { try $0.switchTo(id: id) }
         } else {
             fail("usage: /switch N|ROOM-ID (N as /rooms numbers the rooms, or the 26-character room id)")
+        }
+    }
+
+    /// `/pk ROOM-ID|N [MINUTES]`, `/pk accept`, `/pk reject [REASON]`, `/pk end`.
+    private func pk(_ text: String) {
+        let args = text.split(separator: " ", maxSplits: 1).map(String.init)
+        guard let first = args.first else { return fail("usage: /pk ROOM-ID|N [MINUTES], /pk accept, /pk reject [REASON], /pk end") }
+        let more = args.count > 1 ? args[1] : ""
+        switch first.lowercased() {
+        case "accept": room { try $0.acceptPK() }
+        case "reject": room { try $0.rejectPK(reason: more) }
+        case "end": room { try $0.endPK() }
+        default:
+            guard more.isEmpty || UInt8(more).map(PKMessage.minutes.contains) == true else {
+                return fail("a PK lasts 1 to 60 minutes: /pk ROOM-ID|N [MINUTES]")
+            }
+            let minutes = UInt8(more) ?? 5
+            live.execute { node in
+                guard node.room.isHost else { return fail(RoomActionError.hostOnly.description) }
+                guard let dialler = node.role(PKDialler.self) else {
+                    return fail("a PK finds the other room through the rendezvous: start the host with --rendezvous IP:PORT")
+                }
+                do { try dialler.ask(first, minutes: minutes) } catch { fail("\(error)") }
+            }
         }
     }
 

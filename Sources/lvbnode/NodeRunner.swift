@@ -173,6 +173,11 @@ struct NodeRunner {
                                      addresses: options.advertised(for: local), relay: relay)
             announcer = made
             node.register(made)
+            // /pk: the other room found through the rendezvous, its host reached through an introduction.
+            let dialler = PKDialler(node: node, browser: browser, relay: relay, addresses: options.advertised(for: local),
+                                    clock: SystemClock.shared, random: SodiumRandom.shared)
+            dialler.onRefused = { out.error($0) }
+            node.register(dialler)
             // The room list's thumbnail of this room, from a keyframe once per announcement.
             node.publishing.makeThumbnails(every: RendezvousConstants.announceInterval) { made.setThumbnail($0) }
         }
