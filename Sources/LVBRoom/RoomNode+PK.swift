@@ -17,6 +17,9 @@ extension RoomNode {
         return nil
     }
 
+    /// The other room's title in the PK asked or running.
+    public var pkOtherTitle: String { pkDesk?.otherTitle ?? "" }
+
     /// PK messages refused (forged, replayed, stale, out of turn, not a host's business).
     public var pkRefused: Int { pkDesk?.refused ?? 0 }
 

@@ -114,7 +114,13 @@ struct ConsoleCommands: Sendable {
         case .pk(let arguments): pk(arguments)
         case .viewers: room { _ in reporters.room.viewers() }
         case .camera: break  // the page's camera: StudioStage takes it, knowing which page asked
-        case .rooms: switcher { _ = $0.browser.list(page: 0) }
+        case .rooms:
+            live.execute { node in
+                guard let browser = node.role(RoomBrowser.self) else {
+                    return fail("no rendezvous: the room list needs --rendezvous IP:PORT")
+                }
+                if !browser.list(page: 0) { fail("not connected to the rendezvous yet; try again in a moment") }
+            }
         case .switchRoom("next"): switcher { _ = try $0.step(1) }
         case .switchRoom("prev"): switcher { _ = try $0.step(-1) }
         case .switchRoom(let id): switchRoom(id)

@@ -106,15 +106,21 @@ final class RoomReporter: @unchecked Sendable {
         out.emit(line, human: human, kind: "viewers")
     }
 
+    /// `pk_request`: another room's host asks this one for a PK.
+    func pkRequestLine(room: RoomID, host: NodeID, minutes: UInt8, title: String) -> JSONLine {
+        var l = JSONLine(event: "pk_request")
+        l.add("room", room.text)
+        l.add("host", host.text)
+        l.add("title", title)
+        l.add("minutes", Int(minutes))
+        return l
+    }
+
     /// PK signalling (the other host is named by its id; its nickname is not this room's).
     func report(_ output: PKOutput) {
         switch output {
         case let .requested(room, host, minutes, title):
-            var l = JSONLine(event: "pk_request")
-            l.add("room", room.text)
-            l.add("host", host.text)
-            l.add("title", title)
-            l.add("minutes", Int(minutes))
+            let l = pkRequestLine(room: room, host: host, minutes: minutes, title: title)
             let named = title.isEmpty ? "room \(room.text)" : "«\(title)» (room \(room.text))"
             out.emit(l, human: "\(named) asks for a \(minutes)-minute PK: /pk accept or /pk reject [reason]", kind: "pk")
         case let .rejected(room, reason):

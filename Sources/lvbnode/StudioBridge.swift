@@ -195,6 +195,11 @@ final class StudioBridge: @unchecked Sendable {
         if let (rank, _) = reporters.room.rankLine() { out.append(rank.text) }
         // The host's queue of link-mic requests, as they came.
         out += room.linkMicQueue.map { reporters.room.requestLine($0.id, $0.message).text }
+        // A PK battle that runs (its timer, both scores), and a host's PK request waiting for an answer.
+        if let battle = room.state?.pkBattle, battle.ending == nil { out.append(battle.line.text) }
+        if case let .asked(_, other, host, minutes, _) = room.pkPhase {
+            out.append(reporters.room.pkRequestLine(room: other, host: host, minutes: minutes, title: room.pkOtherTitle).text)
+        }
         let now = currentStatus(node)
         status = now
         out.append(Self.statusLine(now))

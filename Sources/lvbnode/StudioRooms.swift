@@ -5,7 +5,8 @@ import LVBReplay
 import LVBRoom
 import LVBWeb
 
-/// Room browsing on the studio page (a viewer that knows a rendezvous): the
+/// Room browsing on the studio page (a node that knows a rendezvous: a
+/// viewer switches to a listed room, a host picks one for a PK): the
 /// list the node's rendezvous gives, as a `room_list` event each time it
 /// changes (a page of the list, a newer thumbnail), live rooms first and
 /// then replays (`"replay": true`, played by `StudioReplay`); each listed
@@ -16,18 +17,23 @@ import LVBWeb
 /// Everything here runs on the node's loop.
 final class StudioRooms {
     private let server: StudioServer
-    private unowned let switcher: RoomSwitcher
+    private unowned let browser: RoomBrowser
+    /// A viewer's switcher (nil: a host's page, whose own room is "current").
+    private weak var switcher: RoomSwitcher?
+    private unowned let node: LiveNode
     /// The page's greeting for the room the node is in now.
     private let greeting: () -> [String]
     /// The replay the page plays from the list, if one.
     var playing: () -> ReplayID? = { nil }
 
-    /// Wires room browsing for `node` if it browses (nil: no switcher, no rendezvous).
+    /// Wires room browsing for `node` if it browses (nil: no rendezvous).
     static func wire(_ node: LiveNode, server: StudioServer, greeting: @escaping () -> [String]) -> StudioRooms? {
-        guard let switcher = node.roles.lazy.compactMap({ $0 as? RoomSwitcher }).first else { return nil }
-        let rooms = StudioRooms(server: server, switcher: switcher, greeting: greeting)
-        let browser = switcher.browser
-        browser.listsReplays = true
+        guard let browser = node.role(RoomBrowser.self) else { return nil }
+        let switcher = node.role(RoomSwitcher.self)
+        let rooms = StudioRooms(server: server, browser: browser, switcher: switcher, node: node, greeting: greeting)
+        browser.fetchesThumbnails = true
+        // Replays play from a viewer's page; a host's lists the live rooms it may challenge.
+        browser.listsReplays = switcher != nil
         browser.onListed = { [unowned rooms] in rooms.sendList() }
         browser.onThumbnail = { [unowned rooms] _ in rooms.sendList() }
         server.thumbnail = { [unowned browser] text in
@@ -45,22 +51,23 @@ final class StudioRooms {
         return rooms
     }
 
-    private init(server: StudioServer, switcher: RoomSwitcher, greeting: @escaping () -> [String]) {
+    private init(server: StudioServer, browser: RoomBrowser, switcher: RoomSwitcher?, node: LiveNode, greeting: @escaping () -> [String]) {
         self.server = server
+        self.browser = browser
         self.switcher = switcher
+        self.node = node
         self.greeting = greeting
     }
 
     /// The title the room's signed announcement gives, until the room's own state says.
-    func announcedTitle(_ room: RoomID) -> String? { switcher.browser.room(room)?.info.title }
+    func announcedTitle(_ room: RoomID) -> String? { browser.room(room)?.info.title }
 
     /// The list as the page shows it, if one came yet.
     var listLine: String? {
-        let rooms = switcher.rooms
-        let browser = switcher.browser
+        let rooms = browser.pages.keys.sorted().flatMap { browser.pages[$0] ?? [] }
         guard !browser.pages.isEmpty else { return nil }
         let playing = playing()
-        let current = playing == nil ? switcher.currentRoom : nil
+        let current = playing == nil ? switcher?.currentRoom ?? node.room.room : nil
         var items = rooms.map { a in
             var o = JSONLine()
             o.add("id", a.room.text)
