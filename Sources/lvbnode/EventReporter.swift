@@ -99,6 +99,7 @@ enum StatsJSON {
             ("events_delivered", g.delivered), ("event_copies", g.eventCopiesReceived), ("duplicates", g.duplicates),
             ("invalid", g.invalid), ("rejected", r.rejectedEvents), ("grafts", g.grafts), ("repairs_sent", g.repairsSent),
             ("neighbours", r.gossip.active.count), ("dropped_media", r.droppedMedia), ("passes_wanted", r.passesWanted),
+            ("pk_refused", r.pkRefused),
         ]
         return "{" + fields.map { "\(JSONLine.quote($0.0)):\($0.1)" }.joined(separator: ",") + "}"
     }

@@ -48,6 +48,11 @@ final class MediaStatsReporter {
                 let guests = node.media.receivers.values
                 o.add("guest_video_frames", guests.reduce(0) { $0 + $1.video.stats.framesDecoded })
                 o.add("guest_audio_packets", guests.reduce(0) { $0 + $1.audio.stats.packets })
+                // A PK: the other host's stream, as it arrives to be mixed into the right half.
+                if let other = node.publishing.pkPartner, let r = node.media.receivers[other] {
+                    o.add("pk_video_frames", r.video.stats.framesDecoded)
+                    o.add("pk_audio_packets", r.audio.stats.packets)
+                }
             }
             if !final { last = (now, p.frames, p.videoBytes, p.audioBytes, f.bytesSent) }
         } else if let sinks = node.viewing.sinks {
