@@ -138,11 +138,12 @@ enum MixStage {
     }
 
     /// A child reading its stdin from a pipe; the child and the pipe's write end (ours to close).
-    static func startWithInput(_ binary: String, _ arguments: [String], log: String) throws -> (ChildProcess, Int32) {
+    static func startWithInput(_ binary: String, _ arguments: [String], log: String,
+                               stdout: ChildProcess.Output = .lines) throws -> (ChildProcess, Int32) {
         guard let fds = ProcessRunner.makePipe() else { throw TextError("pipe: " + String(cString: strerror(errno))) }
         defer { close(fds[0]) }
         do {
-            return (try ChildProcess(binary, arguments, stdin: fds[0], stderr: .file(log)), fds[1])
+            return (try ChildProcess(binary, arguments, stdin: fds[0], stdout: stdout, stderr: .file(log)), fds[1])
         } catch {
             close(fds[1])
             throw error

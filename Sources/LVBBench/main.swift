@@ -8,7 +8,7 @@ import Glibc
 
 // Benchmarks for the session and gossip layers, the VP8 encoder, live media with the
 // lvbnode binary as processes, the host's link-mic mix, a relay's forwarding and the media tree
-// (Scripts/bench; a second argument "handshakes", "gossip", "vp8", "media", "mix", "switch", "relay",
+// (Scripts/bench; a second argument "handshakes", "gossip", "vp8", "media", "mix", "pk", "switch", "relay",
 // "tree", "replay", "presence" or "presence-virtual" runs that one alone; media, mix, switch, tree and presence
 // need the binary: see MediaBench.swift; "presence" and "presence-virtual" take the room sizes as a
 // third argument, e.g. 20,40,80). Each figure comes with a reference measured in the same run,
@@ -33,6 +33,10 @@ if CommandLine.arguments.dropFirst(2).first == "media" {
 }
 if CommandLine.arguments.dropFirst(2).first == "mix" {
     MixBench.runAndPrint(seconds: seconds)
+    exit(0)
+}
+if CommandLine.arguments.dropFirst(2).first == "pk" {
+    PKBench.runAndPrint(seconds: seconds)
     exit(0)
 }
 if CommandLine.arguments.dropFirst(2).first == "switch" {
@@ -84,6 +88,7 @@ await RelayBench.runAndPrint(seconds: seconds)
 VP8Bench.runAndPrint(seconds: seconds)
 MediaBench.runAndPrint(seconds: seconds)
 MixBench.runAndPrint(seconds: seconds)
+PKBench.runAndPrint(seconds: seconds)
 SwitchBench.runAndPrint(seconds: seconds)
 TreeBench.runAndPrint(seconds: seconds)
 ReplayBench.runAndPrint(seconds: seconds)

@@ -7,7 +7,9 @@ import Darwin
 /// A moving test pattern whose frame number and capture time survive
 /// compression: colour bars, a box that moves with the frame number, a
 /// barcode strip at the top (the frame number) and, when given, one at the
-/// bottom (the capture time in milliseconds, modulo 65536).
+/// bottom (the capture time in milliseconds, modulo 65536). The bottom strip
+/// spans the middle half of the width only, so it survives a centre crop to
+/// half the width: a PK's side-by-side halves show each host's whole.
 public struct SyntheticVideo: Sendable {
     public let width: Int
     public let height: Int
@@ -60,39 +62,51 @@ public struct SyntheticVideo: Sendable {
         let bx = (number * 6 % spanX) & ~1
         let by = (top + number * 4 % spanY) & ~1
         fill(&f, x: bx, y: max(top, by), w: box, h: box, yuv: look == .host ? (235, 90, 240) : (170, 166, 16))
-        drawBarcode(&f, value: number, y: 0)
+        drawBarcode(&f, value: number, y: 0, x: 0, span: width)
         if let ms = captureMilliseconds, height >= 3 * top {
-            drawBarcode(&f, value: Int(ms & 0xFFFF), y: (height - top) & ~1)
+            let (x, span) = Self.captureSpan(width)
+            drawBarcode(&f, value: Int(ms & 0xFFFF), y: (height - top) & ~1, x: x, span: span)
         }
         return f
     }
 
-    private func drawBarcode(_ f: inout I420Frame, value: Int, y: Int) {
-        let cell = width / Self.barcodeCells
+    /// Where the capture-time strip lies across a `width`-wide picture: its middle half.
+    static func captureSpan(_ width: Int) -> (x: Int, span: Int) { ((width / 4) & ~1, (width / 2) & ~1) }
+
+    private func drawBarcode(_ f: inout I420Frame, value: Int, y: Int, x: Int, span: Int) {
+        let cell = span / Self.barcodeCells
         guard cell >= 2, height >= y + Self.barcodeRows else { return }
-        fill(&f, x: 0, y: y, w: width, h: Self.barcodeRows, yuv: (Self.black, 128, 128))
+        fill(&f, x: x, y: y, w: span, h: Self.barcodeRows, yuv: (Self.black, 128, 128))
         for (i, bit) in Self.barcodeBits(value).enumerated() where bit {
-            fill(&f, x: i * cell, y: y, w: cell, h: Self.barcodeRows, yuv: (Self.white, 128, 128))
+            fill(&f, x: x + i * cell, y: y, w: cell, h: Self.barcodeRows, yuv: (Self.white, 128, 128))
         }
     }
 
     /// Reads back the capture time (ms modulo 65536) that `frame(number:captureMilliseconds:)` drew.
     public static func readCaptureMilliseconds(_ frame: I420Frame) -> Int? {
-        guard frame.height >= 3 * barcodeRows else { return nil }
-        return readBarcode(frame, y: (frame.height - barcodeRows) & ~1)
+        let (x, span) = captureSpan(frame.width)
+        return readCaptureMilliseconds(frame, x: x, span: span)
+    }
+
+    /// The same, from a strip drawn across `span` columns from `x` (the
+    /// whole width of one half of a PK's picture, where a host's pattern
+    /// shows centre-cropped).
+    public static func readCaptureMilliseconds(_ frame: I420Frame, x: Int, span: Int) -> Int? {
+        guard frame.height >= 3 * barcodeRows, x >= 0, span > 0, x + span <= frame.width else { return nil }
+        return readBarcode(frame, y: (frame.height - barcodeRows) & ~1, x: x, span: span)
     }
 
     /// Reads back the number `frame(number:)` drew, after a lossy round trip;
     /// nil when the strip is missing, unclear, or fails its parity check.
-    public static func readFrameNumber(_ frame: I420Frame) -> Int? { readBarcode(frame, y: 0) }
+    public static func readFrameNumber(_ frame: I420Frame) -> Int? { readBarcode(frame, y: 0, x: 0, span: frame.width) }
 
-    static func readBarcode(_ frame: I420Frame, y: Int) -> Int? {
-        let cell = frame.width / barcodeCells
+    static func readBarcode(_ frame: I420Frame, y: Int, x start: Int, span: Int) -> Int? {
+        let cell = span / barcodeCells
         guard cell >= 2, frame.height >= y + barcodeRows else { return nil }
         var bits: [Bool] = []
         for i in 0..<barcodeCells {
             // Sample the cell's middle, away from edges where ringing lives.
-            let x0 = i * cell + cell / 4, x1 = i * cell + cell - cell / 4
+            let x0 = start + i * cell + cell / 4, x1 = start + i * cell + cell - cell / 4
             var sum = 0, count = 0
             for row in (barcodeRows / 4)..<(barcodeRows * 3 / 4) {
                 for x in x0..<max(x0 + 1, x1) { sum += Int(frame.y[(y + row) * frame.width + x]); count += 1 }
