@@ -19,7 +19,11 @@ public enum MeshDashboard {
         let header = "  " + pad("node", 24) + pad("depth", 7) + pad("link", 20) + pad("fps", 7) + pad("p95 ms", 8) + pad("loss", 8) + pad("repaired", 10) + "children"
         for room in 0..<config.rooms {
             guard let host = model.nodes(in: room).first(where: { $0.role == .host }) else { continue }
-            out.append("Mesh room \(room + 1) · \(host.name) · likes \(model.likes[room] ?? 0)")
+            var line = "Mesh room \(room + 1) · \(host.name) · likes \(model.likes[room] ?? 0) · gifts \(model.giftPoints[room] ?? 0) points"
+            if let pk = model.pk, let ours = pk.scores[room] {
+                line += " · PK \(ours) : \(pk.theirs[room] ?? 0)" + (pk.ended[room].map { " (\($0.result), \($0.reason))" } ?? "")
+            }
+            out.append(line)
             out.append(header)
             var shown: Set<String> = []
             out += tree(model, room: room, from: host, prefix: "", last: true, isRoot: true, shown: &shown)
@@ -142,6 +146,14 @@ public enum MeshDashboard {
             "children_recovered": s.childrenRecovered ? "true" : "false",
             "tree_links_direct": String(s.treeLinksDirect), "tree_links_relayed": String(s.treeLinksRelayed),
             "sessions_direct": String(s.sessionsDirect), "sessions_relayed": String(s.sessionsRelayed),
+            "gifts": String(s.gifts),
+            "pk": s.pk.map { pk in
+                let rooms = pk.scores.keys.sorted()
+                return object(["started": pk.startedAt == nil ? "false" : "true",
+                               "scores": "[" + rooms.map { String(pk.scores[$0] ?? 0) }.joined(separator: ",") + "]",
+                               "theirs": "[" + rooms.map { String(pk.theirs[$0] ?? 0) }.joined(separator: ",") + "]",
+                               "ended": "[" + rooms.map { r in pk.ended[r].map { quote($0.reason) } ?? "null" }.joined(separator: ",") + "]"])
+            } ?? "null",
             "replay": s.replay.map { r in
                 object(["id": quote(r.id), "served": r.servingAt == nil ? "false" : "true", "duration_ms": r.durationMs.map(num) ?? "null",
                         "first_frame_ms": r.firstFrameMs.map(num) ?? "null", "seek_to_ms": r.seekToMs.map(num) ?? "null",

@@ -27,6 +27,22 @@ public final class MeshModel {
     }
 
     /// One process of the mesh.
+    /// With two rooms or more: the first two rooms' PK, as their hosts saw it.
+    public struct PK: Equatable, Sendable {
+        public var startedAt: Double?
+        /// Each room's own score as its host last showed it (room index → points).
+        public var scores: [Int: Int] = [:]
+        /// The other side's score as each room's host showed it, proven by the other host's keepalive.
+        public var theirs: [Int: Int] = [:]
+        /// How it ended for each room (reason, result), if it did.
+        public var ended: [Int: (reason: String, result: String)] = [:]
+
+        public static func == (a: PK, b: PK) -> Bool {
+            a.startedAt == b.startedAt && a.scores == b.scores && a.theirs == b.theirs
+                && a.ended.mapValues { "\($0.reason) \($0.result)" } == b.ended.mapValues { "\($0.reason) \($0.result)" }
+        }
+    }
+
     public struct Node {
         public let name: String
         public let role: Role
@@ -130,6 +146,10 @@ public final class MeshModel {
     public private(set) var likes: [Int: Int] = [:]
     public private(set) var kill: Kill?
     public private(set) var replay: Replay?
+    public private(set) var pk: PK?
+    /// Gift points the hosts were given (each gift event as its host showed it).
+    public private(set) var giftPoints: [Int: Int] = [:]
+    public private(set) var gifts = 0
     /// Happenings and feed lines ever recorded (the lists keep the latest `kept`).
     public private(set) var happeningsCount = 0
     public private(set) var feedCount = 0
@@ -269,6 +289,19 @@ public final class MeshModel {
             }
         case "like":
             if node.role == .host, let room = node.room, let total = value["total"]?.number { likes[room] = Int(total) }
+        case "gift" where node.role == .host:
+            gifts += Int(value["count"]?.number ?? 1)
+            if let room = node.room { giftPoints[room, default: 0] += Int(value["points"]?.number ?? 0) }
+        case "pk_started", "pk_score", "pk_ended":
+            guard node.role == .host, let room = node.room else { break }
+            if pk == nil { pk = PK(startedAt: now) }
+            if event == "pk_started" { note("\(name) in a PK with «\(value["title"]?.string ?? "?")»", at: now) }
+            pk?.scores[room] = Int(value["ours"]?.number ?? 0)
+            pk?.theirs[room] = Int(value["theirs"]?.number ?? 0)
+            if event == "pk_ended", let reason = value["reason"]?.string, let result = value["result"]?.string {
+                pk?.ended[room] = (reason, result)
+                note("\(name)'s PK is over (\(reason)): \(result) \(pk?.scores[room] ?? 0) : \(pk?.theirs[room] ?? 0)", at: now)
+            }
         case "linkmic_started":
             if node.role == .host, let id = value["id"]?.string {
                 let who = self.name(of: id) ?? value["nick"]?.string ?? "?"

@@ -146,10 +146,23 @@ public final class MeshRun: @unchecked Sendable {
             // With a replay, the kill comes halfway through the live part.
             let killAt = (self.closeAt ?? self.config.duration ?? 40) / 2
             self.loop.scheduleTask(in: .milliseconds(Int64(max(0, killAt - self.now) * 1000))) { self.killARelay() }
+            // Two rooms or more: the first two rooms' hosts meet in a PK a quarter of the way in.
+            if self.config.rooms >= 2 {
+                let pkAt = (self.closeAt ?? self.config.duration ?? 40) / 4
+                self.loop.scheduleTask(in: .milliseconds(Int64(max(0, pkAt - self.now) * 1000))) { self.askForAPK() }
+            }
             if let closeAt = self.closeAt {
                 self.loop.scheduleTask(in: .milliseconds(Int64(max(0, closeAt - self.now) * 1000))) { self.endTheLive() }
             }
         }
+    }
+
+    /// The first room's host asks the second's for a PK (found through the rendezvous) that lasts past the mesh's end.
+    private func askForAPK() {
+        guard !ending, hostNames.count >= 2, let other = model.nodes[hostNames[1]]?.roomID, let child = children[hostNames[0]] else { return }
+        model.note("\(hostNames[0]) asks \(hostNames[1]) for a PK", at: now)
+        child.send("/pk \(other) 60")
+        onUpdate?(.happening)
     }
 
     /// `--replay`: when the first room's host ends its live (nil: never).
@@ -274,7 +287,9 @@ public final class MeshRun: @unchecked Sendable {
             onUpdate?(.happening)
         case "linkmic_request":
             if model.nodes[name]?.role == .host, let nick = value["nick"]?.string { children[name]?.send("/accept \(nick)") }
-        case "tree", "linkmic_started", "linkmic_ended":
+        case "pk_request":
+            if model.nodes[name]?.role == .host { children[name]?.send("/pk accept") }
+        case "tree", "linkmic_started", "linkmic_ended", "pk_started", "pk_ended":
             onUpdate?(.happening)
         case "serving":
             startPlayer()
@@ -295,7 +310,7 @@ public final class MeshRun: @unchecked Sendable {
         }
     }
 
-    /// One scripted action: a chat line, a bullet comment or likes, from the next viewer in turn (the host now and then).
+    /// One scripted action: a chat line, a bullet comment, likes or a gift, from the next viewer in turn (the host now and then; it gives no gifts).
     private func scriptTurn() {
         guard !ending, config.duration.map({ now < $0 - Self.quietBeforeEnd }) ?? true else { return }
         // The room that ends for its replay falls quiet before, as the mesh does before its end.
@@ -308,7 +323,11 @@ public final class MeshRun: @unchecked Sendable {
         turn += 1
         let name = speakers[turn % speakers.count]
         guard let node = model.nodes[name], let room = node.room, let child = children[name] else { return }
-        switch turn % 3 {
+        switch turn % 4 {
+        case 3 where node.role != .host:
+            // Roses and hearts mostly, now and then a rocket flying across the picture.
+            let gift = ["rose", "heart", "rose", "rocket"][(turn / 4) % 4]
+            child.send("/gift \(gift)")
         case 0:
             let text = "hello #\(turn) from \(name)"
             model.sent(text, kind: "chat", by: name, room: room, at: now)

@@ -46,6 +46,9 @@ public struct MeshSummary: Equatable, Sendable {
     public let sessionsRelayed: Int
     /// `--replay`: the first room's replay as its player saw it (nil: none asked).
     public let replay: MeshModel.Replay?
+    /// The first two rooms' PK (two rooms or more), and the gifts the hosts were given.
+    public let pk: MeshModel.PK?
+    public let gifts: Int
 
     public var frameRatio: Double { framesShown + framesSkipped > 0 ? Double(framesShown) / Double(framesShown + framesSkipped) : 0 }
     public var eventRatio: Double { eventsExpected > 0 ? Double(eventsSeen) / Double(eventsExpected) : 1 }
@@ -93,6 +96,8 @@ public struct MeshSummary: Equatable, Sendable {
         sessionsDirect = running.reduce(0) { $0 + ($1.sessionsDirect ?? 0) }
         sessionsRelayed = running.reduce(0) { $0 + ($1.sessionsRelayed ?? 0) }
         replay = model.replay
+        pk = model.pk
+        gifts = model.gifts
     }
 
     static func median(_ xs: [Double]) -> Double {
@@ -129,6 +134,12 @@ public struct MeshSummary: Equatable, Sendable {
                        + (repairs.isEmpty ? "" : ": " + repairs.joined(separator: ", ")))
         } else {
             out.append("  repair   no relay had children to kill")
+        }
+        if gifts > 0 { out.append("  gifts    \(gifts) given") }
+        if let pk {
+            let rooms = pk.scores.keys.sorted()
+            let sides = rooms.map { r in "room \(r + 1) \(pk.scores[r] ?? 0) (its view of the other: \(pk.theirs[r] ?? 0))" }
+            out.append("  PK       " + (sides.isEmpty ? "asked, never began" : sides.joined(separator: " vs ")))
         }
         if let r = replay {
             var line = "  replay   \(r.id.prefix(8))…"

@@ -12,12 +12,14 @@ import Glibc
 struct MeshCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mesh",
-        abstract: "Run a whole live room on this machine: a rendezvous, hosts, viewers relaying in a tree, link-mic guests, chat, bullet comments and likes.",
+        abstract: "Run a whole live room on this machine: a rendezvous, hosts, viewers relaying in a tree, link-mic guests, chat, bullet comments, likes, gifts and a PK.",
         discussion: """
             Every node is a process of this same binary on 127.0.0.1. Viewers join by room id through the \
             rendezvous and relay to each other (2 children each); guests go on stage and the host mixes them in; \
-            the mesh has viewers chat, send bullet comments and like; midway it kills a relay that has children \
-            and shows them find another. A dashboard shows the tree with each node's depth, frame rate, \
+            the mesh has viewers chat, send bullet comments, like and give gifts; midway it kills a relay that has \
+            children and shows them find another. With --rooms 2 or more, a quarter of the way in the first room's \
+            host asks the second's for a PK (/pk, through the rendezvous) and it accepts: both rooms' pictures \
+            split in two, and the likes and gifts score for each side. A dashboard shows the tree with each node's depth, frame rate, \
             glass-to-glass p95, loss and repairs, then a summary: delivery of frames and events, glass-to-glass \
             per depth, first-picture and repair times. Ctrl-C, SIGTERM or --duration stops every process it started.
 
@@ -35,7 +37,7 @@ struct MeshCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Link-mic guests the hosts put on stage.", valueName: "n"))
     var guests = 1
 
-    @Option(name: .long, help: ArgumentHelp("Rooms, each with its own host; viewers and guests are dealt out among them.", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Rooms, each with its own host; viewers and guests are dealt out among them; the first two meet in a PK.", valueName: "n"))
     var rooms = 1
 
     @Option(name: .long, help: ArgumentHelp("Loss on every link, each way (0–0.5): each node but the rendezvous drops that share of what it receives (--inbound-loss).", valueName: "p"))

@@ -121,6 +121,24 @@ import Testing
         print("mesh replay: \(r)")
     }
 
+    @Test("--rooms 2: the two hosts meet in a PK through the rendezvous, gifts fly, each room scores and sees the other's score")
+    func twoRoomsMeetInAPKAndGiftsScore() throws {
+        let mesh = try NodeProcess(["mesh", "--rooms", "2", "--viewers", "4", "--guests", "0", "--duration", "20", "--json"])
+        let status = mesh.waitExit(timeout: 60)
+        #expect(status == 0, "\(mesh.stderr)")
+        let s = try #require(summary(mesh), "no summary line; stderr: \(mesh.stderr)")
+        let pk = try #require(s["pk"] as? [String: Any], "no PK in the summary: \(s)")
+        #expect(pk["started"] as? Bool == true, "\(pk)")
+        #expect(happened(mesh, "host-1 in a PK with «Mesh room 2»") && happened(mesh, "host-2 in a PK with «Mesh room 1»"))
+        let scores = pk["scores"] as? [Int] ?? [], theirs = pk["theirs"] as? [Int] ?? []
+        #expect(scores.count == 2 && theirs.count == 2 && scores.allSatisfy { $0 > 0 }, "\(pk)")
+        // Each room shows the other's score as that host's proof said it, at most a second behind.
+        #expect(theirs.count == 2 && theirs[0] <= scores[1] && theirs[1] <= scores[0] && theirs.allSatisfy { $0 > 0 }, "\(pk)")
+        #expect((s["gifts"] as? Int ?? 0) >= 2, "gifts given: \(s["gifts"] ?? "none")")
+        #expect(s["every_viewer_got_the_stream"] as? Bool == true && s["events_seen"] as? Int == s["events_expected"] as? Int, "\(s)")
+        print("mesh PK: \(pk), gifts \(s["gifts"] ?? 0)")
+    }
+
     @Test("SIGINT in the middle: every process of the mesh is gone within 2 s")
     func interruptedEveryChildIsGoneWithinTwoSeconds() throws {
         let mesh = try NodeProcess(["mesh", "--viewers", "4", "--guests", "1", "--json"])
