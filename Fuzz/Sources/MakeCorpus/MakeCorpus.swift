@@ -182,7 +182,17 @@ import LVBTransport
         let event = [UInt8](repeating: 0x45, count: 40)
         let request: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8], signature = [UInt8](repeating: 0x53, count: 64)
         let guest = try Identity(seed: [UInt8](repeating: 9, count: 32)).nodeID.publicKey
+        // PK messages between two hosts, signed as they travel.
+        let otherHost = try Identity(seed: [UInt8](repeating: 11, count: 32))
+        let (from, to) = (try RoomID(bytes: room), try RoomID(bytes: Array(17...32)))
+        func pk(_ body: PKMessage.Body) -> [UInt8] {
+            PKMessage(from: from, to: to, pk: 0x0102_0304_0506_0708, sent: 1_800_000_000_000, body: body, sender: otherHost).encoded
+        }
         return [
+            "pk-request": pk(.request(minutes: 5, title: "Evening duel")),
+            "pk-answer": pk(.answer(accepted: false, reason: "on a break")),
+            "pk-end": pk(.end(.timeUp)),
+            "pk-alive": pk(.alive(score: 1234)),
             "request-open": [1] + room + [0],
             "request-password": [1] + room + [1] + [UInt8](repeating: 0x70, count: 32),
             "response-admitted": [2] + room + [0] + pass,
@@ -232,7 +242,13 @@ import LVBTransport
         let author = try Identity(seed: random.bytes(32))
         let target = try Identity(seed: random.bytes(32)).nodeID
         let room = RoomID.random(random)
+        // A PK battle with its proof: the other host's keepalive to this room, stating its score.
+        let otherHost = try Identity(seed: random.bytes(32))
+        let otherRoom = RoomID.random(random)
+        let proof = PKMessage(from: otherRoom, to: room, pk: 77, sent: 1_700_000_000_000, body: .alive(score: 310), sender: otherHost)
         let bodies: [String: EventBody] = [
+            "pk-battle": .pkBattle(PKBattle(stage: .score, pk: 77, otherRoom: otherRoom, otherHost: otherHost.nodeID, endsAt: 1_700_000_300_000,
+                                            ending: nil, ours: 120, theirs: 310, title: "Night radio", proof: proof.encoded)),
             "chat": .chat(text: "hello, room 你好"),
             "danmaku": .danmaku(text: "666", color: 0xFF_8800, lane: 3),
             "like": .like(total: 12),
