@@ -13,6 +13,7 @@ enum StudioPageFiles {
 <link rel="icon" href="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Cpath fill='%23ff2d55' d='M8 14.5 1.8 8.4A3.7 3.7 0 0 1 8 3.3a3.7 3.7 0 0 1 6.2 5.1z'/%3E%3C/svg%3E">
 <link rel="stylesheet" href="studio.css">
 <link rel="stylesheet" href="widgets.css">
+<link rel="stylesheet" href="pk.css">
 <script type="module" src="js/main.js"></script>
 </head>
 <body>
@@ -27,6 +28,25 @@ enum StudioPageFiles {
 
   <div id="gifts" class="layer live-only" aria-hidden="true">
     <div id="gift-stack"></div>
+  </div>
+
+  <!-- A PK battle: this room left, the other right, as the node mixes the picture. -->
+  <div id="pk" class="layer live-only" data-state="off">
+    <div class="pk-divider" aria-hidden="true"><span>PK</span></div>
+    <div class="pk-bar">
+      <div class="pk-heads">
+        <span id="pk-ours-title" class="pk-side ours"></span>
+        <span id="pk-timer" class="pk-timer">00:00</span>
+        <span id="pk-theirs-title" class="pk-side theirs"></span>
+      </div>
+      <div class="pk-track">
+        <div id="pk-fill" class="pk-fill"></div>
+        <div id="pk-edge" class="pk-edge"></div>
+        <span id="pk-ours" class="pk-score ours">0</span>
+        <span id="pk-theirs" class="pk-score theirs">0</span>
+      </div>
+      <div id="pk-result" class="pk-result" role="status" hidden></div>
+    </div>
   </div>
 
   <div id="widgets" class="layer">
@@ -82,6 +102,21 @@ enum StudioPageFiles {
       <div class="gift viewer-only">
         <div id="gift-picker" class="panel" hidden></div>
         <button id="gift-button" type="button" aria-label="Send a gift">🎁</button>
+      </div>
+      <div class="pk-host host-only">
+        <div id="pk-card" class="panel" role="status" hidden></div>
+        <div id="pk-picker" class="panel" hidden>
+          <h2>PK with another room</h2>
+          <ul id="pk-rooms"></ul>
+          <select id="pk-minutes" aria-label="Length of the PK">
+            <option value="1">1 minute</option>
+            <option value="3">3 minutes</option>
+            <option value="5" selected>5 minutes</option>
+            <option value="10">10 minutes</option>
+          </select>
+        </div>
+        <button id="pk-button" type="button" aria-pressed="false" aria-label="PK with another room" hidden>PK</button>
+        <button id="pk-end" type="button" class="danger" hidden>End PK</button>
       </div>
       <div class="likes">
         <div id="hearts" aria-hidden="true"></div>
@@ -319,6 +354,8 @@ import * as gifts from './widgets/gifts.js';
 import * as host from './widgets/host.js';
 import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
+import * as pk from './widgets/pk.js';
+import * as pkhost from './widgets/pkhost.js';
 import * as lite from './widgets/lite.js';
 import * as rank from './widgets/rank.js';
 import * as replay from './widgets/replay.js';
@@ -332,7 +369,7 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, gifts, likes, rank, viewers, rooms, linkmic, host, lite, stats, replay]) {
+for (const widget of [title, status, toast, chat, danmaku, gifts, likes, rank, viewers, rooms, linkmic, pk, pkhost, host, lite, stats, replay]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);
@@ -1187,6 +1224,11 @@ export const probe = {
   cameraKeyframes: 0,
   cameraAudioPackets: 0,
   cameraKbps: 0,
+  /** The PK bar (pk.js): shown (a battle runs or its result shows), the score as shown ("ours:theirs"), the timer's text, and the last result ('won', 'lost', 'draw'). */
+  pkShown: false,
+  pkScore: '',
+  pkTimer: '',
+  pkResult: '',
 };
 
 export function addG2G(ms) {
@@ -1783,6 +1825,340 @@ export function mount(root, bus) {
 }
 
 """####,
+        "js/widgets/pk.js": ####"""
+// A PK battle as every page of the room shows it (#pk): this room on the
+// left, the other room on the right (as the node mixes the picture), a score
+// bar split in proportion to both scores, the countdown to the battle's end
+// (its ends_at, wall-clock ms, against this machine's clock) and a line down
+// the middle of the picture. pk_started and pk_score carry the whole battle
+// as it stands (a page that connects mid-battle gets one in its greeting);
+// pk_ended shows the result for a while, then the bar goes. Shown, hidden
+// and moved with transforms and opacity only, so the canvas keeps painting.
+
+import { probe } from '../probe.js';
+
+/** How long the result stays before the bar goes (ms). */
+const resultFor = 5000;
+/** The bar's split stops this far from either end, so both numbers stay on their own colour. */
+const minShare = 0.08;
+
+const results = { won: 'Won', lost: 'Lost', draw: 'Draw' };
+const reasons = {
+  ended_by_host: 'ended by the host',
+  ended_by_other: 'ended by the other host',
+  time_up: "time's up",
+  other_host_silent: 'the other host went silent',
+  other_room_closed: 'the other room closed',
+};
+
+/** Seconds left as mm:ss, whole seconds rounded up (00:01 until the very end). */
+function countdown(seconds) {
+  const s = Math.max(0, Math.ceil(seconds));
+  return `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
+}
+
+export function mount(root, bus) {
+  const layer = root.querySelector('#pk');
+  const oursTitle = root.querySelector('#pk-ours-title');
+  const theirsTitle = root.querySelector('#pk-theirs-title');
+  const timer = root.querySelector('#pk-timer');
+  const fill = root.querySelector('#pk-fill');
+  const edge = root.querySelector('#pk-edge');
+  const ours = root.querySelector('#pk-ours');
+  const theirs = root.querySelector('#pk-theirs');
+  const result = root.querySelector('#pk-result');
+  let room = null;
+  let title = '';
+  // The battle shown ({pk, endsAt, ours, theirs}), and the last one that ended (its late scores are ignored).
+  let battle = null;
+  let ended = null;
+  let tick = 0;
+  let hide = 0;
+
+  function setState(state) {
+    layer.dataset.state = state;
+    probe.pkShown = state !== 'off';
+  }
+
+  function showTitle() {
+    oursTitle.textContent = title || 'Us';
+  }
+
+  function number(element, n) {
+    const text = String(n);
+    if (element.textContent === text) return;
+    element.textContent = text;
+    element.animate([{ transform: 'scale(1.5)' }, { transform: 'scale(1)' }], { duration: 300, easing: 'ease-out' });
+  }
+
+  function score(m) {
+    const a = Math.max(0, Number(m.ours) || 0);
+    const b = Math.max(0, Number(m.theirs) || 0);
+    const share = a + b === 0 ? 0.5 : Math.min(1 - minShare, Math.max(minShare, a / (a + b)));
+    fill.style.transform = `scaleX(${share})`;
+    edge.style.transform = `translateX(${share * 100}%)`;
+    number(ours, a);
+    number(theirs, b);
+    layer.dataset.lead = a > b ? 'ours' : a < b ? 'theirs' : 'level';
+    probe.pkScore = `${a}:${b}`;
+  }
+
+  function showTime() {
+    clearTimeout(tick);
+    if (!battle) return;
+    const left = battle.endsAt - Date.now();
+    const text = countdown(left / 1000);
+    if (timer.textContent !== text) timer.textContent = text;
+    probe.pkTimer = text;
+    // The next whole second of the countdown, a little after it turns.
+    if (left > 0) tick = setTimeout(showTime, (left % 1000) + 20);
+  }
+
+  function running(m) {
+    if (typeof m.pk !== 'string' || m.pk === ended) return;
+    if (battle?.pk !== m.pk) {
+      clearTimeout(hide);
+      result.hidden = true;
+      probe.pkResult = '';
+      theirsTitle.textContent = m.title || 'The other room';
+      layer.dataset.lead = 'level';
+    }
+    battle = { pk: m.pk, endsAt: Number(m.ends_at) || 0 };
+    score(m);
+    showTime();
+    setState('on');
+  }
+
+  function over(m) {
+    if (typeof m.pk !== 'string' || m.pk === ended) return;
+    ended = m.pk;
+    battle = null;
+    clearTimeout(tick);
+    if (m.title) theirsTitle.textContent = m.title;
+    score(m);
+    const word = results[m.result] ?? 'Over';
+    const why = reasons[m.reason] ?? '';
+    result.textContent = `${word} ${Number(m.ours) || 0} : ${Number(m.theirs) || 0}${why ? ` · ${why}` : ''}`;
+    result.dataset.result = m.result ?? '';
+    result.hidden = false;
+    probe.pkResult = m.result ?? '';
+    setState('over');
+    clearTimeout(hide);
+    hide = setTimeout(off, resultFor);
+  }
+
+  function off() {
+    battle = null;
+    clearTimeout(tick);
+    clearTimeout(hide);
+    setState('off');
+  }
+
+  bus.on('hello', (m) => {
+    title = m.title ?? '';
+    showTitle();
+    // Another room (a switch): its greeting says whether a battle runs there.
+    if (room !== null && m.room !== room) {
+      ended = null;
+      off();
+    }
+    room = m.room;
+  });
+  bus.on('room_info', (m) => {
+    if (typeof m.title === 'string' && m.title) {
+      title = m.title;
+      showTitle();
+    }
+  });
+  bus.on('pk_started', running);
+  bus.on('pk_score', running);
+  bus.on('pk_ended', over);
+  bus.on('room_closed', off);
+  setState('off');
+}
+
+"""####,
+        "js/widgets/pkhost.js": ####"""
+// The host's PK controls (.pk-host). With a rendezvous, #pk-button opens
+// #pk-picker: the other live rooms the rendezvous lists (room_list, asked
+// for with {cmd:"rooms"} when the page opens and every few seconds while the
+// picker is open, since a host's node does not refresh the list by itself),
+// each with a button that asks its host for a PK of #pk-minutes. #pk-card
+// shows this host's request until an answer (with a button to withdraw it),
+// or another host's request (accept, reject); while a battle runs, #pk-end
+// ends it. The battle itself is shown by pk.js.
+
+import { button, el } from '../dom.js';
+
+/** The picker asks for a fresh list this often while it is open (ms). */
+const refreshEvery = 5000;
+/** An ask that heard nothing back by then is forgotten (ms): the node takes 15 s to reach the other host, which has 30 s to answer. */
+const askFor = 50000;
+
+export function mount(root, bus) {
+  const open = root.querySelector('#pk-button');
+  const picker = root.querySelector('#pk-picker');
+  const list = root.querySelector('#pk-rooms');
+  const minutes = root.querySelector('#pk-minutes');
+  const card = root.querySelector('#pk-card');
+  const end = root.querySelector('#pk-end');
+  let hosting = false;
+  let browsing = false;
+  let rooms = [];
+  // This host's ask {room, title, minutes}, another host's pk_request, the battle's pk id.
+  let asking = null;
+  let askTimer = 0;
+  let request = null;
+  let battle = null;
+  let ended = null;
+  let refresh = 0;
+
+  function toast(text) {
+    bus.emit('page:toast', { message: text });
+  }
+
+  function named(title, room) {
+    return title ? `«${title}»` : `room ${String(room ?? '').slice(0, 8)}…`;
+  }
+
+  function titleOf(room) {
+    return rooms.find((r) => r.id === room)?.title ?? '';
+  }
+
+  function showPicker(on) {
+    picker.hidden = !on;
+    open.setAttribute('aria-pressed', String(on));
+    clearInterval(refresh);
+    if (!on) return;
+    bus.send({ cmd: 'rooms' });
+    refresh = setInterval(() => bus.send({ cmd: 'rooms' }), refreshEvery);
+  }
+
+  function ask(room) {
+    const n = Number(minutes.value) || 5;
+    if (!bus.send({ cmd: 'pk', do: 'ask', room: room.id, minutes: n })) return;
+    setAsking({ room: room.id, title: room.title ?? '', minutes: n });
+    showPicker(false);
+  }
+
+  function setAsking(a) {
+    asking = a;
+    clearTimeout(askTimer);
+    if (a) askTimer = setTimeout(() => setAsking(null), askFor);
+    render();
+  }
+
+  function item(room) {
+    const li = el('li', 'pk-room');
+    li.dataset.id = room.id;
+    const text = el('div', 'pk-room-text');
+    text.append(
+      el('span', 'pk-room-title', room.title || 'Untitled room'),
+      el('span', 'pk-room-meta', `${room.nick || ''} · ${room.viewers ?? 0} watching`),
+    );
+    li.append(text, button('pk-ask primary', 'PK', () => ask(room)));
+    return li;
+  }
+
+  function renderList() {
+    const others = rooms.filter((r) => !r.current && !r.replay);
+    if (others.length === 0) list.replaceChildren(el('li', 'pk-none', 'No other live room right now'));
+    else list.replaceChildren(...others.map(item));
+  }
+
+  function render() {
+    open.hidden = !browsing || battle !== null;
+    end.hidden = battle === null;
+    if (battle === null) end.disabled = false;
+    if (battle !== null || asking !== null) showPicker(false);
+    if (request) {
+      const line = `${named(request.title, request.room)} asks for a ${request.minutes ?? 5}-minute PK`;
+      card.replaceChildren(el('p', 'pk-card-text', line),
+        button('pk-accept primary', 'Accept', () => answer({ cmd: 'pk', do: 'accept' })),
+        button('pk-reject', 'Reject', () => answer({ cmd: 'pk', do: 'reject' })));
+    } else if (asking) {
+      const line = `Asking ${named(asking.title, asking.room)} for a ${asking.minutes}-minute PK…`;
+      card.replaceChildren(el('p', 'pk-card-text', line),
+        button('pk-withdraw', 'Withdraw', () => bus.send({ cmd: 'pk', do: 'end' })));
+    } else {
+      card.replaceChildren();
+    }
+    card.hidden = !request && !asking;
+  }
+
+  function answer(command) {
+    if (!bus.send(command)) return;
+    request = null;
+    render();
+  }
+
+  function running(m) {
+    if (!hosting || typeof m.pk !== 'string' || m.pk === ended) return;
+    battle = m.pk;
+    request = null;
+    setAsking(null);
+  }
+
+  open.addEventListener('click', () => showPicker(picker.hidden));
+  end.addEventListener('click', () => {
+    if (bus.send({ cmd: 'pk', do: 'end' })) end.disabled = true;
+  });
+
+  bus.on('hello', (m) => {
+    hosting = m.role === 'host';
+    browsing = hosting && m.rendezvous === true;
+    render();
+    if (browsing) bus.send({ cmd: 'rooms' });
+  });
+  bus.on('room_list', (m) => {
+    if (!hosting) return;
+    rooms = Array.isArray(m.rooms) ? m.rooms : [];
+    renderList();
+  });
+  bus.on('pk_request', (m) => {
+    if (!hosting) return;
+    request = m;
+    showPicker(false);
+    render();
+  });
+  bus.on('pk_rejected', (m) => {
+    if (!hosting) return;
+    const who = named(asking?.room === m.room ? asking.title : titleOf(m.room), m.room);
+    toast(m.reason ? `${who} said no to the PK: ${m.reason}` : `${who} said no to the PK`);
+    setAsking(null);
+  });
+  bus.on('pk_withdrawn', (m) => {
+    if (!hosting) return;
+    if (request?.room === m.room) {
+      toast(`${named(request.title, m.room)} withdrew its PK request`);
+      request = null;
+    }
+    if (asking?.room === m.room) setAsking(null);
+    render();
+  });
+  bus.on('pk_started', running);
+  bus.on('pk_score', running);
+  bus.on('pk_ended', (m) => {
+    if (!hosting) return;
+    ended = m.pk;
+    battle = null;
+    render();
+  });
+  // A refused command: an ask the node could not make, or an end it did not take.
+  bus.on('error', () => {
+    if (!hosting) return;
+    end.disabled = false;
+    if (asking) setAsking(null);
+  });
+  bus.on('room_closed', () => {
+    request = null;
+    battle = null;
+    browsing = false;
+    setAsking(null);
+  });
+}
+
+"""####,
         "js/widgets/rank.js": ####"""
 // Top likers (#rank-list): each author's highest count seen in like events
 // (the count is the author's running total, and events can pass each other).
@@ -1987,13 +2363,15 @@ export function mount(root, bus) {
   }
 
   bus.on('hello', (m) => {
-    enabled = m.rendezvous === true;
+    // A host's list is its PK picker (pkhost.js); a host does not switch rooms.
+    enabled = m.rendezvous === true && m.role !== 'host';
     current = m.room;
     panel.hidden = !enabled;
     for (const li of list.children) li.classList.toggle('current', li.dataset.id === current);
     if (enabled) bus.send({ cmd: 'rooms' });
   });
   bus.on('room_list', (m) => {
+    if (!enabled) return;
     const rooms = Array.isArray(m.rooms) ? m.rooms : [];
     for (const id of [...thumbs.keys()]) if (!rooms.some((r) => r.id === id)) thumbs.delete(id);
     list.replaceChildren(...rooms.map(item));
@@ -2325,6 +2703,217 @@ svg.tree text.figures { fill: var(--muted); font-size: 10px; }
 </html>
 
 """####,
+        "pk.css": ####"""
+/* PK battles: the bar and the line every page of the room shows while
+   two rooms battle (pk.js), and the host's controls (pkhost.js). Loaded
+   after widgets.css. */
+
+/* A PK battle (#pk): the bar under the top band, centred over the
+   picture, and a line down the middle where the node joins the two halves.
+   Shown and hidden with opacity, the split and its edge moved with
+   transforms: nothing here makes the page lay itself out again. */
+#pk {
+  --pk-theirs: #2f7bff;
+  opacity: 0;
+  visibility: hidden;
+  transition: opacity 300ms ease, visibility 0s linear 300ms;
+}
+#pk:not([data-state="off"]) {
+  opacity: 1;
+  visibility: visible;
+  transition: opacity 300ms ease;
+}
+.pk-divider {
+  position: absolute;
+  top: 0;
+  bottom: 0;
+  left: 50%;
+  width: 2px;
+  transform: translateX(-50%);
+  background: linear-gradient(to bottom, transparent, rgb(255 255 255 / 0.45) 25%, rgb(255 255 255 / 0.45) 75%, transparent);
+}
+.pk-divider span {
+  position: absolute;
+  top: 50%;
+  left: 50%;
+  transform: translate(-50%, -50%) skewX(-10deg);
+  padding: 0.05rem 0.45rem;
+  border-radius: 6px;
+  font-size: 0.8rem;
+  font-weight: 900;
+  font-style: italic;
+  letter-spacing: 0.06em;
+  background: linear-gradient(90deg, var(--accent), var(--pk-theirs));
+  opacity: 0.85;
+}
+.pk-bar {
+  position: absolute;
+  top: calc(var(--band) + 0.2rem);
+  left: 50%;
+  width: min(40cqw, 26rem);
+  transform: translate(-50%, -0.6rem);
+  transition: transform 300ms ease;
+}
+#pk:not([data-state="off"]) .pk-bar { transform: translate(-50%, 0); }
+.pk-heads {
+  display: flex;
+  align-items: center;
+  gap: 0.5rem;
+  margin-bottom: 0.25rem;
+  font-size: 0.78rem;
+  font-weight: 700;
+  text-shadow: 0 1px 3px #000;
+}
+.pk-side { flex: 1; min-width: 0; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.pk-side.theirs { text-align: right; }
+.pk-side.ours::before, .pk-side.theirs::after {
+  content: "";
+  display: inline-block;
+  width: 0.55rem;
+  height: 0.55rem;
+  margin: 0 0.3rem;
+  border-radius: 50%;
+  background: var(--accent);
+}
+.pk-side.theirs::after { background: var(--pk-theirs); }
+.pk-timer {
+  flex: none;
+  min-width: 3.6rem;
+  padding: 0.05rem 0.5rem;
+  border-radius: 999px;
+  text-align: center;
+  font-variant-numeric: tabular-nums;
+  background: var(--glass-strong);
+}
+.pk-track {
+  position: relative;
+  height: 1.3rem;
+  border-radius: 999px;
+  overflow: hidden;
+  background: linear-gradient(90deg, #5ac8fa, var(--pk-theirs));
+  box-shadow: 0 2px 10px rgb(0 0 0 / 0.35);
+}
+.pk-fill, .pk-edge {
+  position: absolute;
+  inset: 0;
+  transition: transform 400ms ease-out;
+}
+.pk-fill {
+  transform-origin: left center;
+  transform: scaleX(0.5);
+  background: linear-gradient(90deg, var(--accent), var(--accent-2));
+}
+.pk-edge { transform: translateX(50%); }
+.pk-edge::before {
+  content: "";
+  position: absolute;
+  top: 0;
+  bottom: 0;
+  left: -1.5px;
+  width: 3px;
+  background: #fff;
+  box-shadow: 0 0 6px #fff;
+}
+.pk-score {
+  position: absolute;
+  top: 50%;
+  margin-top: -0.6rem;
+  line-height: 1.2rem;
+  font-size: 0.8rem;
+  font-weight: 800;
+  font-variant-numeric: tabular-nums;
+  text-shadow: 0 1px 2px rgb(0 0 0 / 0.7);
+}
+.pk-score.ours { left: 0.6rem; }
+.pk-score.theirs { right: 0.6rem; }
+#pk[data-lead="ours"] .pk-score.ours, #pk[data-lead="theirs"] .pk-score.theirs { color: #ffd60a; }
+.pk-result {
+  position: absolute;
+  top: calc(100% + 0.45rem);
+  left: 50%;
+  transform: translateX(-50%);
+  padding: 0.3rem 0.9rem;
+  border-radius: 999px;
+  white-space: nowrap;
+  font-weight: 800;
+  background: var(--glass-strong);
+  border: 1px solid var(--line);
+  animation: pk-result-in 400ms ease-out;
+}
+.pk-result[data-result="won"] { background: linear-gradient(90deg, #ff9f0a, #ffd60a); color: #1c1c22; }
+.pk-result[data-result="lost"] { background: rgb(60 60 70 / 0.9); }
+@keyframes pk-result-in {
+  from { transform: translateX(-50%) scale(0.6); opacity: 0; }
+  to { transform: translateX(-50%) scale(1); opacity: 1; }
+}
+
+/* The host's PK controls, beside the like button: the picker opens above
+   the PK button, as the gift picker does; a request waits in a card. */
+.pk-host {
+  position: relative;
+  display: flex;
+  flex-direction: column;
+  align-items: flex-end;
+  gap: 0.4rem;
+}
+#pk-button {
+  width: 3rem;
+  height: 3rem;
+  padding: 0;
+  border-radius: 50%;
+  font-weight: 900;
+  font-style: italic;
+  background: linear-gradient(135deg, var(--accent), #2f7bff);
+}
+#pk-button[aria-pressed="true"] { box-shadow: 0 0 0 2px #fff; }
+#pk-picker {
+  position: absolute;
+  bottom: calc(100% + 0.4rem);
+  right: 0;
+  width: 17rem;
+  max-height: 45cqh;
+  padding: 0.55rem 0.7rem;
+  overflow: hidden auto;
+  scrollbar-width: thin;
+}
+.pk-room {
+  display: flex;
+  align-items: center;
+  gap: 0.5rem;
+  padding: 0.25rem 0;
+}
+.pk-room-text { flex: 1; display: flex; flex-direction: column; min-width: 0; }
+.pk-room-title { font-weight: 700; font-size: 0.82rem; }
+.pk-room-title, .pk-room-meta { overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.pk-room-meta, .pk-none { color: var(--muted); font-size: 0.72rem; }
+.pk-room button { padding: 0.15rem 0.7rem; font-size: 0.75rem; }
+#pk-minutes { margin-top: 0.4rem; width: 100%; background: var(--glass-strong); }
+#pk-card {
+  display: flex;
+  flex-wrap: wrap;
+  justify-content: flex-end;
+  align-items: center;
+  gap: 0.4rem;
+  max-width: 17rem;
+  padding: 0.55rem 0.7rem;
+}
+.pk-card-text { flex-basis: 100%; margin: 0; font-size: 0.85rem; overflow-wrap: anywhere; }
+#pk-card button { padding: 0.2rem 0.8rem; font-size: 0.8rem; }
+
+/* A narrow stage: the bar takes most of the width. */
+@container (max-width: 40rem) {
+  .pk-bar { width: 88cqw; }
+}
+
+/* A phone held upright: the picture sits at the stage's top under the band
+   with the panels over it; the line runs down the picture's middle, and the
+   bar sits just below the picture. */
+@media (orientation: portrait) {
+  .pk-divider { top: var(--band); bottom: auto; height: calc(100cqw * 9 / 16); }
+  .pk-bar { top: calc(var(--band) + 100cqw * 9 / 16 + 0.5rem); }
+}
+
+"""####,
         "studio.css": ####"""
 /* The studio: one stage, its layers stacked in document order (video,
    bullet comments, widgets, controls, overlays). Layers let pointers through
@@ -2360,6 +2949,7 @@ body[data-role="replay"] .live-only { display: none !important; }
 
 /* Lite mode: the picture, the status and the page's own toggles only. */
 body[data-lite] #danmaku,
+body[data-lite] #pk,
 body[data-lite] #widgets,
 body[data-lite] .host-tools { display: none !important; }
 
@@ -2707,6 +3297,7 @@ body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
 .giver:first-child::before { color: #ffd60a; }
 .giver .nick { flex: 1; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
 .giver .count::before { content: "🎁 "; }
+.giver .count::after { content: none; }
 
 .viewers {
   grid-area: viewers;

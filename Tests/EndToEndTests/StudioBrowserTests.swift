@@ -3,7 +3,8 @@ import Testing
 
 /// The studio page in headless Chromium (Tests/Browser/studio_test.py: a
 /// host and two viewers; studio_camera_test.py: a co-host's own camera;
-/// rooms_test.py: room browsing between two hosts; replay_test.py: a replay's page) as real processes, their
+/// rooms_test.py: room browsing between two hosts; pk_test.py: a PK between two rooms;
+/// replay_test.py: a replay's page) as real processes, their
 /// pages driven through Selenium. Needs python3 with selenium, chromium and chromium-driver
 /// (Scripts/setup installs them): without them it fails under CI and is
 /// skipped elsewhere.
@@ -22,6 +23,14 @@ struct StudioBrowserTests {
     /// page listing both rooms with thumbnails and switching with the arrow keys.
     @Test func theStudioPageBrowsesAndSwitchesRooms() throws {
         try BrowserLab.check("Tests/Browser/rooms_test.py", timeout: 180)
+    }
+
+    /// Tests/Browser/pk_test.py: two hosts' PK asked with a click on one
+    /// host's page; a viewer's page shows the battle (titles, timer, score
+    /// from its rocket and like, the other host in the right half) painting
+    /// at the stream's rate, then the result when the host's page ends it.
+    @Test func aPKBattleShowsOnTheStudioPages() throws {
+        try BrowserLab.check("Tests/Browser/pk_test.py", timeout: 240)
     }
 
     /// Tests/Browser/replay_test.py: a replay on its page, played from the

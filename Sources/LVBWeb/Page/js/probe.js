@@ -31,6 +31,11 @@ export const probe = {
   cameraKeyframes: 0,
   cameraAudioPackets: 0,
   cameraKbps: 0,
+  /** The PK bar (pk.js): shown (a battle runs or its result shows), the score as shown ("ours:theirs"), the timer's text, and the last result ('won', 'lost', 'draw'). */
+  pkShown: false,
+  pkScore: '',
+  pkTimer: '',
+  pkResult: '',
 };
 
 export function addG2G(ms) {

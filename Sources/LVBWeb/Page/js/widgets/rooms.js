@@ -86,13 +86,15 @@ export function mount(root, bus) {
   }
 
   bus.on('hello', (m) => {
-    enabled = m.rendezvous === true;
+    // A host's list is its PK picker (pkhost.js); a host does not switch rooms.
+    enabled = m.rendezvous === true && m.role !== 'host';
     current = m.room;
     panel.hidden = !enabled;
     for (const li of list.children) li.classList.toggle('current', li.dataset.id === current);
     if (enabled) bus.send({ cmd: 'rooms' });
   });
   bus.on('room_list', (m) => {
+    if (!enabled) return;
     const rooms = Array.isArray(m.rooms) ? m.rooms : [];
     for (const id of [...thumbs.keys()]) if (!rooms.some((r) => r.id === id)) thumbs.delete(id);
     list.replaceChildren(...rooms.map(item));
