@@ -57,9 +57,14 @@ struct GiftTally {
         return changes.sorted { $0.comboOrder.lexicographicallyPrecedes($1.comboOrder) }
     }
 
-    /// The `n` givers with the most points (ties by key), for the host's rank.
-    func top(_ n: Int) -> [GiftRank.Entry] {
-        points.sorted { a, b in
+    /// The `n` givers with the most points (ties by key), for the host's rank;
+    /// with `base` (the points at some moment, a PK's start), counting only what came since.
+    func top(_ n: Int, since base: [NodeID: UInt64] = [:]) -> [GiftRank.Entry] {
+        let given = base.isEmpty ? points : points.reduce(into: [NodeID: UInt64]()) { out, p in
+            let before = base[p.key] ?? 0
+            if p.value > before { out[p.key] = p.value - before }
+        }
+        return given.sorted { a, b in
             a.value != b.value ? a.value > b.value : a.key.publicKey.lexicographicallyPrecedes(b.key.publicKey)
         }.prefix(n).map { GiftRank.Entry(member: $0.key, points: $0.value) }
     }

@@ -78,11 +78,17 @@ extension RoomNode {
         guard ours != run.battle.ours || (theirs?.score ?? run.battle.theirs) != run.battle.theirs else { return }
         run.battle.stage = .score
         run.battle.ours = ours
+        run.battle.top = pkGivers(since: run.givers)
         run.battle.theirs = theirs?.score ?? run.battle.theirs
         run.battle.proof = proof
         run.published = now
         pkRun = run
         _ = publish(.pkBattle(run.battle))
+    }
+
+    /// This side's top givers since the battle began (their gift points then: `base`).
+    private func pkGivers(since base: [NodeID: UInt64]) -> [GiftRank.Entry] {
+        state?.gifts.top(PKBattle.maxGivers, since: base) ?? []
     }
 
     /// This side's score: the room's likes and gift points since the battle began.
@@ -115,13 +121,15 @@ extension RoomNode {
         let wallEnd = wallMs() + UInt64(max(0, (endsAt - now).milliseconds))
         let battle = PKBattle(stage: .started, pk: pk, otherRoom: other, otherHost: host, endsAt: wallEnd, ending: nil,
                               ours: 0, theirs: 0, title: pkDesk?.otherTitle ?? "", proof: [])
-        pkRun = (battle, state.likeTotal &+ state.gifts.total, now)
+        pkRun = (battle, state.likeTotal &+ state.gifts.total, state.gifts.points, now)
         _ = publish(.pkBattle(battle))
     }
 
     private func endBattle(_ why: PKEnding) {
-        guard var battle = pkRun?.battle else { return }
+        guard let run = pkRun else { return }
+        var battle = run.battle
         battle.ours = pkScore
+        battle.top = pkGivers(since: run.givers)
         if let theirs = pkDesk?.theirs, theirs.proof.pk == battle.pk {
             battle.theirs = theirs.score
             battle.proof = theirs.proof.encoded

@@ -126,7 +126,7 @@ public final class RoomNode {
     var pkDesk: PKDesk?
     /// The battle this host shows its room while a PK runs: what it last
     /// published, the room's likes and gift points when it began, and when.
-    var pkRun: (battle: PKBattle, base: UInt64, published: Instant)?
+    var pkRun: (battle: PKBattle, base: UInt64, givers: [NodeID: UInt64], published: Instant)?
     /// The media side of link-mic (`stageOn`/`stageOff` on the host,
     /// `startPublishing`/`stopPublishing` on a guest), performed by the node driver.
     public var onStage: ((LinkMicAction) -> Void)?

@@ -314,7 +314,7 @@ public final class RoomState {
     /// and bullet comments up to `snapshotChatBytes`, the top
     /// `snapshotLikers` likers' latest likes, the host's, the co-hosts' and
     /// the census's joiners' joins, profiles and stage events, the latest
-    /// room info, census and gift rank (relay positions travel along the media tree,
+    /// room info, census, gift rank and a running PK battle (relay positions travel along the media tree,
     /// `TreeView`, not in snapshots); then the latest `snapshotModeration` kicks and
     /// mutes; then the room's closing. Each group is ordered by timestamp,
     /// then author key, then sequence number, so nodes with the same state

@@ -146,6 +146,14 @@ final class RoomReporter: @unchecked Sendable {
     func rank() {
         guard let line = rankLine() else { return }
         out.emit(line.0, human: line.1, kind: "gift")
+        // In a PK, this side's top givers in the battle too.
+        if let (battle, givers) = pkLine() { out.emit(battle, human: givers, kind: "pk") }
+    }
+
+    /// The running PK battle's line and its givers as text (nil: no battle runs).
+    func pkLine() -> (JSONLine, String)? {
+        guard let battle = room?.state?.pkBattle, battle.ending == nil else { return nil }
+        return (battle.line(names), battle.giversText(names))
     }
 
     /// The `gift_rank` event and its readable form (nil before the room has a state).

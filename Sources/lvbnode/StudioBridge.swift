@@ -196,7 +196,7 @@ final class StudioBridge: @unchecked Sendable {
         // The host's queue of link-mic requests, as they came.
         out += room.linkMicQueue.map { reporters.room.requestLine($0.id, $0.message).text }
         // A PK battle that runs (its timer, both scores), and a host's PK request waiting for an answer.
-        if let battle = room.state?.pkBattle, battle.ending == nil { out.append(battle.line.text) }
+        if let (battle, _) = reporters.room.pkLine() { out.append(battle.text) }
         if case let .asked(_, other, host, minutes, _) = room.pkPhase {
             out.append(reporters.room.pkRequestLine(room: other, host: host, minutes: minutes, title: room.pkOtherTitle).text)
         }

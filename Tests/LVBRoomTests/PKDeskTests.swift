@@ -153,6 +153,8 @@ let otherRoomC = (try? RoomID(bytes: Array(201...216)))!  // invariant: 16 bytes
         let shown = try #require(viewers[1].room.state?.pkBattle)
         #expect(shown.ours == 0 && shown.stage == .score && !shown.proof.isEmpty)
         #expect(try PKMessage.parse(shown.proof[...]).isSigned(by: a.id))
+        // A's room's battle names its top giver in the battle: the heart's 10 points.
+        #expect(viewers[0].room.state?.pkBattle?.top == [GiftRank.Entry(member: viewers[0].id, points: 10)])
         // Keepalives over a lossy link for ten seconds: still in the PK on both sides.
         net.run(for: .seconds(10))
         guard case .battle = a.room.pkPhase, case .battle = b.room.pkPhase else { Issue.record("\(a.room.pkPhase) \(b.room.pkPhase)"); return }

@@ -13,11 +13,14 @@ import LVBGossip
 ///
 ///     body: stage(1: 1 started, 2 score, 3 over) ‖ pk(8) ‖ otherRoom(16) ‖ otherHost(32)
 ///           ‖ endsAt(8: wall ms) ‖ ending(1: 0 running, a PKBattle.Ending) ‖ ours(8) ‖ theirs(8)
-///           ‖ len(1) ‖ title(0…100: the other room's) ‖ len(2) ‖ proof(0…300)
+///           ‖ len(1) ‖ title(0…100: the other room's) ‖ len(2) ‖ proof(0…128)
+///           ‖ n(1: 0...3) ‖ (member(32) ‖ points(8)) × n: this side's top givers in the battle
 public struct PKBattle: EventContent, Equatable {
     public static let kind = EventKind(16, "pkBattle")
-    public static let proofMax = 300
-    public static let maxBodyLength = 1 + 8 + 16 + 32 + 8 + 1 + 8 + 8 + 1 + PKMessage.titleMax + 2 + proofMax
+    /// A keepalive is 121 bytes.
+    public static let proofMax = 128
+    public static let maxGivers = 3
+    public static let maxBodyLength = 1 + 8 + 16 + 32 + 8 + 1 + 8 + 8 + 1 + PKMessage.titleMax + 2 + proofMax + 1 + 40 * maxGivers
 
     public enum Stage: UInt8, Sendable {
         case started = 1, score = 2, over = 3
@@ -57,9 +60,11 @@ public struct PKBattle: EventContent, Equatable {
     public var title: String
     /// The other host's keepalive stating `theirs` (empty while it stated nothing).
     public var proof: [UInt8]
+    /// This side's top givers in the battle (gift points since it began), most first.
+    public var top: [GiftRank.Entry]
 
     public init(stage: Stage, pk: UInt64, otherRoom: RoomID, otherHost: NodeID, endsAt: UInt64, ending: Ending?,
-                ours: UInt64, theirs: UInt64, title: String, proof: [UInt8]) {
+                ours: UInt64, theirs: UInt64, title: String, proof: [UInt8], top: [GiftRank.Entry] = []) {
         self.stage = stage
         self.pk = pk
         self.otherRoom = otherRoom
@@ -70,6 +75,7 @@ public struct PKBattle: EventContent, Equatable {
         self.theirs = theirs
         self.title = title
         self.proof = proof
+        self.top = top
     }
 
     /// Who leads: 1 this side, -1 the other, 0 level.
@@ -95,6 +101,10 @@ public struct PKBattle: EventContent, Equatable {
         guard proof.count <= Self.proofMax else { throw .badValue("PK proof of \(proof.count) bytes") }
         guard (stage == .over) == (ending != nil) else { throw .badValue("PK ending and stage disagree") }
         _ = try provenScore()
+        guard top.count <= Self.maxGivers, Set(top.map(\.member)).count == top.count,
+              zip(top, top.dropFirst()).allSatisfy({ $0.points >= $1.points }), top.allSatisfy({ $0.points <= ours }) else {
+            throw .badValue("PK top givers: at most \(Self.maxGivers), none twice, most first, none above the score")
+        }
     }
 
     public func encode(into w: inout ByteWriter) {
@@ -109,6 +119,11 @@ public struct PKBattle: EventContent, Equatable {
         w.writeShortBytes(Array(title.utf8))
         w.write(UInt16(proof.count))
         w.write(bytes: proof)
+        w.write(UInt8(top.count))
+        for entry in top {
+            w.write(bytes: entry.member.publicKey)
+            w.write(entry.points)
+        }
     }
 
     public static func decode(_ r: inout RoomEventReader) throws(EventError) -> PKBattle {
@@ -126,8 +141,12 @@ public struct PKBattle: EventContent, Equatable {
         let proofLength = Int(try r.uint16())
         guard proofLength <= proofMax else { throw .badValue("PK proof of \(proofLength) bytes") }
         let proof = Array(try r.bytes(proofLength))
+        let n = Int(try r.uint8())
+        guard n <= maxGivers else { throw .badValue("PK top lists \(n) givers (at most \(maxGivers))") }
+        var top: [GiftRank.Entry] = []
+        for _ in 0..<n { top.append(GiftRank.Entry(member: try r.nodeID(), points: try r.uint64())) }
         return PKBattle(stage: stage, pk: pk, otherRoom: otherRoom, otherHost: otherHost, endsAt: endsAt, ending: ending,
-                        ours: ours, theirs: theirs, title: title, proof: proof)
+                        ours: ours, theirs: theirs, title: title, proof: proof, top: top)
     }
 }
 
@@ -155,11 +174,11 @@ extension PKBattle: RoomEventRule {
 extension PKBattle {
     static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
         guard let (_, battle) = posted(change) else { return nil }
-        return RoomNotice(battle.line, human: battle.text, tag: "pk")
+        return RoomNotice(battle.line(names), human: battle.text, tag: "pk")
     }
 
     /// `pk_started`, `pk_score`, `pk_ended`: the whole battle as it stands.
-    public var line: JSONLine {
+    public func line(_ names: RoomNames) -> JSONLine {
         var l = JSONLine(event: stage == .started ? "pk_started" : stage == .score ? "pk_score" : "pk_ended")
         l.add("pk", String(pk, radix: 16))
         l.add("room", otherRoom.text)
@@ -168,11 +187,26 @@ extension PKBattle {
         l.add("ends_at", Int(clamping: endsAt))
         l.add("ours", Int(clamping: ours))
         l.add("theirs", Int(clamping: theirs))
+        let givers = top.map { entry in
+            var o = JSONLine()
+            o.add("id", entry.member.text)
+            o.add("nick", names(entry.member))
+            o.add("points", Int(clamping: entry.points))
+            return o.text
+        }
+        l.addRaw("top", "[" + givers.joined(separator: ",") + "]")
         if let ending {
             l.add("reason", ending.description)
             l.add("result", lead > 0 ? "won" : lead < 0 ? "lost" : "draw")
         }
         return l
+    }
+
+    /// This side's top givers in the battle as text (`/rank` during a PK).
+    public func giversText(_ names: RoomNames) -> String {
+        guard !top.isEmpty else { return "no gifts for this side in the PK yet" }
+        return "top givers in the PK (\(ours) points for this side):\n"
+            + top.enumerated().map { i, e in "\(i + 1). \(names(e.member)) \(e.points) points" }.joined(separator: "\n")
     }
 
     private var text: String {
