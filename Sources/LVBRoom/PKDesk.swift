@@ -12,6 +12,8 @@ public enum PKAction: Equatable, Sendable {
 public enum PKOutput: Equatable, Sendable {
     /// Another host asks for a PK of `minutes` (answer with accept or reject); `title` is its room's.
     case requested(room: RoomID, host: NodeID, minutes: UInt8, title: String)
+    /// Our request went out to the host of `room` (its title as listed).
+    case asking(room: RoomID, title: String, minutes: UInt8)
     /// The other host said no to ours (or our request expired: reason "no answer").
     case rejected(room: RoomID, reason: String)
     /// A request ended before any battle: withdrawn by its asker (or by us),
@@ -111,7 +113,8 @@ public struct PKDesk {
         phase = .asking(pk: pk, room: other, host: host, minutes: minutes, since: now)
         otherTitle = theirTitle
         theirs = nil
-        return [.send(message(to: other, pk: pk, wall: wall, .request(minutes: minutes, title: title)), to: host)]
+        return [.send(message(to: other, pk: pk, wall: wall, .request(minutes: minutes, title: title)), to: host),
+                .output(.asking(room: other, title: theirTitle, minutes: minutes))]
     }
 
     /// Accepts the request waiting: the PK starts on both sides.

@@ -16,7 +16,7 @@ extension RoomNode {
     public func leave() {
         guard state != nil, let pass, phase.isActive else { return }
         // The other room of a PK hears that this one is going, rather than wait for silence.
-        if pkDesk?.phase != .idle, pkDesk?.phase != nil { try? endPK(.roomClosed) }
+        pkRoomClosing()
         let wide = isListedRoomWide(core.nodeID)
         guard case .success(let event) = publish(.leave(reason: 0), broadcast: wide) else { return }
         gossip.tick()

@@ -56,6 +56,16 @@ extension RoomNode {
         do { performPK(try d.end(reason, now: clock.now(), wall: wallMs()), desk: d) } catch { throw .refused(error.description) }
     }
 
+    /// This host's room is closing or it is leaving: the other room hears it
+    /// now (its PK ends, its request is declined) rather than after silence.
+    func pkRoomClosing() {
+        switch pkDesk?.phase {
+        case .asking?, .battle?: try? endPK(.roomClosed)
+        case .asked?: try? rejectPK(reason: "the room is closing")
+        case .idle?, nil: break
+        }
+    }
+
     func handlePK(_ message: PKMessage, from peer: NodeID) {
         guard isHost, isAdmitted else {
             // Not a host: no PK business here; counted like any refused message.

@@ -45,6 +45,7 @@ enum StudioPageFiles {
         <span id="pk-ours" class="pk-score ours">0</span>
         <span id="pk-theirs" class="pk-score theirs">0</span>
       </div>
+      <div id="pk-givers" class="pk-givers"></div>
       <div id="pk-result" class="pk-result" role="status" hidden></div>
     </div>
   </div>
@@ -1229,6 +1230,8 @@ export const probe = {
   pkScore: '',
   pkTimer: '',
   pkResult: '',
+  /** This side's top givers in the battle as the bar shows them ("nick points · …"). */
+  pkGivers: '',
 };
 
 export function addG2G(ms) {
@@ -1865,6 +1868,7 @@ export function mount(root, bus) {
   const fill = root.querySelector('#pk-fill');
   const edge = root.querySelector('#pk-edge');
   const ours = root.querySelector('#pk-ours');
+  const givers = root.querySelector('#pk-givers');
   const theirs = root.querySelector('#pk-theirs');
   const result = root.querySelector('#pk-result');
   let room = null;
@@ -1901,6 +1905,11 @@ export function mount(root, bus) {
     number(theirs, b);
     layer.dataset.lead = a > b ? 'ours' : a < b ? 'theirs' : 'level';
     probe.pkScore = `${a}:${b}`;
+    // This side's top givers in the battle, as its host ranks them (names are text).
+    const top = Array.isArray(m.top) ? m.top.slice(0, 3) : [];
+    const text = top.map((g) => `${g.nick ?? '?'} ${Number(g.points) || 0}`).join(' · ');
+    givers.textContent = text ? `Top: ${text}` : '';
+    probe.pkGivers = text;
   }
 
   function showTime() {
@@ -2121,16 +2130,21 @@ export function mount(root, bus) {
     showPicker(false);
     render();
   });
+  // The node's word that the request went out (also in a reloaded page's greeting).
+  bus.on('pk_asking', (m) => {
+    if (!hosting) return;
+    setAsking({ room: m.room, title: m.title || titleOf(m.room) || '', minutes: m.minutes ?? 5 });
+  });
   bus.on('pk_rejected', (m) => {
     if (!hosting) return;
-    const who = named(asking?.room === m.room ? asking.title : titleOf(m.room), m.room);
+    const who = named(m.title || (asking?.room === m.room ? asking.title : titleOf(m.room)), m.room);
     toast(m.reason ? `${who} said no to the PK: ${m.reason}` : `${who} said no to the PK`);
     setAsking(null);
   });
   bus.on('pk_withdrawn', (m) => {
     if (!hosting) return;
     if (request?.room === m.room) {
-      toast(`${named(request.title, m.room)} withdrew its PK request`);
+      toast(`${named(request.title || m.title, m.room)} withdrew its PK request`);
       request = null;
     }
     if (asking?.room === m.room) setAsking(null);
@@ -2764,6 +2778,8 @@ svg.tree text.figures { fill: var(--muted); font-size: 10px; }
   font-weight: 700;
   text-shadow: 0 1px 3px #000;
 }
+.pk-givers { margin-top: 0.15rem; font-size: 0.7rem; opacity: 0.85; text-shadow: 0 1px 3px #000; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.pk-givers:empty { display: none; }
 .pk-side { flex: 1; min-width: 0; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
 .pk-side.theirs { text-align: right; }
 .pk-side.ours::before, .pk-side.theirs::after {

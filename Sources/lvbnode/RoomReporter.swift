@@ -116,6 +116,15 @@ final class RoomReporter: @unchecked Sendable {
         return l
     }
 
+    /// `pk_asking`: this host's request went out.
+    func pkAskingLine(room: RoomID, title: String, minutes: UInt8) -> JSONLine {
+        var l = JSONLine(event: "pk_asking")
+        l.add("room", room.text)
+        l.add("title", title)
+        l.add("minutes", Int(minutes))
+        return l
+    }
+
     /// PK signalling (the other host is named by its id; its nickname is not this room's).
     func report(_ output: PKOutput) {
         switch output {
@@ -123,14 +132,19 @@ final class RoomReporter: @unchecked Sendable {
             let l = pkRequestLine(room: room, host: host, minutes: minutes, title: title)
             let named = title.isEmpty ? "room \(room.text)" : "«\(title)» (room \(room.text))"
             out.emit(l, human: "\(named) asks for a \(minutes)-minute PK: /pk accept or /pk reject [reason]", kind: "pk")
+        case let .asking(room, title, minutes):
+            let l = pkAskingLine(room: room, title: title, minutes: minutes)
+            out.emit(l, human: "asked \(title.isEmpty ? "room \(room.text)" : "«\(title)»") for a \(minutes)-minute PK; /pk end withdraws it", kind: "pk")
         case let .rejected(room, reason):
             var l = JSONLine(event: "pk_rejected")
             l.add("room", room.text)
+            l.add("title", self.room?.pkOtherTitle)
             l.add("reason", reason)
             out.emit(l, human: "room \(room.text) said no to the PK\(reason.isEmpty ? "" : ": \(reason)")", kind: "pk")
         case .withdrawn(let room):
             var l = JSONLine(event: "pk_withdrawn")
             l.add("room", room.text)
+            l.add("title", self.room?.pkOtherTitle)
             out.emit(l, human: "the PK request with room \(room.text) is off (withdrawn or unanswered)", kind: "pk")
         case .started, .ended:
             // The room's own PK events (pk_started, pk_score, pk_ended) say it, on every node alike.

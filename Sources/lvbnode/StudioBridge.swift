@@ -197,8 +197,13 @@ final class StudioBridge: @unchecked Sendable {
         out += room.linkMicQueue.map { reporters.room.requestLine($0.id, $0.message).text }
         // A PK battle that runs (its timer, both scores), and a host's PK request waiting for an answer.
         if let (battle, _) = reporters.room.pkLine() { out.append(battle.text) }
-        if case let .asked(_, other, host, minutes, _) = room.pkPhase {
+        switch room.pkPhase {
+        case let .asked(_, other, host, minutes, _):
             out.append(reporters.room.pkRequestLine(room: other, host: host, minutes: minutes, title: room.pkOtherTitle).text)
+        case let .asking(_, other, _, minutes, _):
+            out.append(reporters.room.pkAskingLine(room: other, title: room.pkOtherTitle, minutes: minutes).text)
+        case .idle, .battle:
+            break
         }
         let now = currentStatus(node)
         status = now

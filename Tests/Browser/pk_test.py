@@ -205,6 +205,9 @@ class PKPageTests(unittest.TestCase):
         viewer.wait(lambda p: p.studio("pkScore") == "101:0", 10, "101 for this room on the viewer's PK bar")
         self.assertEqual((viewer.find("#pk-ours").text, viewer.find("#pk-theirs").text), ("101", "0"))
         host.wait(lambda p: p.studio("pkScore") == "0:101", 10, "101 for the other room on green's PK bar")
+        # The rocket's giver tops this side's givers in the battle, on the bar.
+        viewer.wait(lambda p: p.studio("pkGivers").endswith(" 100"), 10, "the rocket's giver among the PK's top givers")
+        self.assertIn("100", viewer.find("#pk-givers").text)
 
     def test_4_end_pk_on_the_host_page_shows_the_result_then_the_bar_goes(self):
         host, viewer = world.host_page, world.page

@@ -36,6 +36,8 @@ export const probe = {
   pkScore: '',
   pkTimer: '',
   pkResult: '',
+  /** This side's top givers in the battle as the bar shows them ("nick points · …"). */
+  pkGivers: '',
 };
 
 export function addG2G(ms) {

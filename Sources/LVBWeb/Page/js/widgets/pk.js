@@ -37,6 +37,7 @@ export function mount(root, bus) {
   const fill = root.querySelector('#pk-fill');
   const edge = root.querySelector('#pk-edge');
   const ours = root.querySelector('#pk-ours');
+  const givers = root.querySelector('#pk-givers');
   const theirs = root.querySelector('#pk-theirs');
   const result = root.querySelector('#pk-result');
   let room = null;
@@ -73,6 +74,11 @@ export function mount(root, bus) {
     number(theirs, b);
     layer.dataset.lead = a > b ? 'ours' : a < b ? 'theirs' : 'level';
     probe.pkScore = `${a}:${b}`;
+    // This side's top givers in the battle, as its host ranks them (names are text).
+    const top = Array.isArray(m.top) ? m.top.slice(0, 3) : [];
+    const text = top.map((g) => `${g.nick ?? '?'} ${Number(g.points) || 0}`).join(' · ');
+    givers.textContent = text ? `Top: ${text}` : '';
+    probe.pkGivers = text;
   }
 
   function showTime() {

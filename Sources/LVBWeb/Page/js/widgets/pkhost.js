@@ -140,16 +140,21 @@ export function mount(root, bus) {
     showPicker(false);
     render();
   });
+  // The node's word that the request went out (also in a reloaded page's greeting).
+  bus.on('pk_asking', (m) => {
+    if (!hosting) return;
+    setAsking({ room: m.room, title: m.title || titleOf(m.room) || '', minutes: m.minutes ?? 5 });
+  });
   bus.on('pk_rejected', (m) => {
     if (!hosting) return;
-    const who = named(asking?.room === m.room ? asking.title : titleOf(m.room), m.room);
+    const who = named(m.title || (asking?.room === m.room ? asking.title : titleOf(m.room)), m.room);
     toast(m.reason ? `${who} said no to the PK: ${m.reason}` : `${who} said no to the PK`);
     setAsking(null);
   });
   bus.on('pk_withdrawn', (m) => {
     if (!hosting) return;
     if (request?.room === m.room) {
-      toast(`${named(request.title, m.room)} withdrew its PK request`);
+      toast(`${named(request.title || m.title, m.room)} withdrew its PK request`);
       request = null;
     }
     if (asking?.room === m.room) setAsking(null);
