@@ -21,6 +21,34 @@ public struct GiftRank: EventContent, Equatable {
             self.member = member
             self.points = points
         }
+
+        /// n(1) ‖ (member(32) ‖ points(8)) × n.
+        static func write(_ entries: [Entry], into w: inout ByteWriter) {
+            w.write(UInt8(entries.count))
+            for entry in entries {
+                w.write(bytes: entry.member.publicKey)
+                w.write(entry.points)
+            }
+        }
+
+        static func read(_ r: inout RoomEventReader, max: Int, what: String) throws(EventError) -> [Entry] {
+            let n = Int(try r.uint8())
+            guard n <= max else { throw .badValue("\(what) lists \(n) givers (at most \(max))") }
+            var entries: [Entry] = []
+            for _ in 0..<n { entries.append(Entry(member: try r.nodeID(), points: try r.uint64())) }
+            return entries
+        }
+
+        /// A JSON array of {"id","nick","points"}.
+        static func json(_ entries: [Entry], _ names: RoomNames) -> String {
+            "[" + entries.map { entry in
+                var o = JSONLine()
+                o.add("id", entry.member.text)
+                o.add("nick", names(entry.member))
+                o.add("points", Int(clamping: entry.points))
+                return o.text
+            }.joined(separator: ",") + "]"
+        }
     }
 
     public var total: UInt64
@@ -40,19 +68,12 @@ public struct GiftRank: EventContent, Equatable {
 
     public func encode(into w: inout ByteWriter) {
         w.write(total)
-        w.write(UInt8(top.count))
-        for entry in top {
-            w.write(bytes: entry.member.publicKey)
-            w.write(entry.points)
-        }
+        Entry.write(top, into: &w)
     }
 
     public static func decode(_ r: inout RoomEventReader) throws(EventError) -> GiftRank {
-        let total = try r.uint64(), n = Int(try r.uint8())
-        guard n <= maxEntries else { throw .badValue("gift rank lists \(n) givers (at most \(maxEntries))") }
-        var top: [Entry] = []
-        for _ in 0..<n { top.append(Entry(member: try r.nodeID(), points: try r.uint64())) }
-        return GiftRank(total: total, top: top)
+        let total = try r.uint64()
+        return GiftRank(total: total, top: try Entry.read(&r, max: maxEntries, what: "gift rank"))
     }
 }
 
@@ -84,14 +105,7 @@ extension GiftRank {
     public func line(_ names: RoomNames) -> JSONLine {
         var l = JSONLine(event: "gift_rank")
         l.add("total", Int(clamping: total))
-        let items = top.map { entry in
-            var o = JSONLine()
-            o.add("id", entry.member.text)
-            o.add("nick", names(entry.member))
-            o.add("points", Int(clamping: entry.points))
-            return o.text
-        }
-        l.addRaw("top", "[" + items.joined(separator: ",") + "]")
+        l.addRaw("top", Entry.json(top, names))
         return l
     }
 

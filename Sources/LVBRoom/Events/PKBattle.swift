@@ -119,11 +119,7 @@ public struct PKBattle: EventContent, Equatable {
         w.writeShortBytes(Array(title.utf8))
         w.write(UInt16(proof.count))
         w.write(bytes: proof)
-        w.write(UInt8(top.count))
-        for entry in top {
-            w.write(bytes: entry.member.publicKey)
-            w.write(entry.points)
-        }
+        GiftRank.Entry.write(top, into: &w)
     }
 
     public static func decode(_ r: inout RoomEventReader) throws(EventError) -> PKBattle {
@@ -141,10 +137,7 @@ public struct PKBattle: EventContent, Equatable {
         let proofLength = Int(try r.uint16())
         guard proofLength <= proofMax else { throw .badValue("PK proof of \(proofLength) bytes") }
         let proof = Array(try r.bytes(proofLength))
-        let n = Int(try r.uint8())
-        guard n <= maxGivers else { throw .badValue("PK top lists \(n) givers (at most \(maxGivers))") }
-        var top: [GiftRank.Entry] = []
-        for _ in 0..<n { top.append(GiftRank.Entry(member: try r.nodeID(), points: try r.uint64())) }
+        let top = try GiftRank.Entry.read(&r, max: maxGivers, what: "PK top")
         return PKBattle(stage: stage, pk: pk, otherRoom: otherRoom, otherHost: otherHost, endsAt: endsAt, ending: ending,
                         ours: ours, theirs: theirs, title: title, proof: proof, top: top)
     }
@@ -187,14 +180,7 @@ extension PKBattle {
         l.add("ends_at", Int(clamping: endsAt))
         l.add("ours", Int(clamping: ours))
         l.add("theirs", Int(clamping: theirs))
-        let givers = top.map { entry in
-            var o = JSONLine()
-            o.add("id", entry.member.text)
-            o.add("nick", names(entry.member))
-            o.add("points", Int(clamping: entry.points))
-            return o.text
-        }
-        l.addRaw("top", "[" + givers.joined(separator: ",") + "]")
+        l.addRaw("top", GiftRank.Entry.json(top, names))
         if let ending {
             l.add("reason", ending.description)
             l.add("result", lead > 0 ? "won" : lead < 0 ? "lost" : "draw")
