@@ -116,11 +116,11 @@ public final class RoomBrowser: LiveRole {
         return rooms[index]
     }
 
+    /// Every listed room from the answers so far, in list order.
+    public var rooms: [RoomAnnouncement] { pages.keys.sorted().flatMap { pages[$0] ?? [] } }
+
     /// A listed room by id, from the answers so far.
-    public func room(_ id: RoomID) -> RoomAnnouncement? {
-        for page in pages.keys.sorted() { if let a = pages[page]?.first(where: { $0.room == id }) { return a } }
-        return nil
-    }
+    public func room(_ id: RoomID) -> RoomAnnouncement? { rooms.first { $0.room == id } }
 
     public func handle(_ event: NodeEvent) {
         guard case .transport(let event) = event else { return }

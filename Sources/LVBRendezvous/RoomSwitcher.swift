@@ -47,7 +47,7 @@ public final class RoomSwitcher: LiveRole {
     public var currentRoom: RoomID { node.room.room }
 
     /// The rooms in list order (the pages asked so far).
-    public var rooms: [RoomAnnouncement] { browser.pages.keys.sorted().flatMap { browser.pages[$0] ?? [] } }
+    public var rooms: [RoomAnnouncement] { browser.rooms }
 
     /// Switches to the room at `position` in the list (from 1, as `/rooms` numbers it).
     @discardableResult

@@ -81,10 +81,11 @@ extension RoomNode {
     /// PK timers and the battle's score, with the room's tick.
     func tickPK(now: Instant) {
         guard pkDesk != nil else { return }
-        performPK(pkDesk?.tick(now: now, wall: wallMs(), score: pkScore) ?? [])
+        let ours = pkScore
+        performPK(pkDesk?.tick(now: now, wall: wallMs(), score: ours) ?? [])
         guard var run = pkRun, now - run.published >= RoomConstants.pkScoreInterval else { return }
         let theirs = pkDesk?.theirs
-        let ours = pkScore, proof = theirs?.proof.encoded ?? run.battle.proof
+        let proof = theirs?.proof.encoded ?? run.battle.proof
         guard ours != run.battle.ours || (theirs?.score ?? run.battle.theirs) != run.battle.theirs else { return }
         run.battle.stage = .score
         run.battle.ours = ours

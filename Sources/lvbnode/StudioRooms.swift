@@ -64,8 +64,8 @@ final class StudioRooms {
 
     /// The list as the page shows it, if one came yet.
     var listLine: String? {
-        let rooms = browser.pages.keys.sorted().flatMap { browser.pages[$0] ?? [] }
         guard !browser.pages.isEmpty else { return nil }
+        let rooms = browser.rooms
         let playing = playing()
         let current = playing == nil ? switcher?.currentRoom ?? node.room.room : nil
         var items = rooms.map { a in

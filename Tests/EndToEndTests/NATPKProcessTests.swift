@@ -23,28 +23,6 @@ import Testing
     static let size = (width: 160, height: 96)
     static let red: (UInt8, UInt8, UInt8) = (81, 90, 240), blue: (UInt8, UInt8, UInt8) = (41, 240, 110)
 
-    /// Left and right halves' colours of each picture, runs of fewer than 3 dropped.
-    private func runs(_ path: String) throws -> [String] {
-        func colour(_ f: I420Frame, _ x: Int, _ w: Int) -> Character {
-            var u = 0, v = 0, n = 0
-            for y in f.height / 8..<f.height * 3 / 8 {
-                for cx in (x + w / 4) / 2..<(x + w * 3 / 4) / 2 {
-                    u += Int(f.u[y * f.chromaStride + cx])
-                    v += Int(f.v[y * f.chromaStride + cx])
-                    n += 1
-                }
-            }
-            let (mu, mv) = (Double(u) / Double(n), Double(v) / Double(n))
-            return abs(mu - 90) < 30 && abs(mv - 240) < 30 ? "R" : abs(mu - 240) < 30 && abs(mv - 110) < 30 ? "B" : "?"
-        }
-        let reader = try Y4MReader(path: path)
-        var states: [String] = []
-        while let f = try reader.nextFrame() { states.append(String([colour(f, 0, f.width / 2), colour(f, f.width / 2, f.width / 2)])) }
-        return states.reduce(into: [(String, Int)]()) { r, s in
-            if r.last?.0 == s { r[r.count - 1].1 += 1 } else { r.append((s, 1)) }
-        }.filter { $0.1 >= 3 }.map(\.0)
-    }
-
     @Test(arguments: Variant.allCases)
     func twoHostsBehindTheirOwnNATsMeetForAPKAndBothAudiencesSeeBoth(_ variant: Variant) throws {
         let dir = temporaryDirectory()
@@ -85,7 +63,7 @@ import Testing
             v.send("/quit")
             _ = v.waitExit(timeout: 20)
         }
-        #expect(try runs(dir + "/va.y4m") == ["RR", "RB", "RR"], "(\(variant)) red's viewer")
-        #expect(try runs(dir + "/vb.y4m") == ["BB", "BR", "BB"], "(\(variant)) blue's viewer")
+        #expect(try SideBySide.runs(dir + "/va.y4m") == ["RR", "RB", "RR"], "(\(variant)) red's viewer")
+        #expect(try SideBySide.runs(dir + "/vb.y4m") == ["BB", "BR", "BB"], "(\(variant)) blue's viewer")
     }
 }

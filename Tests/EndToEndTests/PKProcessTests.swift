@@ -25,35 +25,6 @@ import Testing
         return (y4m, wav)
     }
 
-    /// "R", "B" or "?" for the middle of `rect` (a quarter of its width and height in from each edge).
-    private func colour(_ f: I420Frame, x: Int, width: Int) -> Character {
-        var u = 0, v = 0, n = 0
-        for y in (f.height / 4) / 2..<(f.height * 3 / 4) / 2 {
-            for cx in (x + width / 4) / 2..<(x + width * 3 / 4) / 2 {
-                u += Int(f.u[y * f.chromaStride + cx])
-                v += Int(f.v[y * f.chromaStride + cx])
-                n += 1
-            }
-        }
-        let (mu, mv) = (Double(u) / Double(n), Double(v) / Double(n))
-        if abs(mu - 90) < 30 && abs(mv - 240) < 30 { return "R" }
-        if abs(mu - 240) < 30 && abs(mv - 110) < 30 { return "B" }
-        return "?"
-    }
-
-    /// Each picture as (left half's colour, right half's), runs of fewer than 3 pictures dropped.
-    private func runs(_ path: String) throws -> [String] {
-        let reader = try Y4MReader(path: path)
-        var states: [String] = []
-        while let f = try reader.nextFrame() {
-            let half = f.width / 2
-            states.append(String([colour(f, x: 0, width: half), colour(f, x: half, width: f.width - half)]))
-        }
-        return states.reduce(into: [(String, Int)]()) { r, s in
-            if r.last?.0 == s { r[r.count - 1].1 += 1 } else { r.append((s, 1)) }
-        }.filter { $0.1 >= 3 }.map(\.0)
-    }
-
     /// Whole seconds of a 48 kHz WAV, each as (red tone dB, blue tone dB).
     private func toneSeconds(_ path: String) throws -> [(red: Double, blue: Double)] {
         let wav = try WAVReader(path: path)
@@ -143,8 +114,8 @@ import Testing
         _ = va.waitExit(timeout: 20)
 
         // Pictures: own host whole, both side by side (own on the left), own whole again, side by side, whole.
-        #expect(try runs(dir + "/vb.y4m") == ["BB", "BR", "BB", "BR", "BB"], "blue's viewer")
-        let red = try runs(dir + "/va.y4m")
+        #expect(try SideBySide.runs(dir + "/vb.y4m") == ["BB", "BR", "BB", "BR", "BB"], "blue's viewer")
+        let red = try SideBySide.runs(dir + "/va.y4m")
         #expect(Array(red.prefix(4)) == ["RR", "RB", "RR", "RB"], "red's viewer: \(red)")
         // Sound: blue's viewer hears red's tone only during the PKs; blue's throughout.
         let heard = try toneSeconds(dir + "/vb.wav")
