@@ -53,6 +53,9 @@ public enum MediaConstants {
         static let typeBYE: UInt8 = 203
         static let formatGenericNACK: UInt8 = 1
         static let formatPLI: UInt8 = 1
+        static let formatFIR: UInt8 = 4
+        /// Application-layer feedback (RFC 4585 §6.4): REMB is one.
+        static let formatAFB: UInt8 = 15
         static let reportBlockSize = 24
         /// APP data that still fits the 16-bit length field (words after the header, SSRC and name).
         static let maxAppData = 4 * (Int(UInt16.max) - 2)
@@ -109,6 +112,18 @@ public enum MediaConstants {
     public static let maxTrackedNacks = 4096
     /// An audio-only stream is recorded once this much sound came without a picture.
     public static let audioOnlyRecordingWait: Duration = .seconds(2)
+    /// `--egress`: at most one keyframe request upstream this often, however
+    /// many of a media server's subscribers ask (Janus itself sends at most
+    /// one PLI a second).
+    public static let egressKeyframeInterval: Duration = .seconds(1)
+    /// `--egress`: NACKed packets resent per video packet forwarded, and at
+    /// most this many in hand: the server's feedback cannot make the egress
+    /// send much more than the stream.
+    public static let egressRetransmitShare = 0.25
+    public static let egressRetransmitBurst = 64.0
+    /// `--egress`: a sequence number this far from the newest starts a new
+    /// source (RFC 3550 §A.1's MAX_DROPOUT).
+    public static let egressMaxJump = 3000
     /// Sender reports go to each viewer this often.
     public static let senderReportInterval: Duration = .seconds(1)
     /// The encoder is asked for a keyframe at most this often, however many PLIs arrive.

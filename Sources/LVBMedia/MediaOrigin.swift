@@ -117,6 +117,9 @@ public final class MediaOrigin<Peer: Hashable> {
     /// nothing cached to start from; the encoder forces one on its next frame.
     public func takeKeyframeRequest() -> Bool { downstream.takeKeyframeRequest() }
 
+    /// Every RTP packet published, as subscribers get it (`--egress` on the host).
+    public var onPacket: ((RTPPacket) -> Void)?
+
     /// Another source feeds the stream from its next packet on (a co-host's
     /// page camera instead of its own encoder, or back): its packets are
     /// renumbered to follow on, so subscribers see one stream, whose next
@@ -135,6 +138,7 @@ public final class MediaOrigin<Peer: Hashable> {
         let now = clock.now()
         for var p in frame.packets {
             videoSplicer.rewrite(&p, now: now)
+            onPacket?(p)
             bytes.append(p.serialized())
             sequences.append(p.sequenceNumber)
             videoCount.packets &+= 1
@@ -149,6 +153,7 @@ public final class MediaOrigin<Peer: Hashable> {
     public func publishAudio(_ packet: RTPPacket) {
         var packet = packet
         audioSplicer.rewrite(&packet, now: clock.now())
+        onPacket?(packet)
         audioCount.packets &+= 1
         audioCount.octets &+= UInt32(truncatingIfNeeded: packet.payload.count)
         audioCount.timestamp = packet.timestamp

@@ -99,7 +99,7 @@ extension RTCPPacket {
             case .app(let app):
                 if let point = app.resumePoint, point.mediaSSRC == videoSSRC { resumeAfter = point.after }
             case .bye: return (false, false, true, nil)
-            case .senderReport: break
+            case .senderReport, .fir, .remb: break
             }
         }
         return (isFeedback, keyframesOnly, false, resumeAfter)

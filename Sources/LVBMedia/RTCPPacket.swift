@@ -134,6 +134,45 @@ public struct RTCPPictureLossIndication: Equatable, Sendable {
     }
 }
 
+/// Full Intra Request (RFC 5104 §4.3.1, PT 206 FMT 4): asks each listed
+/// source for a keyframe; `sequence` tells a repeated request from a new one.
+public struct RTCPFullIntraRequest: Equatable, Sendable {
+    public struct Entry: Equatable, Sendable {
+        public var ssrc: UInt32
+        public var sequence: UInt8
+        public init(ssrc: UInt32, sequence: UInt8) {
+            self.ssrc = ssrc
+            self.sequence = sequence
+        }
+    }
+    public var senderSSRC: UInt32
+    public var entries: [Entry]
+    public init(senderSSRC: UInt32, entries: [Entry]) {
+        self.senderSSRC = senderSSRC
+        self.entries = entries
+    }
+}
+
+/// Receiver Estimated Maximum Bitrate (draft-alvestrand-rmcat-remb, PT 206
+/// FMT 15, "REMB"): the bitrate in bit/s the receivers of `ssrcs` can take.
+/// Sent with a mantissa of 18 bits: large values lose their low bits.
+public struct RTCPREMB: Equatable, Sendable {
+    public var senderSSRC: UInt32
+    public var bitrate: UInt64
+    public var ssrcs: [UInt32]
+    public init(senderSSRC: UInt32, bitrate: UInt64, ssrcs: [UInt32]) throws(MediaError) {
+        guard ssrcs.count <= Int(UInt8.max) else { throw .invalidParameter("REMB lists at most 255 sources") }
+        self.senderSSRC = senderSSRC
+        self.bitrate = bitrate
+        self.ssrcs = ssrcs
+    }
+    init(senderSSRC: UInt32, bitrate: UInt64, checkedSSRCs checked: [UInt32]) {
+        self.senderSSRC = senderSSRC
+        self.bitrate = bitrate
+        ssrcs = checked
+    }
+}
+
 /// Goodbye (RFC 3550 §6.6, PT 203): the sources leave. A subscriber sends
 /// it to the node that feeds it when it takes the stream elsewhere or stops,
 /// so that node lets it go at once instead of after `subscriberTimeout`.
@@ -166,6 +205,9 @@ public enum RTCPPacket: Equatable, Sendable {
     case pli(RTCPPictureLossIndication)
     case app(RTCPApp)
     case bye(RTCPBye)
+    /// From a media server's subscribers (`--egress`): a keyframe, and a bandwidth estimate.
+    case fir(RTCPFullIntraRequest)
+    case remb(RTCPREMB)
 
     public static func parseCompound(_ bytes: [UInt8]) throws(MediaError) -> [RTCPPacket] {
         try parseCompound(bytes[...])
@@ -228,6 +270,34 @@ public enum RTCPPacket: Equatable, Sendable {
             // RFC 4585 §6.3.1: "the length field MUST be 2".
             guard body.count == 8 else { throw .malformed("PLI length must be 2") }
             return .pli(RTCPPictureLossIndication(senderSSRC: try r.mediaRead32("PLI"), mediaSSRC: try r.mediaRead32("PLI")))
+        case (MediaConstants.RTCP.typePSFB, MediaConstants.RTCP.formatFIR):
+            // RFC 5104 §4.3.1: sender SSRC, media SSRC (unused), then 8-octet entries.
+            guard body.count >= 8, body.count % 8 == 0 else { throw .malformed("FIR length must cover whole FCI entries") }
+            let sender = try r.mediaRead32("FIR")
+            _ = try r.mediaRead32("FIR")
+            var entries: [RTCPFullIntraRequest.Entry] = []
+            while !r.isAtEnd {
+                let ssrc = try r.mediaRead32("FIR"), seq = try r.mediaRead8("FIR")
+                _ = try r.mediaBytes(3, "FIR")
+                entries.append(.init(ssrc: ssrc, sequence: seq))
+            }
+            return .fir(RTCPFullIntraRequest(senderSSRC: sender, entries: entries))
+        case (MediaConstants.RTCP.typePSFB, MediaConstants.RTCP.formatAFB):
+            // draft-alvestrand-rmcat-remb §2.2: sender SSRC, media SSRC 0,
+            // "REMB", count (8), exponent (6) and mantissa (18), the SSRCs.
+            // Other application-layer feedback is skipped.
+            guard body.count >= 16 else { throw .malformed("application feedback shorter than a REMB") }
+            let sender = try r.mediaRead32("REMB")
+            _ = try r.mediaRead32("REMB")
+            guard Array(try r.mediaBytes(4, "REMB")) == Array("REMB".utf8) else { return nil }
+            let word = try r.mediaRead32("REMB")
+            let count = Int(word >> 24), exponent = UInt64(word >> 18 & 0x3F), mantissa = UInt64(word & 0x3FFFF)
+            guard r.remaining == 4 * count else { throw .malformed("REMB length does not match its SSRC count") }
+            var ssrcs: [UInt32] = []
+            for _ in 0..<count { ssrcs.append(try r.mediaRead32("REMB")) }
+            // A mantissa shifted past 64 bits is no real estimate: the most there is.
+            let bitrate = exponent > 45 ? UInt64.max : mantissa << exponent
+            return .remb(RTCPREMB(senderSSRC: sender, bitrate: bitrate, checkedSSRCs: ssrcs))
         case (MediaConstants.RTCP.typeAPP, _):
             // RFC 3550 §6.7: SSRC, a 4-octet ASCII name, then data in whole 32-bit words.
             guard body.count >= 8, body.count % 4 == 0 else { throw .malformed("APP length must cover SSRC, name and whole data words") }
@@ -298,6 +368,17 @@ public enum RTCPPacket: Equatable, Sendable {
         case let .bye(bye):
             (count, type) = (bye.ssrcs.count, MediaConstants.RTCP.typeBYE)
             for ssrc in bye.ssrcs { w.write(ssrc) }
+        case let .fir(fir):
+            (count, type) = (Int(MediaConstants.RTCP.formatFIR), MediaConstants.RTCP.typePSFB)
+            w.write(fir.senderSSRC); w.write(UInt32(0))
+            for entry in fir.entries { w.write(entry.ssrc); w.write(entry.sequence); w.write(bytes: [0, 0, 0]) }
+        case let .remb(remb):
+            (count, type) = (Int(MediaConstants.RTCP.formatAFB), MediaConstants.RTCP.typePSFB)
+            w.write(remb.senderSSRC); w.write(UInt32(0)); w.write(bytes: Array("REMB".utf8))
+            var (mantissa, exponent) = (remb.bitrate, UInt64(0))
+            while mantissa > 0x3FFFF { mantissa >>= 1; exponent += 1 }
+            w.write(UInt32(remb.ssrcs.count) << 24 | UInt32(exponent) << 18 | UInt32(mantissa))
+            for ssrc in remb.ssrcs { w.write(ssrc) }
         }
         var out: [UInt8] = [2 << 6 | UInt8(count), type]
         let words = UInt16(w.count / 4)

@@ -92,3 +92,62 @@ func withSockaddr<T>(_ address: PeerAddress, _ body: (UnsafePointer<sockaddr>, s
         return withUnsafePointer(to: &sa) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
     }
 }
+
+/// `--egress`'s socket: one unconnected, non-blocking UDP socket that sends
+/// the stream and its sender reports to the server's ports and takes the
+/// server's feedback, which comes back to the address the reports came from
+/// (Janus latches onto it). Reads never block: `receive` drains what is queued.
+public final class EgressSocket {
+    private let fd: Int32
+    public let isIPv6: Bool
+
+    public init(for target: PeerAddress) throws(MediaError) {
+        isIPv6 = if case .v6 = target.host { true } else { false }
+        fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .file("--egress: cannot open a UDP socket (\(String(cString: strerror(errno))))") }
+    }
+
+    deinit { close(fd) }
+
+    /// False when the socket refused it (a full buffer: dropped).
+    public func send(_ bytes: [UInt8], to address: PeerAddress) -> Bool {
+        bytes.withUnsafeBytes { b in
+            withSockaddr(address) { sa, len in sendto(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT), sa, len) }
+        } >= 0
+    }
+
+    /// Hands each queued datagram (at most `limit`) and its sender to `body`.
+    public func receive(limit: Int = 64, _ body: (ArraySlice<UInt8>, PeerAddress) -> Void) {
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        for _ in 0..<limit {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let n = buffer.withUnsafeMutableBytes { b in
+                withUnsafeMutablePointer(to: &storage) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT), $0, &length) }
+                }
+            }
+            guard n >= 0 else { return }
+            guard let from = Self.address(storage) else { continue }
+            body(buffer[0..<n], from)
+        }
+    }
+
+    private static func address(_ storage: sockaddr_storage) -> PeerAddress? {
+        var storage = storage
+        let family = Int32(storage.ss_family)
+        return withUnsafePointer(to: &storage) { p -> PeerAddress? in
+            switch family {
+            case AF_INET:
+                let a = p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+                return PeerAddress(host: .v4(UInt32(bigEndian: a.sin_addr.s_addr)), port: UInt16(bigEndian: a.sin_port))
+            case AF_INET6:
+                let a = p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+                let bytes = withUnsafeBytes(of: a.sin6_addr) { Array($0) }
+                return PeerAddress(host: .v6(bytes), port: UInt16(bigEndian: a.sin6_port))
+            default:
+                return nil
+            }
+        }
+    }
+}

@@ -38,6 +38,8 @@ public final class VideoReceiver {
     /// When a keyframe became wanted (a PLI is due from then on, rate-limited).
     private var keyframeWantedAt: Instant?
     private var lastPLI: Instant?
+    /// `requestKeyframe()` was called: a PLI goes with the next poll.
+    private var keyframeAsked = false
     /// When decoding first stalled on the current decode-order gap.
     private var gapSince: Instant?
     private var nextReport: Instant?
@@ -170,10 +172,11 @@ public final class VideoReceiver {
             counters.nacksSent += 1
             counters.nackedSequences += lost.count
         }
-        if let due = pliDue, now >= due {
+        if keyframeAsked || pliDue.map({ now >= $0 }) == true {
             feedback.append(.pli(RTCPPictureLossIndication(senderSSRC: ssrc, mediaSSRC: mediaSSRC)))
             lastPLI = now
             counters.keyframeRequests += 1
+            keyframeAsked = false
         }
         if !feedback.isEmpty { out.append(.feedback(feedback)) }
         return out
@@ -181,7 +184,19 @@ public final class VideoReceiver {
 
     /// The next time `poll` has work, if any (new packets may bring it sooner).
     public var nextWakeup: Instant? {
-        [nack.nextWakeup(), nextReport, pliDue, decodeWakeup].compactMap { $0 }.min()
+        [nack.nextWakeup(), nextReport, pliDue, decodeWakeup, keyframeAsked ? clock.now() : nil].compactMap { $0 }.min()
+    }
+
+    /// Someone this node feeds outside the tree (a media server's
+    /// subscriber, `--egress`) wants a keyframe: one PLI goes upstream with
+    /// the next poll, unless one went within `keyframeRequestInterval` (then
+    /// false: that one serves). A child in the tree asks the same way.
+    @discardableResult
+    public func requestKeyframe() -> Bool {
+        guard mediaSSRC != nil else { return false }
+        if let last = lastPLI, clock.now() - last < MediaConstants.keyframeRequestInterval { return false }
+        keyframeAsked = true
+        return true
     }
 
     // MARK: Decode order

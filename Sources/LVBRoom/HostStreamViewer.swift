@@ -15,6 +15,8 @@ public final class HostStreamViewer: LiveRole {
     /// sinks): decoded pictures and sound, for a UI or a test.
     public var onHostVideo: ((ReceivedVideoFrame) -> Void)?
     public var onHostAudio: ((ReceivedAudioFrame) -> Void)?
+    /// Every RTP packet of the host's stream as it arrived (`--egress`).
+    public var onHostPacket: ((RTPPacket) -> Void)?
 
     private unowned let node: LiveNode
 
@@ -45,7 +47,10 @@ public final class HostStreamViewer: LiveRole {
             sinks.audio($0)
             onHostAudio?($0)
         }
-        receiver.onPacket = { sinks.packet($0, $1) }
+        receiver.onPacket = { [unowned self] in
+            sinks.packet($0, $1)
+            onHostPacket?($0)
+        }
         receiver.onReceived = { [unowned node] in node.onWakeupChanged?() }
     }
 

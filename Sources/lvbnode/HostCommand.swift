@@ -17,6 +17,7 @@ struct HostCommand: AsyncParsableCommand {
     @OptionGroup var profile: ProfileOptions
     @OptionGroup(title: "Media") var media: HostMediaOptions
     @OptionGroup(title: "Replays") var replays: ReplayOptions
+    @OptionGroup(title: "Media server") var egress: EgressOptions
 
     @Option(name: .long, help: ArgumentHelp("Ask this STUN server (IP:PORT, repeatable; any RFC 8489 Binding server) where it sees this node, and announce that address too.", valueName: "ip:port"))
     var stun: [String] = []
@@ -87,6 +88,11 @@ struct HostCommand: AsyncParsableCommand {
                                                             info: RoomInfo(title: title, startedAt: started, chatRate: chatRate)))
         runner.profile = profile.profile
         runner.publish = mediaSetup.isEmpty ? nil : mediaSetup
+        runner.egress = try egress.target()
+        if runner.egress != nil && mediaSetup.isEmpty {
+            Output.fail("--egress hands on the host's stream, and this host sends none: drop --video none --audio none, or --egress")
+            throw ExitCode(64)
+        }
         runner.maxGuests = maxGuests
         runner.stdinIsMedia = media.readsStdin
         runner.replay = try replays.settings(node.identity)

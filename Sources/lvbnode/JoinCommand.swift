@@ -38,6 +38,7 @@ struct JoinCommand: AsyncParsableCommand {
     @OptionGroup var node: NodeOptions
     @OptionGroup var profile: ProfileOptions
     @OptionGroup(title: "Media") var media: ViewerMediaOptions
+    @OptionGroup(title: "Media server") var egress: EgressOptions
     @OptionGroup(title: "On stage (link-mic: sent to the host while it has you on stage; synthetic is a guest pattern and tone)")
     var stage: HostMediaOptions
 
@@ -62,6 +63,7 @@ struct JoinCommand: AsyncParsableCommand {
         }
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
         guard (0...4).contains(preload) else { throw ValidationError("--preload must be from 0 to 4") }
+        if media.noMedia && egress.egress != nil { throw ValidationError("--egress hands on the stream this node takes: drop --no-media") }
         for server in stun { _ = try parseAddress(server, what: "--stun") }
         if roomID != nil {
             guard !rendezvous.isEmpty else { throw ValidationError("'\(peer)' is a room id: say where to find it with --rendezvous IP:PORT") }
@@ -127,6 +129,10 @@ struct JoinCommand: AsyncParsableCommand {
     private func playReplay(_ id: ReplayID, holders: [ReplayListMessage.Holder], startedAt: Instant) async throws -> Bool {
         let addresses = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
         guard !holders.isEmpty else { return false }
+        if egress.egress != nil {
+            Output.fail("\(id.text) is a replay: --egress hands on a live room; a replay goes out as plain RTP with --rtp-out")
+            throw ExitCode(64)
+        }
         var runner = ReplayRunner(options: node, rendezvous: addresses)
         runner.play = (id, holders, media.sinkOptions(startedAt: startedAt) ?? SinkOptions())
         if replays.keepReplays {
@@ -182,6 +188,7 @@ struct JoinCommand: AsyncParsableCommand {
         if roomID != nil { runner.introductionFallback = t.addresses }
         runner.profile = profile.profile
         runner.receive = media.sinkOptions(startedAt: startedAt)
+        runner.egress = try egress.target()
         runner.preload = preload
         runner.rendezvous = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
         runner.stun = try stun.map { try parseAddress($0, what: "--stun") }

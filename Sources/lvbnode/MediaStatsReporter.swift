@@ -69,7 +69,30 @@ final class MediaStatsReporter {
         } else {
             return nil
         }
+        if let egress = node.role(StreamEgress.self)?.egress { Self.add(egress.stats, to: &o) }
         return o.text
+    }
+
+    /// `--egress`: what went to the media server and what it said back.
+    private static func add(_ e: EgressStats, to o: inout JSONLine) {
+        o.add("egress_video_packets", e.videoPackets)
+        o.add("egress_audio_packets", e.audioPackets)
+        o.add("egress_bytes", e.bytes)
+        o.add("egress_send_failures", e.sendFailures)
+        o.add("egress_held_for_keyframe", e.heldForKeyframe)
+        o.add("egress_source_changes", e.sourceChanges)
+        o.add("egress_sender_reports", e.senderReports)
+        o.add("egress_plis", e.plis)
+        o.add("egress_firs", e.firs)
+        o.add("egress_nacks", e.nacks)
+        o.add("egress_retransmitted", e.retransmitted)
+        o.add("egress_not_retransmitted", e.notRetransmitted)
+        o.add("egress_rembs", e.rembs)
+        o.add("egress_remb_kbps", Int(min(e.rembBitrate / 1000, UInt64(Int.max))))
+        o.add("egress_keyframe_requests", e.keyframeRequests)
+        o.add("egress_keyframe_requests_aggregated", e.keyframeRequestsAggregated)
+        o.add("egress_malformed_rtcp", e.malformedRTCP)
+        o.add("egress_stranger_rtcp", e.strangerRTCP)
     }
 
     private func viewer(_ o: inout JSONLine, sinks: MediaSinks, receiver: StreamReceiver?, final: Bool, seconds: Double) {

@@ -40,6 +40,8 @@ struct NodeRunner {
     var replay: (directory: String, budget: Int64)?
     /// `--replay` given: after /close the host goes on serving its replay until /quit or a signal.
     var replayStays = false
+    /// `--egress`: the media server the room's stream goes to.
+    var egress: EgressTarget?
 
     var role: NodeRole { if case .host = setup { .host } else { .viewer } }
     var defaultPort: UInt16 { if case .host = setup { 7400 } else { 0 } }
@@ -69,6 +71,13 @@ struct NodeRunner {
             Output.fail("\(error)")
             return 1
         }
+        var egressSocket: EgressSocket?
+        if let egress {
+            do { egressSocket = try EgressSocket(for: egress.video) } catch {
+                Output.fail("\(error)")
+                return 1
+            }
+        }
         let termination = Termination(duration: options.duration, parent: options.parentPid)
         let reporters = Reporters(out: out, termination: termination, setup: setup)
         var config = TransportConfig()
@@ -82,6 +91,9 @@ struct NodeRunner {
                                                    node.core.config.ownAddresses = options.advertised(for: local)
                                                    reporters.attach(node)
                                                    attachRoles(to: node, local: local, out: out)
+                                                   if let egress, let egressSocket {
+                                                       node.register(StreamEgress(node: node, target: egress, socket: egressSocket))
+                                                   }
                                                    if let recorder { keep(node, in: recorder, out: out) }
                                                }, onOutput: { reporters.report($0) })
         } catch {

@@ -112,8 +112,8 @@ import Testing
 
     @Test func compoundKeepsOrderAndSkipsUnknownTypes() throws {
         let sdes = hex("81ca0002" + "01020304" + "00000000")  // SDES (202), unknown here
-        let fir = hex("84ce0002" + "00000001" + "01020304")  // PSFB FMT 4 (FIR), not PLI
-        let parsed = try RTCPPacket.parseCompound(Self.sr + sdes + Self.rr + fir + Self.nack + Self.pli)
+        let sli = hex("82ce0002" + "00000001" + "01020304")  // PSFB FMT 2 (SLI), not PLI
+        let parsed = try RTCPPacket.parseCompound(Self.sr + sdes + Self.rr + sli + Self.nack + Self.pli)
         #expect(parsed.count == 4)
         #expect(RTCPPacket.serializeCompound(parsed) == Self.sr + Self.rr + Self.nack + Self.pli)
     }

@@ -98,6 +98,11 @@ extension MakeCorpus {
                 .nack(try RTCPGenericNACK(senderSSRC: 1, mediaSSRC: 2, lost: [10, 12, 40])),
                 .pli(RTCPPictureLossIndication(senderSSRC: 1, mediaSSRC: 2)),
             ]),
+            // What a media server sends an egress (Janus: a PLI, REMB; others FIR).
+            "rtcp-server-feedback": RTCPPacket.serializeCompound([
+                .fir(RTCPFullIntraRequest(senderSSRC: 1, entries: [.init(ssrc: 0x6C76_6276, sequence: 4)])),
+                .remb(try RTCPREMB(senderSSRC: 1, bitrate: 1_000_000, ssrcs: [0x6C76_6276])),
+            ]),
             "rtcp-keyframes-only": RTCPPacket.serializeCompound([
                 .receiverReport(try RTCPReceiverReport(ssrc: 1)), .app(RTCPApp.keyframesOnly(ssrc: 1)),
             ]),
