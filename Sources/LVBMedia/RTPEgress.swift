@@ -244,7 +244,8 @@ public final class RTPEgress {
         }
     }
 
-    static func startsKeyframe(_ packet: RTPPacket) -> Bool {
+    /// Whether `packet` is the first of a VP8 keyframe (RFC 7741 §4.3).
+    public static func startsKeyframe(_ packet: RTPPacket) -> Bool {
         guard let (descriptor, data) = try? VP8PayloadDescriptor.parse(packet.payload) else { return false }
         return descriptor.startsKeyframe(data)
     }

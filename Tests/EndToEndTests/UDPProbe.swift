@@ -10,10 +10,11 @@ final class UDPProbe {
     let fd: Int32
     let port: UInt16
 
-    init() throws {
+    /// Bound to 127.0.0.1:`port` (0: any free port).
+    init(port requested: UInt16 = 0) throws {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw ProbeError("socket: \(String(cString: strerror(errno)))") }
-        var address = Self.loopback(port: 0)
+        var address = Self.loopback(port: requested)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -58,6 +59,24 @@ final class UDPProbe {
             guard n > 0 else { return out }
             out.append(Array(buffer[0..<n]))
         }
+    }
+
+    /// Waits up to `timeout` seconds for one datagram; with the port it came from.
+    func receiveFrom(timeout: Double) -> (bytes: [UInt8], port: UInt16)? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        while Date() < deadline {
+            var from = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let n = buffer.withUnsafeMutableBytes { b in
+                withUnsafeMutablePointer(to: &from) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, b.baseAddress, b.count, 0, $0, &length) }
+                }
+            }
+            if n > 0 { return (Array(buffer[0..<n]), UInt16(bigEndian: from.sin_port)) }
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+        return nil
     }
 
     /// Waits up to `timeout` seconds for one datagram.
