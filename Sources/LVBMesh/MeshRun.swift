@@ -7,47 +7,6 @@ import NIOPosix
 import Glibc
 #endif
 
-/// What `lvbnode mesh` runs.
-public struct MeshConfig: Sendable {
-    public var viewers = 8
-    public var guests = 1
-    public var rooms = 1
-    /// Loss on every link (each direction): each node but the rendezvous drops this share of what it receives.
-    public var loss = 0.0
-    /// Seconds; nil: until SIGINT or SIGTERM.
-    public var duration: Double?
-    /// The studio page of the first viewer, served here (`--web`).
-    public var web: String?
-    /// The program to run as every node (this binary).
-    public var executable: String
-    /// Children each host and viewer feeds in the media tree: 2 grows a tree a few levels deep.
-    public var slots = 2
-    /// Every node behind its own real NAT (`--nat`; root only), nil: all on 127.0.0.1.
-    public var nat: NAT?
-    /// `--replay`: the first room's host keeps a replay; `replayPhase` seconds
-    /// before the end it closes the room, serves the replay, and a player
-    /// plays it from the start and after a seek. Needs `duration`.
-    public var replay = false
-    public static let replayPhase = 12.0
-
-    /// `--nat`: each host, viewer and guest in its own home behind a NAT
-    /// (nftables masquerade), the rendezvous on the "internet" between them,
-    /// relaying for pairs that cannot punch.
-    public struct NAT: Sendable {
-        /// Homes whose NAT picks a random port for every destination (`masquerade random,fully-random`).
-        public var hard: Int
-        public var internet: NATLab.Internet
-        /// The rendezvous relays each pair of members up to this (kbit/s), in all up to 50 times it.
-        public var relayKbps = 4000
-
-        public init(hard: Int, internet: NATLab.Internet) {
-            self.hard = hard
-            self.internet = internet
-        }
-    }
-
-    public init(executable: String) { self.executable = executable }
-}
 
 /// Runs a whole live room on this machine as processes of one binary: a
 /// rendezvous, hosts announcing to it, viewers joining by room id and
@@ -58,21 +17,21 @@ public final class MeshRun: @unchecked Sendable {
     /// Set before `start` (the mesh's own --web picks the viewer's page address).
     public var config: MeshConfig
     public let model = MeshModel()
-    private let loop: EventLoop
+    let loop: EventLoop
     private let started: NIODeadline
-    private var children: [String: MeshChild] = [:]
-    private var rendezvous: String?
+    var children: [String: MeshChild] = [:]
+    var rendezvous: String?
     /// `--nat`: the namespaces, and the home of each node.
-    private var lab: NATLab?
-    private var homes: [String: Int] = [:]
-    private var hostNames: [String] = []
+    var lab: NATLab?
+    var homes: [String: Int] = [:]
+    var hostNames: [String] = []
     private var tasks: [RepeatedTask] = []
-    private var turn = 0
-    private var ending = false
+    var turn = 0
+    var ending = false
     /// `--replay`: where the host keeps it, and whether the player was started or asked to seek.
-    private var replayDir: String?
-    private var playerStarted = false
-    private var seekAsked = false
+    var replayDir: String?
+    var playerStarted = false
+    var seekAsked = false
     /// After each model update worth showing (a line, a happening).
     public var onUpdate: ((MeshUpdate) -> Void)?
 
@@ -157,48 +116,6 @@ public final class MeshRun: @unchecked Sendable {
         }
     }
 
-    /// The first room's host asks the second's for a PK (found through the rendezvous) that lasts past the mesh's end.
-    private func askForAPK() {
-        guard !ending, hostNames.count >= 2, let other = model.nodes[hostNames[1]]?.roomID, let child = children[hostNames[0]] else { return }
-        model.note("\(hostNames[0]) asks \(hostNames[1]) for a PK", at: now)
-        child.send("/pk \(other) 60")
-        onUpdate?(.happening)
-    }
-
-    /// `--replay`: when the first room's host ends its live (nil: never).
-    private var closeAt: Double? {
-        guard config.replay, let duration = config.duration else { return nil }
-        return duration - MeshConfig.replayPhase
-    }
-
-    /// The first room's host closes its room; it goes on serving the replay.
-    private func endTheLive() {
-        guard !ending, let host = hostNames.first, let child = children[host] else { return }
-        model.note("\(host) closes its room", at: now)
-        child.send("/close")
-        onUpdate?(.happening)
-    }
-
-    /// The player: plays the replay its host serves, through the rendezvous,
-    /// as a user would (`join REPLAY-ID`); the rendezvous lists the replay a
-    /// moment after the host says it serves, so the player is started then.
-    private func startPlayer() {
-        guard !ending, !playerStarted, let id = model.replay?.id, let rendezvous else { return }
-        playerStarted = true
-        loop.scheduleTask(in: .seconds(1)) {
-            Task { [self] in
-                do {
-                    _ = try await self.launch("replay-1", role: .player, room: 0, arguments: ["join", id, "--rendezvous", rendezvous])
-                } catch {
-                    await self.onLoop {
-                        self.model.note("the replay's player did not start: \(error)", at: self.now)
-                        self.onUpdate?(.happening)
-                    }
-                }
-            }
-        }
-    }
-
     private func join(_ name: String, role: MeshModel.Role, room: Int, extra: [String]) async throws {
         guard let roomID = model.nodes[hostNames[room]]?.roomID, let rendezvous else { return }
         _ = try await launch(name, role: role, room: room, arguments: ["join", roomID, "--rendezvous", rendezvous, "--nick", name] + extra)
@@ -207,7 +124,7 @@ public final class MeshRun: @unchecked Sendable {
     }
 
     /// Starts one node and, given `done`, waits (20 s at most: generous, as under --loss a handshake, hello or admission may take a few tries) for a line of its output for which it holds.
-    private func launch(_ name: String, role: MeshModel.Role, room: Int?, arguments: [String],
+    func launch(_ name: String, role: MeshModel.Role, room: Int?, arguments: [String],
                         until what: String = "", _ done: ((JSONValue) -> Bool)? = nil) async throws -> String {
         var arguments = arguments + ["--json", "--ephemeral", "--parent-pid", String(getpid())]
         if role != .rendezvous { arguments += ["--listen", lab == nil ? "127.0.0.1:0" : "0.0.0.0:0"] }
@@ -268,96 +185,12 @@ public final class MeshRun: @unchecked Sendable {
         model.nat = MeshModel.NATPlan(internet: nat.internet.description, homes: homes, hard: Set(picked))
     }
 
-    private func onLoop<T: Sendable>(_ body: @escaping () throws -> T) async throws -> T {
+    func onLoop<T: Sendable>(_ body: @escaping () throws -> T) async throws -> T {
         try await loop.submit(body).get()
     }
 
-    private func onLoop(_ body: @escaping () -> Void) async {
+    func onLoop(_ body: @escaping () -> Void) async {
         try? await loop.submit(body).get()
-    }
-
-    // MARK: The script
-
-    /// What a line from `name` sets off: a guest asks for the stage once in; a host accepts.
-    private func react(_ name: String, _ value: JSONValue) {
-        guard let event = value["event"]?.string else { return }
-        switch event {
-        case "admitted":
-            if model.nodes[name]?.role == .guest { children[name]?.send("/linkmic a co-host from the mesh") }
-            onUpdate?(.happening)
-        case "linkmic_request":
-            if model.nodes[name]?.role == .host, let nick = value["nick"]?.string { children[name]?.send("/accept \(nick)") }
-        case "pk_request":
-            if model.nodes[name]?.role == .host { children[name]?.send("/pk accept") }
-        case "tree", "linkmic_started", "linkmic_ended", "pk_started", "pk_ended":
-            onUpdate?(.happening)
-        case "serving":
-            startPlayer()
-            onUpdate?(.happening)
-        case "replay_frame":
-            // Two seconds in, the player seeks to the middle.
-            if model.nodes[name]?.role == .player, !seekAsked, let duration = model.replay?.durationMs {
-                seekAsked = true
-                loop.scheduleTask(in: .seconds(2)) { [self] in
-                    children[name]?.send("/seek \((duration / 200).rounded() / 10)")
-                }
-            }
-            onUpdate?(.happening)
-        case "chat", "danmaku":
-            onUpdate?(.said)
-        default:
-            break
-        }
-    }
-
-    /// One scripted action: a chat line, a bullet comment, likes or a gift, from the next viewer in turn (the host now and then; it gives no gifts).
-    private func scriptTurn() {
-        guard !ending, config.duration.map({ now < $0 - Self.quietBeforeEnd }) ?? true else { return }
-        // The room that ends for its replay falls quiet before, as the mesh does before its end.
-        let quietRoom = closeAt.map { now >= $0 - Self.quietBeforeEnd } == true ? 0 : nil
-        let speakers = model.order.filter {
-            guard let n = model.nodes[$0], n.isRunning, n.killedAt == nil, n.room != quietRoom else { return false }
-            return n.role == .host || n.admitted != nil
-        }
-        guard !speakers.isEmpty else { return }
-        turn += 1
-        let name = speakers[turn % speakers.count]
-        guard let node = model.nodes[name], let room = node.room, let child = children[name] else { return }
-        switch turn % 4 {
-        case 3 where node.role != .host:
-            // Roses and hearts mostly, now and then a rocket flying across the picture.
-            let gift = ["rose", "heart", "rose", "rocket"][(turn / 4) % 4]
-            child.send("/gift \(gift)")
-        case 0:
-            let text = "hello #\(turn) from \(name)"
-            model.sent(text, kind: "chat", by: name, room: room, at: now)
-            child.send(text)
-        case 1:
-            let colours = ["#FF5A5A", "#FFD84A", "#5AD7FF", "#9BFF5A"]
-            let text = "bullet #\(turn) from \(name)"
-            model.sent(text, kind: "danmaku", by: name, room: room, at: now)
-            child.send("/danmaku \(colours[turn % colours.count]) \(text)")
-        default:
-            child.send("/like \(1 + turn % 3)")
-        }
-    }
-
-    /// Midway: kills (SIGKILL) a viewer that relays to others, to show the tree healing.
-    private func killARelay() {
-        guard !ending else { return }
-        let relaysWithChildren = model.order.filter { name in
-            // (The viewer whose studio page the mesh page links to is a leaf.)
-            guard let n = model.nodes[name], n.role == .viewer, n.isRunning, let id = n.id else { return false }
-            return !model.children(of: id).isEmpty
-        }
-        guard let victim = relaysWithChildren.first, let child = children[victim] else {
-            model.note("no relay had children to kill", at: now)
-            onUpdate?(.happening)
-            return
-        }
-        model.killing(victim, at: now)
-        child.kill()
-        onUpdate?(.happening)
     }
 
     /// Reaps children that exited.
@@ -421,13 +254,6 @@ public final class MeshRun: @unchecked Sendable {
     }
 }
 
-/// What changed, for the dashboard or the JSON stream.
-public enum MeshUpdate: Sendable {
-    case started(String)
-    case exited(String)
-    case happening
-    case said
-}
 
 /// A promise completed once: the first of its line and its timeout wins (on the loop).
 private final class OncePromise: @unchecked Sendable {

@@ -9,12 +9,17 @@ public struct StudioAccess: Sendable {
     /// `Host` header values that name this server (lowercased).
     public let hosts: Set<String>
 
-    public static let cookieName = "lvbnode_token"
+    /// The cookie that carries the token: named after the port, since a
+    /// browser sends a host's cookies to every port of it (RFC 6265 §8.5),
+    /// and two nodes' pages open in one browser on 127.0.0.1 would otherwise
+    /// overwrite each other's token.
+    public let cookieName: String
 
     /// - Parameters:
     ///   - bound: the address text the server listens on (`127.0.0.1`, `::1`, `192.168.1.5`).
     public init(token: String, bound: String, port: Int) {
         self.token = token
+        cookieName = "lvbnode_token_\(port)"
         var names = ["127.0.0.1", "localhost", "[::1]"]
         names.append(bound.contains(":") ? "[\(bound)]" : bound)
         hosts = Set(names.map { "\($0.lowercased()):\(port)" })
@@ -42,7 +47,7 @@ public struct StudioAccess: Sendable {
         for header in cookie {
             for item in header.split(separator: ";") {
                 let kv = item.split(separator: "=", maxSplits: 1)
-                if kv.count == 2, kv[0].trimmingSpaces == Self.cookieName, Self.equal(kv[1].trimmingSpaces, token) { return true }
+                if kv.count == 2, kv[0].trimmingSpaces == cookieName, Self.equal(kv[1].trimmingSpaces, token) { return true }
             }
         }
         return false

@@ -62,7 +62,7 @@ final class StudioHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         var headers = Self.commonHeaders(contentType: file.contentType)
         if path == "/" || path == "/" + server.home {
             // The page's modules and styles load without the query: the token rides in a cookie only this server gets.
-            headers.add(name: "Set-Cookie", value: "\(StudioAccess.cookieName)=\(access.token); Path=/; HttpOnly; SameSite=Strict")
+            headers.add(name: "Set-Cookie", value: "\(access.cookieName)=\(access.token); Path=/; HttpOnly; SameSite=Strict")
         }
         send(.ok, body: file.bytes, headers: headers, head: head, context: context)
     }

@@ -172,10 +172,12 @@ import Testing
     @Test func theTokenInTheQueryOrTheCookie() {
         #expect(access.tokenPresented(uri: "/?token=s3cret", cookie: []))
         #expect(access.tokenPresented(uri: "/ws?x=1&token=s3cret", cookie: []))
-        #expect(access.tokenPresented(uri: "/js/main.js", cookie: ["a=b; lvbnode_token=s3cret"]))
+        #expect(access.tokenPresented(uri: "/js/main.js", cookie: ["a=b; lvbnode_token_8080=s3cret"]))
+        // Another port's page's cookie is not this one's.
+        #expect(!access.tokenPresented(uri: "/js/main.js", cookie: ["lvbnode_token_8081=s3cret", "lvbnode_token=s3cret"]))
         #expect(!access.tokenPresented(uri: "/", cookie: []))
         #expect(!access.tokenPresented(uri: "/?token=s3cre", cookie: []))
-        #expect(!access.tokenPresented(uri: "/?token=s3cret2", cookie: ["lvbnode_token=nope"]))
+        #expect(!access.tokenPresented(uri: "/?token=s3cret2", cookie: ["lvbnode_token_8080=nope"]))
         #expect(!access.tokenPresented(uri: "/?tok=s3cret", cookie: ["other_token=s3cret"]))
     }
 

@@ -115,14 +115,14 @@ private func upgrade(token: String?, origin: String?, host: String) -> String {
             let page = try RawClient(port: server.port).get("/?token=tok3n", host: host)
             #expect(page.status == 200)
             #expect(page.head.contains("Content-Security-Policy: default-src 'none'; script-src 'self'"))
-            #expect(page.head.contains("Set-Cookie: lvbnode_token=tok3n; Path=/; HttpOnly; SameSite=Strict"))
+            #expect(page.head.contains("Set-Cookie: lvbnode_token_\(server.port)=tok3n; Path=/; HttpOnly; SameSite=Strict"))
             #expect(page.body.contains("<html"))
             #expect(try RawClient(port: server.port).get("/", host: host).status == 403)
             #expect(try RawClient(port: server.port).get("/?token=wrong", host: host).status == 403)
             #expect(try RawClient(port: server.port).get("/?token=tok3n", host: "evil.example:\(server.port)").status == 403)
             // The page's own files load with the cookie alone.
-            #expect(try RawClient(port: server.port).get("/index.html", host: host, extra: "Cookie: lvbnode_token=tok3n\r\n").status == 200)
-            #expect(try RawClient(port: server.port).get("/nope.js", host: host, extra: "Cookie: lvbnode_token=tok3n\r\n").status == 404)
+            #expect(try RawClient(port: server.port).get("/index.html", host: host, extra: "Cookie: lvbnode_token_\(server.port)=tok3n\r\n").status == 200)
+            #expect(try RawClient(port: server.port).get("/nope.js", host: host, extra: "Cookie: lvbnode_token_\(server.port)=tok3n\r\n").status == 404)
             #expect(try RawClient(port: server.port).get("/../etc/passwd?token=tok3n", host: host).status == 404)
         }
     }
@@ -137,7 +137,7 @@ private func upgrade(token: String?, origin: String?, host: String) -> String {
             #expect(got.head.contains("Content-Length: 6") && got.head.contains("Content-Type: image/jpeg") && got.head.contains("Content-Security-Policy: default-src 'none'"))
             #expect(Array(got.body.utf8) == Array(String(decoding: jpeg, as: UTF8.self).utf8))
             // Loaded by the page's <img> with the cookie alone.
-            #expect(try RawClient(port: server.port).get("/thumbs/\(room).jpg", host: host, extra: "Cookie: lvbnode_token=tok3n\r\n").status == 200)
+            #expect(try RawClient(port: server.port).get("/thumbs/\(room).jpg", host: host, extra: "Cookie: lvbnode_token_\(server.port)=tok3n\r\n").status == 200)
             #expect(try RawClient(port: server.port).get("/thumbs/\(room).jpg", host: host).status == 403)
             #expect(try RawClient(port: server.port).get("/thumbs/\(room).jpg?token=tok3n", host: "evil.example:\(server.port)").status == 403)
             // No thumbnail, or not a room id: 404.
