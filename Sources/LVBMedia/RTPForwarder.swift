@@ -9,7 +9,7 @@ import LVBCore
 /// GStreamer or VLC can play the room. Sends never block: a full socket
 /// buffer drops the packet and counts it.
 public final class RTPForwarder {
-    private let fd: Int32
+    private let socket: EgressSocket
     private let video: PeerAddress
     private let audio: PeerAddress
     public private(set) var sent = 0
@@ -18,19 +18,11 @@ public final class RTPForwarder {
     public init(target: PeerAddress) throws(MediaError) {
         video = target
         audio = PeerAddress(host: target.host, port: target.port + 2)
-        let family: Int32 = if case .v4 = target.host { AF_INET } else { AF_INET6 }
-        fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .file("--rtp-out: cannot open a UDP socket (\(String(cString: strerror(errno))))") }
+        socket = try EgressSocket(for: target, option: "--rtp-out")
     }
 
-    deinit { close(fd) }
-
     public func forward(_ packet: RTPPacket, _ bytes: ArraySlice<UInt8>) {
-        let to = packet.payloadType == MediaConstants.videoPayloadType ? video : audio
-        let n = bytes.withUnsafeBytes { b in
-            withSockaddr(to) { sa, len in sendto(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT), sa, len) }
-        }
-        if n < 0 { dropped += 1 } else { sent += 1 }
+        if socket.send(bytes, to: packet.payloadType == MediaConstants.videoPayloadType ? video : audio) { sent += 1 } else { dropped += 1 }
     }
 
     /// The SDP text for this target (both media, fixed payload types).
@@ -93,32 +85,34 @@ func withSockaddr<T>(_ address: PeerAddress, _ body: (UnsafePointer<sockaddr>, s
     }
 }
 
-/// `--egress`'s socket: one unconnected, non-blocking UDP socket that sends
-/// the stream and its sender reports to the server's ports and takes the
-/// server's feedback, which comes back to the address the reports came from
-/// (Janus latches onto it). Reads never block: `receive` drains what is queued.
+/// The socket of `--rtp-out` and `--egress`: one unconnected, non-blocking
+/// UDP socket. `--egress` sends the stream and its sender reports to the
+/// server's ports and takes the server's feedback, which comes back to the
+/// address the reports came from (Janus latches onto it). Sends and reads
+/// never block: a full buffer drops the datagram; `receive` drains what is queued.
 public final class EgressSocket {
     private let fd: Int32
-    public let isIPv6: Bool
+    /// One receive buffer, reused by every `receive` (called each tick).
+    private var buffer = [UInt8](repeating: 0, count: 2048)
 
-    public init(for target: PeerAddress) throws(MediaError) {
-        isIPv6 = if case .v6 = target.host { true } else { false }
-        fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .file("--egress: cannot open a UDP socket (\(String(cString: strerror(errno))))") }
+    /// `option`: the command-line option it serves, for the error line.
+    public init(for target: PeerAddress, option: String = "--egress") throws(MediaError) {
+        let family: Int32 = if case .v4 = target.host { AF_INET } else { AF_INET6 }
+        fd = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .file("\(option): cannot open a UDP socket (\(String(cString: strerror(errno))))") }
     }
 
     deinit { close(fd) }
 
     /// False when the socket refused it (a full buffer: dropped).
-    public func send(_ bytes: [UInt8], to address: PeerAddress) -> Bool {
-        bytes.withUnsafeBytes { b in
+    public func send<Bytes: Collection<UInt8>>(_ bytes: Bytes, to address: PeerAddress) -> Bool {
+        bytes.withContiguousStorageIfAvailable { b in
             withSockaddr(address) { sa, len in sendto(fd, b.baseAddress, b.count, Int32(MSG_DONTWAIT), sa, len) }
-        } >= 0
+        }.map { $0 >= 0 } ?? send(Array(bytes), to: address)
     }
 
     /// Hands each queued datagram (at most `limit`) and its sender to `body`.
     public func receive(limit: Int = 64, _ body: (ArraySlice<UInt8>, PeerAddress) -> Void) {
-        var buffer = [UInt8](repeating: 0, count: 2048)
         for _ in 0..<limit {
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
