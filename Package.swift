@@ -76,7 +76,7 @@ let package = Package(
         .target(
             name: "LVBMedia",
             dependencies: [
-                "LVBCore", "COpus", "CVPX", "CYUV", "CJPEG",
+                "LVBCore", "LVBCrypto", "COpus", "CVPX", "CYUV", "CJPEG",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],

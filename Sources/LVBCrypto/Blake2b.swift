@@ -19,7 +19,7 @@ public enum Blake2b {
         hash(parts: parts, key: key, length: length)
     }
 
-    static func hash(parts: [[UInt8]], key: [UInt8]?, length: Int) -> [UInt8] {
+    public static func hash(parts: [[UInt8]], key: [UInt8]?, length: Int) -> [UInt8] {
         Sodium.ensureInitialized()
         // The state struct is 64-byte aligned, so Swift sees it as opaque.
         let raw = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)

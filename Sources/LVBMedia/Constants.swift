@@ -32,6 +32,9 @@ public enum MediaConstants {
         static let extensionIDs: ClosedRange<UInt8> = 1...14
         static let extensionLengths: ClosedRange<Int> = 1...16
         static let extensionStopID: UInt8 = 15
+        /// RFC 8285 §4.3: "0x100" and four application bits (sent as zero).
+        static let twoByteProfile: UInt16 = 0x1000
+        static let maxTwoByteLength = 255
         /// Project-local extension: the sender's capture time of the media in
         /// this packet, 8 bytes, NTP 64-bit format (RFC 5905 §6: seconds since
         /// 1900 in the upper 32 bits, fraction of a second in the lower 32),
@@ -151,6 +154,24 @@ public enum MediaConstants {
     /// Sender reports a relay remembers having forwarded, to measure its
     /// children's round trips from their receiver reports.
     public static let relayRememberedSenderReports = 8
+    // MARK: Tuning — media seals (lvbnode-protocol(7), MEDIA)
+
+    /// Audio waits this long for the seal that names it (the next video
+    /// frame's, at most 80 ms of audio later), then is dropped unplayed.
+    public static let sealAudioWait: Duration = .milliseconds(400)
+    /// A frame's packets wait this long for the rest and the seal (repairs included).
+    public static let sealFrameWait: Duration = .seconds(3)
+    /// Frames and audio packets held for their seal at most.
+    static let sealPendingFrames = 64
+    static let sealPendingAudio = 64
+    /// Verified frames and audio packets remembered to tell copies from strays.
+    static let sealRememberedFrames = 256
+    static let sealRememberedAudio = 512
+    /// A packet numbered after the newest verified one but timed more than
+    /// this before it is a replay (10 s at 90 kHz and at 48 kHz).
+    static let sealReplayTicks: Int32 = 900_000
+    static let sealReplayAudioTicks: Int32 = 480_000
+
     /// Opus bitrate of the room's audio.
     public static let audioBitrate = 48_000
 

@@ -42,6 +42,7 @@ public final class EncodedFramePublisher {
         self.audioSSRC = audioSSRC
         self.clock = clock
         packetizer = try VP8Packetizer(maxPayloadSize: maxPacketSize - MediaConstants.rtpOverhead,
+                                       firstPacketReserve: MediaSeal.firstPacketReserve,
                                        firstPictureID: UInt16(truncatingIfNeeded: random.uint64()))
         videoSequence = UInt16(truncatingIfNeeded: random.uint64())
         audioSequence = UInt16(truncatingIfNeeded: random.uint64())

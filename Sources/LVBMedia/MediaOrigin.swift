@@ -129,6 +129,10 @@ public final class MediaOrigin<Peer: Hashable> {
         audioSplicer.splice()
     }
 
+    /// Signs what this origin publishes (`MediaSeal`): set by the owner
+    /// before the first packet; nil publishes unsealed (tests of the stages alone).
+    public var sealer: StreamSealer?
+
     /// Publishes one encoded video frame.
     public func publishVideo(_ frame: EncodedMediaFrame) {
         var bytes: [[UInt8]] = []
@@ -136,8 +140,10 @@ public final class MediaOrigin<Peer: Hashable> {
         bytes.reserveCapacity(frame.packets.count)
         sequences.reserveCapacity(frame.packets.count)
         let now = clock.now()
-        for var p in frame.packets {
-            videoSplicer.rewrite(&p, now: now)
+        var packets = frame.packets
+        for i in packets.indices { videoSplicer.rewrite(&packets[i], now: now) }
+        sealer?.seal(frame: &packets)
+        for p in packets {
             onPacket?(p)
             bytes.append(p.serialized())
             sequences.append(p.sequenceNumber)
@@ -153,6 +159,7 @@ public final class MediaOrigin<Peer: Hashable> {
     public func publishAudio(_ packet: RTPPacket) {
         var packet = packet
         audioSplicer.rewrite(&packet, now: clock.now())
+        sealer?.seal(audio: &packet)
         onPacket?(packet)
         audioCount.packets &+= 1
         audioCount.octets &+= UInt32(truncatingIfNeeded: packet.payload.count)

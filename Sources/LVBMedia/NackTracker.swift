@@ -82,6 +82,23 @@ public struct NackTracker: Sendable {
         }
     }
 
+    /// Counts packets that arrived as missing again (their frame was refused:
+    /// not what the origin sent), those not tracked already and not older
+    /// than the newest by more than `nackMaxGap`.
+    public mutating func missingAgain(_ sequenceNumbers: [UInt16], at now: Instant) {
+        guard let newest = unwrapper.newest else { return }
+        let added = sequenceNumbers.map { unwrapper.peek($0) }
+            .filter { $0 <= newest && newest - $0 <= ReceiverConstants.nackMaxGap && index(of: $0) == nil }
+            .map { Entry(seq: $0, detectedAt: now) }
+        guard !added.isEmpty else { return }
+        entries = (added + entries).sorted { $0.seq < $1.seq }
+        let excess = entries.count - ReceiverConstants.nackMaxTracked
+        if excess > 0 {
+            givenUp += excess
+            entries.removeFirst(excess)
+        }
+    }
+
     /// Sequence numbers to request now (at most `limit`, oldest first); marks them sent.
     public mutating func poll(now: Instant, limit: Int = ReceiverConstants.nackMaxPerFeedback) -> [UInt16] {
         expire(now: now)

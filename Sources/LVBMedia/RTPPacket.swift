@@ -1,6 +1,7 @@
 import LVBCore
 
-/// One RTP packet (RFC 3550 §5.1) with RFC 8285 one-byte header extensions.
+/// One RTP packet (RFC 3550 §5.1) with RFC 8285 header extensions: one-byte
+/// form, or two-byte form when an element needs it (the media seal).
 ///
 /// RFC 3550 §5.1:
 /// ```
@@ -31,7 +32,9 @@ public struct RTPPacket: Equatable, Sendable {
     public var ssrc: UInt32
     /// At most 15 contributing sources.
     public private(set) var csrcs: [UInt32]
-    /// One-byte header extension elements by id (1...14), each 1...16 bytes.
+    /// Header extension elements by id: 1...14 with 1...16 bytes go in
+    /// one-byte form; any other (id 15...255, 0 or 17...255 bytes) puts the
+    /// whole block in two-byte form.
     public private(set) var extensions: [UInt8: [UInt8]]
     public var payload: ArraySlice<UInt8>
     /// Padding octets after the payload, the count octet included; 0 means none
@@ -39,7 +42,7 @@ public struct RTPPacket: Equatable, Sendable {
     public var paddingLength: UInt8
 
     /// Fails with `.invalidParameter` for a payload type above 127, more than
-    /// 15 CSRCs, or an extension element that one-byte form cannot carry.
+    /// 15 CSRCs, or an extension element that no form carries (id 0, over 255 bytes).
     public init(marker: Bool = false, payloadType: UInt8, sequenceNumber: UInt16, timestamp: UInt32,
                 ssrc: UInt32, csrcs: [UInt32] = [], extensions: [UInt8: [UInt8]] = [:],
                 payload: ArraySlice<UInt8>, paddingLength: UInt8 = 0) throws(MediaError) {
@@ -57,13 +60,19 @@ public struct RTPPacket: Equatable, Sendable {
         for (id, value) in extensions { try setExtension(id: id, value) }
     }
 
-    /// Sets a one-byte header extension element (RFC 8285 §4.2: id 1...14, 1...16 bytes).
+    /// Sets a header extension element: id 1...255 and at most 255 bytes
+    /// (RFC 8285 §4.3); ids 1...14 with 1...16 bytes also fit one-byte form (§4.2).
     public mutating func setExtension(id: UInt8, _ value: [UInt8]) throws(MediaError) {
-        guard MediaConstants.RTP.extensionIDs.contains(id) else { throw .invalidParameter("extension id \(id) outside 1...14") }
-        guard MediaConstants.RTP.extensionLengths.contains(value.count) else {
-            throw .invalidParameter("extension element of \(value.count) bytes, one-byte form carries 1...16")
+        guard id != 0 else { throw .invalidParameter("extension id 0 is padding") }
+        guard value.count <= MediaConstants.RTP.maxTwoByteLength else {
+            throw .invalidParameter("extension element of \(value.count) bytes, two-byte form carries at most 255")
         }
         extensions[id] = value
+    }
+
+    /// Whether every element fits the one-byte form.
+    private var fitsOneByteForm: Bool {
+        extensions.allSatisfy { MediaConstants.RTP.extensionIDs.contains($0.key) && MediaConstants.RTP.extensionLengths.contains($0.value.count) }
     }
 
     public mutating func removeExtension(id: UInt8) { extensions[id] = nil }
@@ -106,8 +115,12 @@ public struct RTPPacket: Equatable, Sendable {
             let profile = try r.mediaRead16("RTP header extension")
             let words = Int(try r.mediaRead16("RTP header extension"))
             let block = try r.mediaBytes(4 * words, "RTP header extension")
-            // Other profiles (two-byte form, RFC 8285 §4.3) are skipped, as RFC 3550 §5.3.1 allows.
-            if profile == MediaConstants.RTP.oneByteProfile { extensions = try parseOneByteElements(block) }
+            // Other profiles are skipped, as RFC 3550 §5.3.1 allows.
+            if profile == MediaConstants.RTP.oneByteProfile {
+                extensions = try parseOneByteElements(block)
+            } else if profile & 0xFFF0 == MediaConstants.RTP.twoByteProfile {
+                extensions = try parseTwoByteElements(block)
+            }
         }
 
         var payload = r.readRest()
@@ -153,6 +166,22 @@ public struct RTPPacket: Equatable, Sendable {
         return elements
     }
 
+    /// RFC 8285 §4.3, two-byte form (profile 0x100 then 4 application bits):
+    /// each element is an id byte, a length byte (0...255) and the data; a
+    /// zero byte between elements is padding.
+    private static func parseTwoByteElements(_ block: ArraySlice<UInt8>) throws(MediaError) -> [UInt8: [UInt8]] {
+        var r = ByteReader(block)
+        var elements: [UInt8: [UInt8]] = [:]
+        while !r.isAtEnd {
+            let id = try r.mediaRead8("RTP extension element")
+            if id == 0 { continue }
+            let length = Int(try r.mediaRead8("RTP extension element"))
+            guard r.remaining >= length else { throw .malformed("RTP extension element longer than its block") }
+            elements[id] = Array(try r.mediaBytes(length, "RTP extension element"))
+        }
+        return elements
+    }
+
     private init(unchecked marker: Bool, _ pt: UInt8, _ seq: UInt16, _ ts: UInt32, _ ssrc: UInt32,
                  _ csrcs: [UInt32], _ payload: ArraySlice<UInt8>, _ padding: UInt8) {
         self.marker = marker
@@ -166,7 +195,19 @@ public struct RTPPacket: Equatable, Sendable {
         self.paddingLength = padding
     }
 
-    /// The packet on the wire. Extension elements go in id order; padding octets are zero.
+    /// Bytes of `serialized()`.
+    public var serializedLength: Int {
+        var n = MediaConstants.RTP.fixedHeaderSize + 4 * csrcs.count + payload.count + Int(paddingLength)
+        if !extensions.isEmpty {
+            let elementHeader = fitsOneByteForm ? 1 : 2
+            let block = extensions.values.reduce(0) { $0 + elementHeader + $1.count }
+            n += 4 + (block + 3) / 4 * 4
+        }
+        return n
+    }
+
+    /// The packet on the wire. Extension elements go in id order, in one-byte
+    /// form when all fit it, else two-byte form; padding octets are zero.
     public func serialized() -> [UInt8] {
         var w = ByteWriter(capacity: MediaConstants.RTP.fixedHeaderSize + 4 * csrcs.count + payload.count + 32)
         var b0 = MediaConstants.RTP.version << 6 | UInt8(csrcs.count)
@@ -179,14 +220,19 @@ public struct RTPPacket: Equatable, Sendable {
         w.write(ssrc)
         for csrc in csrcs { w.write(csrc) }
         if !extensions.isEmpty {
+            let oneByte = fitsOneByteForm
             var block: [UInt8] = []
             for id in extensions.keys.sorted() {
                 let value = extensions[id] ?? []
-                block.append(id << 4 | UInt8(value.count - 1))
+                if oneByte {
+                    block.append(id << 4 | UInt8(value.count - 1))
+                } else {
+                    block += [id, UInt8(value.count)]
+                }
                 block.append(contentsOf: value)
             }
             while block.count % 4 != 0 { block.append(0) }
-            w.write(MediaConstants.RTP.oneByteProfile)
+            w.write(oneByte ? MediaConstants.RTP.oneByteProfile : MediaConstants.RTP.twoByteProfile)
             w.write(UInt16(block.count / 4))
             w.write(bytes: block)
         }

@@ -51,6 +51,7 @@ public final class VideoStreamEncoder {
         encoder = try VP8Encoder(width: width, height: height, fps: fps, bitrateKbps: bitrateKbps,
                                  keyframeInterval: max(1, Int((gopSeconds * Double(fps)).rounded())))
         packetizer = try VP8Packetizer(maxPayloadSize: maxPacketSize - MediaConstants.rtpOverhead,
+                                       firstPacketReserve: MediaSeal.firstPacketReserve,
                                        firstPictureID: UInt16(truncatingIfNeeded: random.uint64()))
         self.ssrc = ssrc
         self.fps = fps

@@ -14,8 +14,14 @@ public final class StreamReceiver {
     public var onVideo: ((ReceivedVideoFrame) -> Void)?
     /// One 20 ms block of audio, every 20 ms while the stream plays.
     public var onAudio: ((ReceivedAudioFrame) -> Void)?
-    /// Every RTP packet of the stream as it arrived (`--rtp-out`, relaying).
+    /// Every RTP packet of the stream as it arrived (`--rtp-out`, `--egress`);
+    /// of a sealed stream, every verified one, when it is verified.
     public var onPacket: ((RTPPacket, ArraySlice<UInt8>) -> Void)?
+    /// Checks the origin's seals (`MediaSeal`): nothing else reaches the
+    /// pipelines and `onPacket`. Nil: an unsealed stream (tests of the pipeline alone).
+    public var checker: SealChecker?
+    /// The checker refused something (the node that feeds us sent it).
+    public var onRefused: ((SealFailure) -> Void)?
     /// After each RTP packet is taken in: `nextWakeup` may have moved earlier.
     public var onReceived: (() -> Void)?
     /// Just before each video frame is decoded (see `VideoReceiver.beforeDecode`).
@@ -66,8 +72,38 @@ public final class StreamReceiver {
         receiveRTP(packet, bytes: payload)
     }
 
-    /// The same, already parsed (a relaying node parses once for its relay and its receiver).
+    /// The same, already parsed (a relaying node parses once for its relay
+    /// and its receiver). With a `checker`, only what it verified goes on.
     public func receiveRTP(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>) {
+        switch packet.payloadType {
+        case MediaConstants.videoPayloadType: videoBytes += payload.count
+        case MediaConstants.audioPayloadType: audioBytes += payload.count
+        default: break
+        }
+        guard let checker else { return take(packet, bytes: payload) }
+        if packet.payloadType == MediaConstants.videoPayloadType { video.arrived(packet) }
+        let now = clock.now()
+        handle(checker.retry(now: now) + checker.receive(packet, now: now))
+        poll()
+        onReceived?()
+    }
+
+    /// What the checker let through goes on; what it refused is asked for again and reported.
+    private func handle(_ outputs: [SealOutput]) {
+        for output in outputs {
+            switch output {
+            case .video(let packets): for p in packets { take(p, bytes: p.serialized()[...], poll: false) }
+            case .audio(let p): take(p, bytes: p.serialized()[...], poll: false)
+            case let .forged(failure, seqs):
+                video.askAgain(seqs)
+                log.debug("refused media: \(failure.rawValue)")
+                onRefused?(failure)
+            }
+        }
+    }
+
+    /// A packet the pipelines may use (verified, or of an unsealed stream).
+    private func take(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>, poll pollNow: Bool = true) {
         let now = clock.now()
         switch packet.payloadType {
         case MediaConstants.videoPayloadType:
@@ -78,7 +114,6 @@ public final class StreamReceiver {
                 video = fresh
             }
             if packet.ssrc == video.mediaSSRC || video.mediaSSRC == nil { lastVideoRTP = now }
-            videoBytes += payload.count
             video.receive(packet)
         case MediaConstants.audioPayloadType:
             if let current = audio.mediaSSRC, current != packet.ssrc, switches(MediaConstants.audioPayloadType, since: lastAudioRTP, now: now),
@@ -86,13 +121,13 @@ public final class StreamReceiver {
                 audio = fresh
             }
             if packet.ssrc == audio.mediaSSRC || audio.mediaSSRC == nil { lastAudioRTP = now }
-            audioBytes += payload.count
             audio.receive(packet)
         default:
             unknownPayloadTypes += 1
             return
         }
         onPacket?(packet, payload)
+        guard pollNow else { return }
         poll()
         onReceived?()
     }
@@ -148,6 +183,10 @@ public final class StreamReceiver {
 
     /// Runs the pipelines and keeps the subscription alive; call with the node's tick.
     public func tick() {
+        if let checker {
+            checker.expire(now: clock.now())
+            handle(checker.retry(now: clock.now()))
+        }
         poll()
         guard subscribed else { return }
         if lastFeedback.map({ clock.now() - $0 >= MediaConstants.resubscribeInterval }) ?? true { subscribe() }

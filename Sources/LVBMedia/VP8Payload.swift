@@ -122,6 +122,12 @@ public struct VP8PayloadDescriptor: Equatable, Sendable {
         return out
     }
 
+    /// Whether `payload` starts a frame (S = 1, PID = 0); false when its descriptor is malformed.
+    public static func startsFrame(_ payload: ArraySlice<UInt8>) -> Bool {
+        guard let (d, _) = try? parse(payload) else { return false }
+        return d.startOfPartition && d.partitionIndex == 0
+    }
+
     public static func == (a: Self, b: Self) -> Bool {
         a.nonReference == b.nonReference && a.startOfPartition == b.startOfPartition
             && a.partitionIndex == b.partitionIndex && a.pictureID == b.pictureID
@@ -135,16 +141,20 @@ public struct VP8PayloadDescriptor: Equatable, Sendable {
 /// per frame; the first has S = 1, all have PID = 0 (the frame is sent as one partition).
 public struct VP8Packetizer: Sendable {
     public let maxPayloadSize: Int
+    /// Bytes the first packet of each frame leaves free (for its seal,
+    /// `MediaSeal.firstPacketReserve`), but never more than half its room.
+    public let firstPacketReserve: Int
     /// PictureID of the next frame (15 bits, wraps).
     public private(set) var nextPictureID: UInt16
 
     static let descriptorSize = 4  // first byte, X byte, two PictureID bytes
 
-    public init(maxPayloadSize: Int, firstPictureID: UInt16 = 0) throws(MediaError) {
+    public init(maxPayloadSize: Int, firstPacketReserve: Int = 0, firstPictureID: UInt16 = 0) throws(MediaError) {
         guard maxPayloadSize > Self.descriptorSize else {
             throw .invalidParameter("max VP8 payload size \(maxPayloadSize) leaves no room after the 4-byte descriptor")
         }
         self.maxPayloadSize = maxPayloadSize
+        self.firstPacketReserve = max(0, firstPacketReserve)
         self.nextPictureID = firstPictureID & 0x7FFF
     }
 
@@ -173,10 +183,18 @@ public struct VP8Packetizer: Sendable {
         let pictureID = nextPictureID
         nextPictureID = (nextPictureID &+ 1) & 0x7FFF
         let chunk = maxPayloadSize - Self.descriptorSize
-        return stride(from: 0, to: frame.count, by: chunk).map { start in
+        // (Tiny payloads, in tests, keep half their room at least.)
+        let firstChunk = max((chunk + 1) / 2, chunk - firstPacketReserve)
+        var payloads: [[UInt8]] = []
+        payloads.reserveCapacity((frame.count + firstPacketReserve) / chunk + 1)
+        var start = 0
+        while start < frame.count {
+            let end = min(start + (start == 0 ? firstChunk : chunk), frame.count)
             let d = VP8PayloadDescriptor(startOfPartition: start == 0, pictureID: .long(pictureID))
-            return d.serialized() + frame[start..<min(start + chunk, frame.count)]
+            payloads.append(d.serialized() + frame[start..<end])
+            start = end
         }
+        return payloads
     }
 }
 

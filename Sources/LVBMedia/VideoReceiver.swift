@@ -46,6 +46,8 @@ public final class VideoReceiver {
     /// The first keyframe's start is being asked for: the packets before the
     /// first that arrived (`lowest` is the lowest asked for so far).
     private var backfill: (lowest: Int64, asked: Int)?
+    /// Sealed stream: packets that answered a NACK on arrival, until verified (`arrived`).
+    private var answeredNACK: Set<UInt16> = []
     /// When the last packet of the stream arrived (a long silence is an outage).
     private var lastPacketAt: Instant?
 
@@ -80,7 +82,21 @@ public final class VideoReceiver {
         lastDecoded.map { UInt16(truncatingIfNeeded: $0.lastSeq) }
     }
 
-    /// Call for every RTP packet that arrives for this stream.
+    /// A sealed stream: every packet as it arrives, before its seal is
+    /// checked, so that NACKs ask only for what did not come; `receive`
+    /// then takes the verified ones.
+    public func arrived(_ packet: RTPPacket) {
+        guard packet.payloadType == config.payloadType, mediaSSRC.map({ $0 == packet.ssrc }) ?? true else { return }
+        if nack.insert(packet.sequenceNumber, at: clock.now()) { answeredNACK.insert(packet.sequenceNumber) }
+        if answeredNACK.count > ReceiverConstants.nackMaxTracked { answeredNACK.removeAll() }
+    }
+
+    /// Packets that arrived (`arrived`) but were refused with their frame: asked for again.
+    public func askAgain(_ sequenceNumbers: [UInt16]) {
+        nack.missingAgain(sequenceNumbers, at: clock.now())
+    }
+
+    /// Call for every RTP packet that arrives for this stream (of a sealed stream: every verified one).
     public func receive(_ packet: RTPPacket) {
         let now = clock.now()
         guard packet.payloadType == config.payloadType else { counters.malformedPackets += 1; return }
@@ -96,7 +112,7 @@ public final class VideoReceiver {
         if let last = lastPacketAt, now - last >= ReceiverConstants.videoOutageSilence { jitter.resetBaseline() }
         lastPacketAt = now
         let arrival = statistics?.record(packet, at: now)
-        let answersNACK = nack.insert(packet.sequenceNumber, at: now)
+        let answersNACK = nack.insert(packet.sequenceNumber, at: now) || answeredNACK.remove(packet.sequenceNumber) != nil
         guard arrival != .duplicate else { return }
 
         let seq = sequences.unwrap(packet.sequenceNumber)

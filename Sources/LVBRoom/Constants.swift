@@ -66,6 +66,17 @@ public enum RoomConstants {
     public static let parentSilence: Duration = .seconds(1)
     /// A parent that refused us or went silent is left out of placement this long.
     public static let refusedFor: Duration = .seconds(10)
+    /// A parent that sent media its host did not seal is blamed this long
+    /// after, unless it said its own parent lied to it (`MediaTrust`).
+    static let blameGrace: Duration = .milliseconds(300)
+    /// A parent's notice that its parent lied excuses refusals this long after it...
+    static let excuseWindow: Duration = .seconds(1)
+    /// ...for this long in a row at most (an honest relay has moved by then).
+    static let maxExcuse: Duration = .seconds(3)
+    /// A relay tells its children at most this often that its parent lied.
+    static let upstreamNoticeInterval: Duration = .milliseconds(250)
+    /// A parent blamed for a lie is never chosen again while the node is in the room.
+    static let liarExcludedFor: Duration = .seconds(100 * 365 * 24 * 3600)
     /// A node that refused us naming none of its children has no stream to
     /// give now (it takes no children while its own stream has stopped):
     /// left out this long only, since orphans have a stream again within a

@@ -64,6 +64,7 @@ public final class LiveNode {
         }
         room.profile = plan.profile
         media = NodeMedia(core: core, clock: clock, random: random)
+        media.roomScope = { [room] in room.room == RoomNode.anyRoom ? nil : room.room.bytes }  // until `wireRoom`
         let sinks = try plan.receive.map { options throws(MediaError) in try MediaSinks(options: options, clock: clock) }
         publishing = try PublishedStream(node: self)
         viewing = HostStreamViewer(node: self, sinks: sinks)
@@ -107,6 +108,7 @@ public final class LiveNode {
             tree.onParentChanged = { [unowned self, unowned tree] parent in
                 report(.treeParent(parent, depth: tree.depth, failovers: tree.failovers))
             }
+            tree.onLiar = { [unowned self] peer, why in report(.liar(peer, why)) }
             if let old = self.tree { roles.removeAll { $0 === old } }
             self.tree = tree
             register(tree)
@@ -118,6 +120,8 @@ public final class LiveNode {
         room.onAdmissionRequested = { [unowned self] in dispatch(.admissionRequested) }
         room.onStage = { [unowned self] action in dispatch(.stage(action)) }
         room.onRelaySignal = { [unowned self] peer, signal in dispatch(.relaySignal(peer, signal)) }
+        media.roomScope = { [unowned self] in room.room == RoomNode.anyRoom ? nil : room.room.bytes }
+        media.onRefused = { [unowned self] origin, feeder, failure in dispatch(.mediaRefused(origin: origin, from: feeder, failure)) }
         room.onPositions = { [unowned self] peer, events in dispatch(.positions(peer, events)) }
         room.lastMedia = { [unowned media] peer in media.lastHeard(from: peer) }
     }

@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBMedia
 import LVBTransport
 
 /// Everything that happens to a node, typed, as its driver (`LiveNode`)
@@ -22,6 +23,9 @@ public enum NodeEvent {
     case positions(NodeID, [RoomEvent])
     /// This viewer left room `from` for another (roles bound to a room let the old one go).
     case switchedRoom(from: RoomNode)
+    /// Media of `origin`'s stream that `origin` did not seal, sent by `from`
+    /// (this node's parent in the tree, or the origin itself): refused, not shown.
+    case mediaRefused(origin: NodeID, from: NodeID, SealFailure)
 }
 
 /// A part of a node — the media tree, the stream it publishes, the stream

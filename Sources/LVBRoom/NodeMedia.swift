@@ -34,6 +34,15 @@ public final class NodeMedia: LiveRole {
     /// arrives (before the relay and the receiver), with that stream's origin:
     /// for a UI or a test that counts what a node that decodes nothing gets.
     public var onRTP: ((NodeID, ArraySlice<UInt8>) -> Void)?
+    /// The room this node's streams belong to, the seals' scope (`MediaSeal`);
+    /// nil while not known (a viewer that joined by address, before its pass).
+    public var roomScope: () -> [UInt8]? = { nil }
+    /// Media of a stream this node takes failed its origin's seals: the
+    /// origin, the node that sent it (the feeder: a parent, or the origin), why.
+    public var onRefused: ((NodeID, NodeID, SealFailure) -> Void)?
+    /// The seals of the stream this node relays without decoding it (a
+    /// receiver checks its own): a relay that passes on a lie must know.
+    private var relayChecker: SealChecker?
 
     private let core: TransportCore
     private let clock: Clock
@@ -100,6 +109,9 @@ public final class NodeMedia: LiveRole {
     private func makeOrigin(maxVideoKbps: Int, useGOPCache: Bool) -> MediaOrigin<NodeID> {
         let origin = MediaOrigin<NodeID>(clock: clock, videoSSRC: random.uint32(), audioSSRC: random.uint32(),
                                          maxVideoKbps: maxVideoKbps, useGOPCache: useGOPCache)
+        // Everything this node publishes carries its signature (a host's
+        // stream, a co-host's camera, the mixes returned to guests).
+        origin.sealer = StreamSealer(scope: roomScope() ?? [], sign: { [identity = core.identity] in identity.sign($0) })
         origin.send = { [unowned core] peer, channel, bytes in
             try? core.send(bytes, channel: channel == .rtp ? .rtp : .rtcp, to: peer)
         }
@@ -107,12 +119,15 @@ public final class NodeMedia: LiveRole {
     }
 
     /// Receives `origin`'s stream: a receive pipeline that subscribes at once
-    /// (with the node that feeds it) and keeps the subscription up. Returns
-    /// the existing one if there is.
+    /// (with the node that feeds it) and keeps the subscription up, and takes
+    /// only what `origin` sealed for room `scope` (nil: this node's room).
+    /// Returns the existing one if there is.
     @discardableResult
-    public func receive(from origin: NodeID) throws(MediaError) -> StreamReceiver {
+    public func receive(from origin: NodeID, scope: [UInt8]? = nil) throws(MediaError) -> StreamReceiver {
         if let existing = receivers[origin] { return existing }
         let receiver = try StreamReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload)
+        receiver.checker = SealChecker(signer: origin, scope: scope.map { s in { s } } ?? { [unowned self] in roomScope() })
+        receiver.onRefused = { [unowned self] failure in onRefused?(origin, feeder(of: origin), failure) }
         receiver.sendFeedback = { [unowned self] bytes in try? core.send(bytes, channel: .rtcp, to: feeder(of: origin)) }
         // What we forwarded to our children leaves before we decode.
         receiver.beforeDecode = { [unowned self] in core.flushSends() }
@@ -186,6 +201,18 @@ public final class NodeMedia: LiveRole {
     public func stopRelaying() {
         relay = nil
         relayedOrigin = nil
+        relayChecker = nil
+    }
+
+    /// Checks the seals of what this node relays but does not decode.
+    private func checkRelayed(_ payload: ArraySlice<UInt8>, of origin: NodeID) {
+        guard let packet = try? RTPPacket.parse(payload) else { return }
+        let checker = relayChecker ?? SealChecker(signer: origin, scope: { [unowned self] in roomScope() })
+        relayChecker = checker
+        let now = clock.now()
+        for case let .forged(failure, _) in checker.retry(now: now) + checker.receive(packet, now: now) {
+            onRefused?(origin, feeder(of: origin), failure)
+        }
     }
 
     /// Sends `origin`'s feeder our subscription now: the receiver's report,
@@ -245,7 +272,9 @@ public final class NodeMedia: LiveRole {
                 }
                 relay.receiveRTP(packet, bytes: payload)
                 receiver.receiveRTP(packet, bytes: payload)
-            case let (relay?, nil): relay.receiveRTP(payload)
+            case let (relay?, nil):
+                relay.receiveRTP(payload)
+                checkRelayed(payload, of: origin)
             case let (nil, receiver?): receiver.receiveRTP(payload)
             case (nil, nil): break
             }
@@ -306,6 +335,7 @@ public final class NodeMedia: LiveRole {
         for origin in returns.values { origin.tick() }
         relay?.tick()
         let now = clock.now()
+        relayChecker?.expire(now: now)
         flushRelayFeedback(now: now)
         for origin in Set(receivers.keys).union(relayedOrigin.map { [$0] } ?? []) {
             receivers[origin]?.tick()

@@ -58,4 +58,7 @@ public enum NodeOutput {
     /// This viewer's parent in the media tree changed (nil: it has none for
     /// now); `failovers`: moves after a silent parent so far.
     case treeParent(NodeID?, depth: Int?, failovers: Int)
+    /// This viewer's parent sent media the host did not seal (`why`): it was
+    /// refused, never shown, and the parent left for good.
+    case liar(NodeID, SealFailure)
 }

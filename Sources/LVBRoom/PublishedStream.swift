@@ -1,5 +1,6 @@
 import LVBCore
 import LVBCrypto
+import LVBGossip
 import LVBMedia
 import LVBTransport
 
@@ -54,7 +55,7 @@ public final class PublishedStream: LiveRole {
     public func handle(_ event: NodeEvent) {
         switch event {
         case .stage(let action): stage(action)
-        case .room(.pk(.started(_, let other, _, _))): pkStarted(with: other)
+        case .room(.pk(.started(let room, let other, _, _))): pkStarted(with: other, of: room)
         case .room(.pk(.ended)): pkEnded()
         default: break
         }
@@ -167,7 +168,7 @@ public final class PublishedStream: LiveRole {
     /// A PK began: the other host goes into the right half of the mix, and
     /// gets this side back (its return stream) as a co-host gets the mix
     /// without itself. Its own stream comes in the same way from its side.
-    private func pkStarted(with other: NodeID) {
+    private func pkStarted(with other: NodeID, of room: RoomID) {
         if let old = pkPartner, old != other { pkEnded() }
         // A host that publishes nothing has nothing to mix into: signalling only.
         guard let mixer, stageKeys[other] == nil, let setup = plan.publish else { return }
@@ -176,7 +177,7 @@ public final class PublishedStream: LiveRole {
         let ret = media.openReturn(for: other, maxVideoKbps: EncodePump.returnKbps(setup.bitrateKbps))
         stageKeys[other] = ret.videoSSRC
         mixer.addPartner(ret.videoSSRC, audioSSRC: ret.audioSSRC)
-        mix(other, into: mixer, as: ret.videoSSRC)
+        mix(other, into: mixer, as: ret.videoSSRC, scope: room.bytes)
     }
 
     private func pkEnded() {
@@ -185,9 +186,10 @@ public final class PublishedStream: LiveRole {
         stage(.stageOff(other, .hostHungUp))
     }
 
-    /// Decodes `peer`'s stream into the mixer under `key`.
-    private func mix(_ peer: NodeID, into mixer: StageMixer, as key: UInt32) {
-        guard let receiver = try? media.receive(from: peer) else { return }
+    /// Decodes `peer`'s stream into the mixer under `key` (`scope`: the
+    /// room it belongs to when not this one, the other host's in a PK).
+    private func mix(_ peer: NodeID, into mixer: StageMixer, as key: UInt32, scope: [UInt8]? = nil) {
+        guard let receiver = try? media.receive(from: peer, scope: scope) else { return }
         receiver.onVideo = { mixer.video(key, $0) }
         receiver.onAudio = { mixer.audio(key, $0) }
         receiver.onReceived = { [unowned node] in node.onWakeupChanged?() }

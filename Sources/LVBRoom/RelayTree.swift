@@ -24,6 +24,14 @@ public final class RelayTree: LiveRole {
     public var onParentChanged: ((NodeID?) -> Void)?
     /// Times this node moved a child down.
     public private(set) var childrenMovedDown = 0
+    /// A parent lied (sent media the host did not seal): left for good. The node's owner reports it.
+    public var onLiar: ((NodeID, SealFailure) -> Void)?
+    /// Parents left for lying; refusals of the host's media, and those excused.
+    public private(set) var liars: [NodeID] = []
+    public var mediaRefusals: Int { trust.refusals }
+    public var refusalsExcused: Int { trust.excused }
+    /// Times this node told its children its parent lied.
+    public private(set) var upstreamNotices = 0
 
     let room: RoomNode
     let media: NodeMedia
@@ -39,6 +47,8 @@ public final class RelayTree: LiveRole {
     private var lastPublished: Instant?
     private var refusalsSent: [NodeID: Instant] = [:]
     private var lastTick: Instant?
+    private var trust = MediaTrust()
+    private var lastNotice: Instant?
     /// Each child's reported loss, smoothed.
     private var childLoss: [NodeID: Double] = [:]
     /// Children reporting heavy loss, since when.
@@ -163,8 +173,35 @@ public final class RelayTree: LiveRole {
         case .relaySignal(let peer, .full): attachment?.refused(by: peer)
         case .relaySignal(let peer, .redirect(let children)): attachment?.refused(by: peer, redirectedTo: children)
         case .relaySignal(let peer, .moveDown): attachment?.movedDown(by: peer)
+        case .relaySignal(let peer, .upstreamRefused): trust.notice(from: peer, now: clock.now())
+        case let .mediaRefused(origin, feeder, failure) where origin == room.host: refused(from: feeder, failure)
         case .positions(let peer, let events): view.received(events, from: peer, parent: attachment?.parent ?? attachment?.asking, now: clock.now())
         default: break
+        }
+    }
+
+    /// The host's media from `feeder` failed its seals: our children, who
+    /// got the same, hear that it was not ours (at most every
+    /// `upstreamNoticeInterval`); the feeder is suspected (`MediaTrust`),
+    /// unless it is the host, which is never blamed.
+    private func refused(from feeder: NodeID, _ failure: SealFailure) {
+        let now = clock.now()
+        if !children.isEmpty, lastNotice.map({ now - $0 >= RoomConstants.upstreamNoticeInterval }) ?? true {
+            lastNotice = now
+            upstreamNotices += 1
+            for child in children { room.send(.relay(.upstreamRefused), to: child) }
+        }
+        guard feeder != room.host, attachment != nil else { return }
+        trust.refused(from: feeder, failure, now: now)
+    }
+
+    /// Parents whose lie no notice excused: left now.
+    private func blameLiars(now: Instant) {
+        for (peer, failure) in trust.blamed(now: now) where !liars.contains(peer) {
+            liars.append(peer)
+            attachment?.distrust(peer)
+            onLiar?(peer, failure)
+            lastTick = nil
         }
     }
 
@@ -172,6 +209,7 @@ public final class RelayTree: LiveRole {
     public func tick() {
         guard room.isAdmitted, let state = room.state else { return }
         let now = clock.now()
+        blameLiars(now: now)
         if let lastTick, now - lastTick < RoomConstants.treeTickInterval { return }
         lastTick = now
         moveDownSlowChildren(now: now)

@@ -17,6 +17,8 @@ public final class RoomPreload {
     public private(set) var pass: MembershipPass?
     /// The keyframes-only subscription, once admitted.
     public private(set) var preview: PreviewReceiver?
+    /// The host's seals over its keyframes: only what it signed is kept to show.
+    private var checker: SealChecker?
     /// The host refused us (a private room, a kick): nothing more is asked.
     public private(set) var denied: AdmissionDenial?
     /// When the preload began.
@@ -68,11 +70,15 @@ public final class RoomPreload {
             guard case .response(let r)? = (try? RoomMessage.parse(payload))?.as(AdmissionMessage.self), r.room == room else { return }
             admission(r.result)
         case let .message(peer, .rtp, payload) where peer == host:
-            preview?.receiveRTP(payload)
+            guard let preview, let checker, let packet = try? RTPPacket.parse(payload) else { return }
+            for case .video(let packets) in checker.receive(packet, now: clock.now()) {
+                for p in packets { preview.receiveRTP(p.serialized()[...]) }
+            }
         case .gone(let peer, _) where peer == host:
             // A new session needs a new subscription (and the host may have restarted).
             pass = nil
             preview = nil
+            checker = nil
         default:
             break
         }
@@ -88,6 +94,7 @@ public final class RoomPreload {
             let receiver = PreviewReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload)
             receiver.sendFeedback = { [unowned core, host] bytes in try? core.send(bytes, channel: .rtcp, to: host) }
             preview = receiver
+            checker = SealChecker(signer: host, scope: room.bytes)
             receiver.subscribe()
         case .denied(let reason):
             if pass == nil { denied = reason }
@@ -97,6 +104,7 @@ public final class RoomPreload {
     /// Asks again until admitted; keeps the trickle subscription up.
     func tick() {
         preview?.tick()
+        checker?.expire(now: clock.now())
         guard pass == nil, denied == nil, core.isEstablished(with: host) else { return }
         if let last = lastRequest, clock.now() - last < RoomConstants.admissionRetry { return }
         requestAdmission()

@@ -284,6 +284,20 @@ final class TreeAttachment {
         trying = nil
     }
 
+    /// `peer` sent media the host did not seal, and did not say its own
+    /// parent lied (`MediaTrust`): left at once, with this node's children,
+    /// and never chosen again while the node is in the room. The host is never blamed.
+    func distrust(_ peer: NodeID) {
+        guard peer != room.host else { return }
+        let now = clock.now()
+        note("\(peer.short) lied: left for good", now: now)
+        excluded[peer] = Exclusion(until: now + RoomConstants.liarExcludedFor, sticky: true)
+        silenced[peer] = nil
+        if backup == peer { backup = nil }
+        if trying?.id == peer { trying = nil }
+        if parent == peer { parent = nil }
+    }
+
     /// Subscribes with `next` (dialling it first unless it is the host or a session is up).
     private func attach(to next: NodeID, placement: TreePlacement, now: Instant) {
         let how = next == backup ? "backup" : core.isEstablished(with: next) ? heardLately(next, now: now) ? "heard" : "session" : "new"

@@ -76,9 +76,31 @@ func hex(_ s: String) -> [UInt8] { (try? Hex.decode(s)) ?? [] }
         let p = try RTPPacket.parse(hex("9060123411223344aabbccdd" + "bede0002" + "002042f0ffffffff" + "99"))
         #expect(p.extensions == [2: [0x42]])
         #expect(Array(p.payload) == [0x99])
-        // A two-byte-form block (0x1000) is skipped, not misread.
-        let q = try RTPPacket.parse(hex("9060123411223344aabbccdd" + "10000001" + "01014200" + "99"))
-        #expect(q.extensions.isEmpty && Array(q.payload) == [0x99])
+        // Two-byte form (0x100X): id, length (0 allowed), data, zero padding between elements.
+        let q = try RTPPacket.parse(hex("9060123411223344aabbccdd" + "10000002" + "010142" + "00" + "110000" + "00" + "99"))
+        #expect(q.extensions == [1: [0x42], 0x11: []] && Array(q.payload) == [0x99])
+        // Another profile is skipped, not misread.
+        let r = try RTPPacket.parse(hex("9060123411223344aabbccdd" + "abcd0001" + "01014200" + "99"))
+        #expect(r.extensions.isEmpty && Array(r.payload) == [0x99])
+        expectError(.malformed("RTP extension element longer than its block")) { () throws(MediaError) in
+            try RTPPacket.parse(hex("9060123411223344aabbccdd" + "10000001" + "0105aaaa"))
+        }
+    }
+
+    @Test func twoByteFormWhenAnElementNeedsIt() throws {
+        var p = try RTPPacket(payloadType: 96, sequenceNumber: 7, timestamp: 9, ssrc: 3, payload: [0xEE])
+        p.setCaptureTime(0x0102_0304_0506_0708)
+        #expect(Array(p.serialized()[12..<16]) == [0xBE, 0xDE, 0, 3])
+        let long = [UInt8](repeating: 0xAB, count: 70)
+        try p.setExtension(id: 17, long)
+        let bytes = p.serialized()
+        // 2 + 8 + 2 + 70 = 82 bytes of elements, padded to 84: 21 words.
+        #expect(Array(bytes[12..<16]) == [0x10, 0x00, 0, 21])
+        #expect(Array(bytes[16..<18]) == [1, 8] && Array(bytes[26..<28]) == [17, 70])
+        let back = try RTPPacket.parse(bytes)
+        #expect(back == p && back.captureTime == 0x0102_0304_0506_0708)
+        p.removeExtension(id: 17)
+        #expect(Array(p.serialized()[12..<14]) == [0xBE, 0xDE])
     }
 
     @Test func invalidParametersAreRejected() throws {
@@ -86,8 +108,10 @@ func hex(_ s: String) -> [UInt8] { (try? Hex.decode(s)) ?? [] }
             try RTPPacket(payloadType: 128, sequenceNumber: 0, timestamp: 0, ssrc: 0, payload: [])
         }
         var p = try RTPPacket(payloadType: 96, sequenceNumber: 0, timestamp: 0, ssrc: 0, payload: [])
-        expectError(.invalidParameter("extension id 15 outside 1...14")) { () throws(MediaError) in try p.setExtension(id: 15, [1]) }
-        #expect(throws: MediaError.self) { try p.setExtension(id: 2, Array(repeating: 0, count: 17)) }
+        expectError(.invalidParameter("extension id 0 is padding")) { () throws(MediaError) in try p.setExtension(id: 0, [1]) }
+        expectError(.invalidParameter("extension element of 256 bytes, two-byte form carries at most 255")) { () throws(MediaError) in
+            try p.setExtension(id: 2, Array(repeating: 0, count: 256))
+        }
     }
 
     @Test func opusPayloadHelpers() throws {

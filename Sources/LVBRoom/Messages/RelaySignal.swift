@@ -16,13 +16,17 @@ public enum RelaySignal: RoomMessageContent, Equatable {
     /// The child does clearly worse than its siblings: it is let go, to
     /// attach deeper as a leaf instead of holding up a branch.
     case moveDown
+    /// What this node's own parent sent failed the host's seals: the child
+    /// that sees the same is not to blame this node for it (it moves away).
+    case upstreamRefused
 
-    static let types: [RoomMessage.Kind] = [.relayFull, .relayMoveDown, .relayRedirect]
+    static let types: [RoomMessage.Kind] = [.relayFull, .relayMoveDown, .relayRedirect, .relayUpstreamRefused]
 
     public var encoded: [UInt8] {
         switch self {
         case .full: return [RoomMessage.Kind.relayFull.rawValue]
         case .moveDown: return [RoomMessage.Kind.relayMoveDown.rawValue]
+        case .upstreamRefused: return [RoomMessage.Kind.relayUpstreamRefused.rawValue]
         case .redirect(let nodes):
             var w = ByteWriter(capacity: 2 + 32 * nodes.count)
             w.write(RoomMessage.Kind.relayRedirect.rawValue)
@@ -36,7 +40,11 @@ public enum RelaySignal: RoomMessageContent, Equatable {
         guard let type = bytes.first else { throw .truncated }
         guard type == RoomMessage.Kind.relayRedirect.rawValue else {
             guard bytes.count == 1 else { throw .trailingBytes }
-            return type == RoomMessage.Kind.relayFull.rawValue ? .full : .moveDown
+            switch type {
+            case RoomMessage.Kind.relayFull.rawValue: return .full
+            case RoomMessage.Kind.relayMoveDown.rawValue: return .moveDown
+            default: return .upstreamRefused
+            }
         }
         var r = ByteReader(bytes.dropFirst())
         guard let count = try? r.readUInt8() else { throw .truncated }
@@ -64,4 +72,5 @@ extension RoomMessage.Kind {
     public static let relayFull = Self(rawValue: 8)
     public static let relayMoveDown = Self(rawValue: 9)
     public static let relayRedirect = Self(rawValue: 11)
+    public static let relayUpstreamRefused = Self(rawValue: 20)
 }

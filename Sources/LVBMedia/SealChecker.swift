@@ -1,0 +1,309 @@
+import LVBCore
+import LVBCrypto
+
+/// Why a receiver refused what came (lvbnode-protocol(7), MEDIA).
+public enum SealFailure: String, Sendable, CaseIterable {
+    /// A frame or audio run whose seal does not verify: altered bytes, a
+    /// frame of the sender's own, a seal not made by the origin.
+    case signature
+    /// A frame's first packet without a seal (one dropped on the way).
+    case unsealed
+    /// A seal that does not parse, on the wrong packet, or over a frame that does not match it.
+    case malformed
+    /// An audio packet that is not the one its verified seal names.
+    case audio
+    /// A packet of a verified frame's timestamp outside that frame.
+    case stray
+    /// A frame signed long before the newest one verified (an old frame sent again as new).
+    case replayed
+}
+
+/// What the checker lets through, and what it refused.
+public enum SealOutput: Sendable {
+    /// A verified video frame's packets, in sequence order.
+    case video([RTPPacket])
+    /// A verified audio packet.
+    case audio(RTPPacket)
+    /// Refused: why, and the sequence numbers of the video frame dropped
+    /// with it (to be asked for again; empty when there is nothing to ask).
+    case forged(SealFailure, [UInt16])
+}
+
+public struct SealCheckerStats: Sendable, Equatable {
+    public var verifiedFrames = 0
+    public var verifiedAudio = 0
+    /// Refusals by `SealFailure` raw value.
+    public var refused: [String: Int] = [:]
+    /// Audio never covered by a verified seal in time (its seal's frame was lost): not played.
+    public var unverifiedAudio = 0
+    /// Frames whose seal never came, dropped with their packets after a while.
+    public var abandonedFrames = 0
+    /// Copies of packets already verified (repairs), ignored.
+    public var duplicates = 0
+
+    public var refusedTotal: Int { refused.values.reduce(0, +) }
+}
+
+/// The receiving side of `MediaSeal`, sans-IO: every packet of a stream as
+/// it arrives (after a relay forwarded it), and out what the origin made —
+/// a video frame once all its packets are here and its seal verifies, an
+/// audio packet once a verified seal names its hash — and what it refused.
+/// Nothing unverified goes further: not to the decoder, the sinks, a
+/// recording, the studio page or an egress.
+public final class SealChecker {
+    private struct Frame {
+        var packets: [UInt16: (packet: RTPPacket, digest: [UInt8])] = [:]
+        var seal: (seal: MediaSeal, first: UInt16)?
+        var since: Instant
+    }
+
+    public private(set) var stats = SealCheckerStats()
+    public let signer: NodeID
+    /// The room the stream belongs to; nil while not known yet (a viewer that
+    /// joined by address learns it with its pass): seals wait, unchecked, until it is.
+    private let scope: () -> [UInt8]?
+    /// Something waited for the scope (`retry` checks it once the scope is known).
+    public private(set) var awaitingScope = false
+    private var unscopedAudioSeals: [(seal: MediaSeal, packet: RTPPacket)] = []
+    /// Frames being gathered, by SSRC and RTP timestamp (`key`).
+    private var frames: [UInt64: Frame] = [:]
+    /// Verified frames: their key → first sequence number and packet count (the newest `rememberedFrames`).
+    private var verified: [UInt64: (first: UInt16, count: UInt16)] = [:]
+    private var verifiedOrder: [UInt64] = []
+    /// The newest verified frame's SSRC, timestamp and first sequence number.
+    private var newestVideo: (ssrc: UInt32, ts: UInt32, seq: UInt16)?
+    /// Audio hashes verified seals named, by sequence number (the newest `rememberedAudio`).
+    private var expected: [UInt16: UInt64] = [:]
+    private var expectedOrder: [UInt16] = []
+    /// Audio packets let through (their sequence numbers), to ignore copies.
+    private var passedAudio: Set<UInt64> = []
+    private var passedOrder: [UInt64] = []
+    private var newestAudio: (ssrc: UInt32, ts: UInt32, seq: UInt16)?
+    /// Audio waiting for its seal.
+    private var audio: [UInt16: (packet: RTPPacket, hash: UInt64, since: Instant)] = [:]
+
+    public init(signer: NodeID, scope: @escaping () -> [UInt8]?) {
+        self.signer = signer
+        self.scope = scope
+    }
+
+    public convenience init(signer: NodeID, scope: [UInt8]) {
+        self.init(signer: signer, scope: { scope })
+    }
+
+    /// Checks what waited for the scope, once it is known.
+    public func retry(now: Instant) -> [SealOutput] {
+        guard awaitingScope, scope() != nil else { return [] }
+        awaitingScope = false
+        var out: [SealOutput] = []
+        for key in frames.keys { out += verify(key, now: now) }
+        let seals = unscopedAudioSeals
+        unscopedAudioSeals = []
+        for (seal, packet) in seals { out += check(seal, carriedBy: packet) }
+        return out
+    }
+
+    /// One packet of the stream as it arrived.
+    public func receive(_ packet: RTPPacket, now: Instant) -> [SealOutput] {
+        switch packet.payloadType {
+        case MediaConstants.videoPayloadType: video(packet, now: now)
+        case MediaConstants.audioPayloadType: audio(packet, now: now)
+        default: []
+        }
+    }
+
+    /// Drops what waited too long for its seal; call with the node's tick.
+    public func expire(now: Instant) {
+        for (seq, a) in audio where now - a.since >= MediaConstants.sealAudioWait {
+            audio[seq] = nil
+            stats.unverifiedAudio += 1
+        }
+        for (ts, f) in frames where now - f.since >= MediaConstants.sealFrameWait {
+            frames[ts] = nil
+            stats.abandonedFrames += 1
+        }
+    }
+
+    // MARK: Video
+
+    private func video(_ packet: RTPPacket, now: Instant) -> [SealOutput] {
+        let ts = Self.key(packet), seq = packet.sequenceNumber
+        if let done = verified[ts] {
+            if UInt16(truncatingIfNeeded: seq &- done.first) < done.count {
+                stats.duplicates += 1
+                return []
+            }
+            return [refuse(.stray, [])]
+        }
+        let seal: MediaSeal?
+        do { seal = try MediaSeal.of(packet) } catch { return [drop(ts, .malformed, also: seq)] }
+        let starts = VP8PayloadDescriptor.startsFrame(packet.payload)
+        if let seal, seal.kind != .video || !starts { return [drop(ts, .malformed, also: seq)] }
+        if seal == nil, starts { return [drop(ts, .unsealed, also: seq)] }
+
+        var frame = frames[ts] ?? Frame(since: now)
+        if frame.packets[seq] == nil, frame.packets.count < ReceiverConstants.maxPacketsPerFrame {
+            frame.packets[seq] = (packet, MediaSeal.packetDigest(packet))
+        }
+        if let seal {
+            if let existing = frame.seal, existing.seal != seal || existing.first != seq {
+                frames[ts] = frame
+                return [drop(ts, .malformed, also: seq)]
+            }
+            frame.seal = (seal, seq)
+        }
+        frames[ts] = frame
+        if frames.count > MediaConstants.sealPendingFrames, let oldest = frames.min(by: { $0.value.since < $1.value.since })?.key {
+            frames[oldest] = nil
+            stats.abandonedFrames += 1
+        }
+        return verify(ts, now: now)
+    }
+
+    /// A frame's key: its SSRC and RTP timestamp.
+    private static func key(_ p: RTPPacket) -> UInt64 { UInt64(p.ssrc) << 32 | UInt64(p.timestamp) }
+
+    /// Verifies frame `ts` (a `key`) if its seal and every packet it names are here.
+    private func verify(_ ts: UInt64, now: Instant) -> [SealOutput] {
+        guard let frame = frames[ts], let (seal, first) = frame.seal else { return [] }
+        let count = Int(seal.framePackets)
+        var packets: [RTPPacket] = [], digests: [[UInt8]] = []
+        packets.reserveCapacity(count)
+        for i in 0..<count {
+            guard let p = frame.packets[first &+ UInt16(truncatingIfNeeded: i)] else { return [] }
+            packets.append(p.packet)
+            digests.append(p.digest)
+        }
+        guard let scope = scope() else {
+            awaitingScope = true
+            return []
+        }
+        let message = seal.message(scope: scope, frameDigest: MediaSeal.frameDigest(digests))
+        guard Identity.verify(signature: seal.signature, message: message, by: signer) else { return [drop(ts, .signature)] }
+        frames[ts] = nil
+        // Packets of this timestamp outside the frame: someone else's.
+        let strays = frame.packets.keys.filter { UInt16(truncatingIfNeeded: $0 &- first) >= seal.framePackets }
+        let carrier = packets[0]
+        if Self.isReplay(carrier, newest: newestVideo, window: MediaConstants.sealReplayTicks) { return [refuse(.replayed, [])] }
+        if Self.isNewer(carrier, than: newestVideo) { newestVideo = (carrier.ssrc, carrier.timestamp, first) }
+        remember(ts, first: first, count: seal.framePackets)
+        stats.verifiedFrames += 1
+        var out: [SealOutput] = [.video(packets)]
+        if !strays.isEmpty { out.append(refuse(.stray, [])) }
+        out += learn(seal)
+        return out
+    }
+
+    /// Forgets frame `ts` (its packets, and `also`): refused for `failure`;
+    /// its sequence numbers are asked for again.
+    private func drop(_ ts: UInt64, _ failure: SealFailure, also seq: UInt16? = nil) -> SealOutput {
+        var seqs = Set(frames[ts]?.packets.keys.map { $0 } ?? [])
+        if let (seal, first) = frames[ts]?.seal {
+            for i in 0..<Int(seal.framePackets) { seqs.insert(first &+ UInt16(truncatingIfNeeded: i)) }
+        }
+        if let seq { seqs.insert(seq) }
+        frames[ts] = nil
+        return refuse(failure, seqs.sorted { Int16(bitPattern: $0 &- $1) < 0 })
+    }
+
+    private func refuse(_ failure: SealFailure, _ seqs: [UInt16]) -> SealOutput {
+        stats.refused[failure.rawValue, default: 0] += 1
+        return .forged(failure, seqs)
+    }
+
+    private func remember(_ ts: UInt64, first: UInt16, count: UInt16) {
+        verified[ts] = (first, count)
+        verifiedOrder.append(ts)
+        if verifiedOrder.count > MediaConstants.sealRememberedFrames { verified[verifiedOrder.removeFirst()] = nil }
+    }
+
+    /// Signed by the origin, numbered after the newest packet verified, but
+    /// timed more than `window` before it: a packet from a whole turn of
+    /// sequence numbers ago, sent again. (An old packet numbered before the
+    /// newest is a late copy, such as a new parent's GOP: not a lie.)
+    private static func isReplay(_ p: RTPPacket, newest: (ssrc: UInt32, ts: UInt32, seq: UInt16)?, window: Int32) -> Bool {
+        guard let newest, newest.ssrc == p.ssrc else { return false }
+        return Int16(bitPattern: p.sequenceNumber &- newest.seq) > 0 && Int32(bitPattern: newest.ts &- p.timestamp) > window
+    }
+
+    private static func isNewer(_ p: RTPPacket, than newest: (ssrc: UInt32, ts: UInt32, seq: UInt16)?) -> Bool {
+        guard let newest, newest.ssrc == p.ssrc else { return true }
+        return Int16(bitPattern: p.sequenceNumber &- newest.seq) > 0
+    }
+
+    // MARK: Audio
+
+    private func audio(_ packet: RTPPacket, now: Instant) -> [SealOutput] {
+        let seq = packet.sequenceNumber
+        if passedAudio.contains(UInt64(packet.ssrc) << 16 | UInt64(seq)) {
+            stats.duplicates += 1
+            return []
+        }
+        let seal: MediaSeal?
+        do { seal = try MediaSeal.of(packet) } catch { return [refuse(.malformed, [])] }
+        if let seal, seal.kind != .audio { return [refuse(.malformed, [])] }
+        let hash = MediaSeal.audioHash(MediaSeal.packetDigest(packet))
+        if let want = expected[seq] {
+            if want == hash { return pass(packet) }
+            // Not the packet the seal names. Of the stream verified so far, a
+            // lie; of another SSRC (a new stream whose numbers meet the old
+            // one's), it waits for its own seal.
+            if packet.ssrc == newestAudio?.ssrc { return [refuse(.audio, [])] }
+        }
+        if audio[seq] == nil {
+            audio[seq] = (packet, hash, now)
+            if audio.count > MediaConstants.sealPendingAudio, let oldest = audio.min(by: { $0.value.since < $1.value.since })?.key {
+                audio[oldest] = nil
+                stats.unverifiedAudio += 1
+            }
+        }
+        guard let seal else { return [] }
+        return check(seal, carriedBy: packet)
+    }
+
+    /// Verifies an audio seal; the run it names goes through.
+    private func check(_ seal: MediaSeal, carriedBy packet: RTPPacket) -> [SealOutput] {
+        guard let scope = scope() else {
+            awaitingScope = true
+            if unscopedAudioSeals.count < MediaConstants.sealPendingAudio { unscopedAudioSeals.append((seal, packet)) }
+            return []
+        }
+        let seq = packet.sequenceNumber
+        guard Identity.verify(signature: seal.signature, message: seal.message(scope: scope, frameDigest: nil), by: signer) else {
+            audio[seq] = nil
+            return [refuse(.signature, [])]
+        }
+        if Self.isReplay(packet, newest: newestAudio, window: MediaConstants.sealReplayAudioTicks) {
+            audio[seq] = nil
+            return [refuse(.replayed, [])]
+        }
+        return learn(seal)
+    }
+
+    /// A verified seal's audio run: the packets waiting for it go through (or are refused).
+    private func learn(_ seal: MediaSeal) -> [SealOutput] {
+        var out: [SealOutput] = []
+        for (i, hash) in seal.audioHashes.enumerated() {
+            let seq = seal.audioFirstSeq &+ UInt16(i)
+            if expected[seq] == nil {
+                expectedOrder.append(seq)
+                if expectedOrder.count > MediaConstants.sealRememberedAudio { expected[expectedOrder.removeFirst()] = nil }
+            }
+            expected[seq] = hash
+            guard let waiting = audio.removeValue(forKey: seq) else { continue }
+            out += waiting.hash == hash ? pass(waiting.packet) : [refuse(.audio, [])]
+        }
+        return out
+    }
+
+    private func pass(_ packet: RTPPacket) -> [SealOutput] {
+        let seq = packet.sequenceNumber
+        let key = UInt64(packet.ssrc) << 16 | UInt64(seq)
+        passedAudio.insert(key)
+        passedOrder.append(key)
+        if passedOrder.count > MediaConstants.sealRememberedAudio { passedAudio.remove(passedOrder.removeFirst()) }
+        if Self.isNewer(packet, than: newestAudio) { newestAudio = (packet.ssrc, packet.timestamp, seq) }
+        stats.verifiedAudio += 1
+        return [.audio(packet)]
+    }
+}

@@ -1,0 +1,65 @@
+import LVBCore
+
+/// What an origin's sealer did, for `stats` lines and the bench.
+public struct SealerStats: Sendable, Equatable {
+    public var videoSeals = 0
+    public var audioSeals = 0
+    /// Bytes the seals added on the wire (the elements and what they cost the extension block).
+    public var bytesAdded = 0
+}
+
+/// Seals what one origin publishes (`MediaSeal`), after its packets have
+/// their final numbering: each video frame's first packet gets a seal over
+/// the frame and the audio packets published since the last seal; the
+/// fourth audio packet in a row with no video frame between gets an audio
+/// seal over the four. `sign` is the origin's Ed25519 key (its node
+/// identity); `scope` the room the stream belongs to.
+public struct StreamSealer {
+    public private(set) var stats = SealerStats()
+    private let sign: ([UInt8]) -> [UInt8]
+    private let scope: [UInt8]
+    /// Audio published since the last seal: the first one's sequence number and each one's hash.
+    private var audio: (first: UInt16, hashes: [UInt64])?
+
+    public init(scope: [UInt8], sign: @escaping ([UInt8]) -> [UInt8]) {
+        self.scope = scope
+        self.sign = sign
+    }
+
+    /// Seals one video frame (its packets in order, numbered as sent): the first packet carries the seal.
+    public mutating func seal(frame packets: inout [RTPPacket]) {
+        guard !packets.isEmpty, packets.count <= Int(UInt16.max) else { return }
+        let digest = MediaSeal.frameDigest(packets.map(MediaSeal.packetDigest))
+        let run = audio ?? (packets[0].sequenceNumber, [])
+        audio = nil
+        var seal = MediaSeal(kind: .video, framePackets: UInt16(packets.count), audioFirstSeq: run.first, audioHashes: run.hashes)
+        seal.signature = sign(seal.message(scope: scope, frameDigest: digest))
+        attach(seal, to: &packets[0])
+        stats.videoSeals += 1
+    }
+
+    /// Notes one audio packet (numbered as sent); seals it when it is the
+    /// `maxAudioHashes`-th since the last seal.
+    public mutating func seal(audio packet: inout RTPPacket) {
+        let hash = MediaSeal.audioHash(MediaSeal.packetDigest(packet))
+        if var run = audio, run.first &+ UInt16(run.hashes.count) == packet.sequenceNumber {
+            run.hashes.append(hash)
+            audio = run
+        } else {
+            // The first, or a break in numbering (none with one splicer): a new run.
+            audio = (packet.sequenceNumber, [hash])
+        }
+        guard let run = audio, run.hashes.count >= MediaSeal.maxAudioHashes else { return }
+        audio = nil
+        var seal = MediaSeal(kind: .audio, audioFirstSeq: run.first, audioHashes: run.hashes)
+        seal.signature = sign(seal.message(scope: scope, frameDigest: nil))
+        attach(seal, to: &packet)
+        stats.audioSeals += 1
+    }
+
+    private mutating func attach(_ seal: MediaSeal, to packet: inout RTPPacket) {
+        let before = packet.serializedLength
+        try? packet.setExtension(id: seal.extensionID, seal.encoded())  // invariant: ids 17/18, at most 102 bytes
+        stats.bytesAdded += packet.serializedLength - before
+    }
+}
