@@ -83,6 +83,14 @@ struct DuplicateFilter: Sendable {
         return u < newest && newest - u < Int64(window) && !Self.isSet(s, u, window)
     }
 
+    /// Counts `sequence` of `ssrc` as not arrived (what came was refused; a true copy may follow).
+    mutating func unsee(ssrc: UInt32, sequence: UInt16) {
+        guard let i = streams.firstIndex(where: { $0.ssrc == ssrc }), let newest = streams[i].unwrapper.newest else { return }
+        let u = streams[i].unwrapper.peek(sequence)
+        guard u <= newest, newest - u < Int64(window) else { return }
+        Self.clear(&streams[i], u, window)
+    }
+
     /// Forgets `ssrc` (its stream was replaced).
     mutating func forget(_ ssrc: UInt32) { streams.removeAll { $0.ssrc == ssrc } }
 

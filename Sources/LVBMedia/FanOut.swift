@@ -168,6 +168,14 @@ public final class FanOut<Peer: Hashable> {
     /// Back to the budget every subscriber starts with.
     public func resetBudget(_ peer: Peer) { setBudget(peer, kbps: defaultBudgetKbps) }
 
+    /// Forgets relayed video packets that were not the origin's (their seal
+    /// failed): NACKs and resumes no longer get them, and a GOP holding one
+    /// waits for the next keyframe.
+    public func forgetVideo(_ sequences: [UInt16]) {
+        for s in sequences { history.remove(s) }
+        if useGOPCache, gop.holds(any: Set(sequences)) { gop.clear() }
+    }
+
     /// Sends one video frame's packets (`sequences` are their RTP sequence
     /// numbers): a keyframe to every subscriber, a delta frame to full ones.
     public func sendVideo(_ packets: [[UInt8]], sequences: [UInt16], keyframe: Bool) {

@@ -105,6 +105,9 @@ public struct GOPCache: Sendable {
         return Array(packets[1..<(1 + early)])
     }
 
+    /// Whether a packet of `sequences` is held (filled by `insert`).
+    public func holds(any sequences: Set<UInt16>) -> Bool { order.contains { sequences.contains($0.sequence) } }
+
     /// Forgets everything until the next keyframe (the stream was replaced).
     public mutating func clear() {
         dropOverlong()

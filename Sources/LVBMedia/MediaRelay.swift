@@ -229,6 +229,15 @@ public final class MediaRelay<Peer: Hashable> {
         return out
     }
 
+    /// Video packets this relay forwarded that the origin's seals refused (its
+    /// own check, after forwarding): forgotten, so that the origin's copies,
+    /// asked for again, are forwarded, and no child gets the lie again.
+    public func forget(_ sequences: [UInt16]) {
+        guard let ssrc = videoSSRC, !sequences.isEmpty else { return }
+        for s in sequences { seen.unsee(ssrc: ssrc, sequence: s) }
+        fanOut.forgetVideo(sequences)
+    }
+
     /// True when `sequence` of the relayed video is a hole the parent can still fill.
     func isMissing(_ sequence: UInt16) -> Bool {
         videoSSRC.map { seen.isMissing(ssrc: $0, sequence: sequence) } ?? false

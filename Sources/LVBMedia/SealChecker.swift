@@ -112,6 +112,18 @@ public final class SealChecker {
         }
     }
 
+    /// Forgets everything not verified yet: it came from a node that no
+    /// longer feeds us, and must not be judged with what the next one sends
+    /// (a frame half from each would fail, and blame the wrong one). Returns
+    /// the video sequence numbers dropped, to be asked for again.
+    public func forgetPending() -> [UInt16] {
+        let seqs = frames.values.flatMap { $0.packets.keys }
+        frames.removeAll()
+        audio.removeAll()
+        unscopedAudioSeals.removeAll()
+        return seqs
+    }
+
     /// Drops what waited too long for its seal; call with the node's tick.
     public func expire(now: Instant) {
         for (seq, a) in audio where now - a.since >= MediaConstants.sealAudioWait {

@@ -32,6 +32,11 @@ public struct SendHistory: Sendable {
         return (1...span).compactMap { packet(sequence &+ UInt16($0)) }
     }
 
+    /// Forgets the packet of `sequence` (it was not the origin's: a NACK must not get it again).
+    public mutating func remove(_ sequence: UInt16) {
+        if slots[Int(sequence) % slots.count]?.sequence == sequence { slots[Int(sequence) % slots.count] = nil }
+    }
+
     /// The packet sent with `sequence`, if it is still held.
     public func packet(_ sequence: UInt16) -> [UInt8]? {
         guard let slot = slots[Int(sequence) % slots.count], slot.sequence == sequence else { return nil }

@@ -20,8 +20,9 @@ public final class StreamReceiver {
     /// Checks the origin's seals (`MediaSeal`): nothing else reaches the
     /// pipelines and `onPacket`. Nil: an unsealed stream (tests of the pipeline alone).
     public var checker: SealChecker?
-    /// The checker refused something (the node that feeds us sent it).
-    public var onRefused: ((SealFailure) -> Void)?
+    /// The checker refused something (the node that feeds us sent it), with
+    /// the video sequence numbers dropped with it.
+    public var onRefused: ((SealFailure, [UInt16]) -> Void)?
     /// After each RTP packet is taken in: `nextWakeup` may have moved earlier.
     public var onReceived: (() -> Void)?
     /// Just before each video frame is decoded (see `VideoReceiver.beforeDecode`).
@@ -47,6 +48,8 @@ public final class StreamReceiver {
     private var switchExpected: Set<UInt8> = []
     private var lastVideoRTP: Instant?
     private var lastAudioRTP: Instant?
+    /// When the pipelines last took a packet (of a sealed stream: one verified).
+    public private(set) var lastTaken: Instant?
     /// Times the sender's stream was replaced by another (SSRC change).
     public private(set) var streamSwitches = 0
 
@@ -97,7 +100,7 @@ public final class StreamReceiver {
             case let .forged(failure, seqs):
                 video.askAgain(seqs)
                 log.debug("refused media: \(failure.rawValue)")
-                onRefused?(failure)
+                onRefused?(failure, seqs)
             }
         }
     }
@@ -105,6 +108,7 @@ public final class StreamReceiver {
     /// A packet the pipelines may use (verified, or of an unsealed stream).
     private func take(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>, poll pollNow: Bool = true) {
         let now = clock.now()
+        lastTaken = now
         switch packet.payloadType {
         case MediaConstants.videoPayloadType:
             if let current = video.mediaSSRC, current != packet.ssrc, switches(MediaConstants.videoPayloadType, since: lastVideoRTP, now: now),
@@ -148,6 +152,14 @@ public final class StreamReceiver {
         streamSwitches += 1
         log.debug("stream switched to a new SSRC")
         return true
+    }
+
+    /// Another node feeds the stream from now on: what the last one sent and
+    /// was not verified yet is forgotten (and asked for again), so that
+    /// nothing it sent is ever judged as the new one's.
+    public func feederChanged() {
+        guard let checker else { return }
+        video.askAgain(checker.forgetPending())
     }
 
     /// RTCP from upstream: sender reports feed the round-trip estimate.

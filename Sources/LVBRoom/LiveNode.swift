@@ -64,6 +64,7 @@ public final class LiveNode {
         }
         room.profile = plan.profile
         media = NodeMedia(core: core, clock: clock, random: random)
+        media.lie = plan.lie.map { RelayLie(mode: $0, identity: core.identity) }
         media.roomScope = { [room] in room.room == RoomNode.anyRoom ? nil : room.room.bytes }  // until `wireRoom`
         let sinks = try plan.receive.map { options throws(MediaError) in try MediaSinks(options: options, clock: clock) }
         publishing = try PublishedStream(node: self)

@@ -43,6 +43,9 @@ public final class NodeMedia: LiveRole {
     /// The seals of the stream this node relays without decoding it (a
     /// receiver checks its own): a relay that passes on a lie must know.
     private var relayChecker: SealChecker?
+    private var relayVerifiedAt: Instant?
+    /// A test aid: this node's relay lies to its children (`lvbnode --lie`); its own receiver still gets the truth.
+    public var lie: RelayLie?
 
     private let core: TransportCore
     private let clock: Clock
@@ -127,7 +130,7 @@ public final class NodeMedia: LiveRole {
         if let existing = receivers[origin] { return existing }
         let receiver = try StreamReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload)
         receiver.checker = SealChecker(signer: origin, scope: scope.map { s in { s } } ?? { [unowned self] in roomScope() })
-        receiver.onRefused = { [unowned self] failure in onRefused?(origin, feeder(of: origin), failure) }
+        receiver.onRefused = { [unowned self] failure, seqs in refused(origin, failure, seqs) }
         receiver.sendFeedback = { [unowned self] bytes in try? core.send(bytes, channel: .rtcp, to: feeder(of: origin)) }
         // What we forwarded to our children leaves before we decode.
         receiver.beforeDecode = { [unowned self] in core.flushSends() }
@@ -161,6 +164,8 @@ public final class NodeMedia: LiveRole {
         if feeders[origin] != feeder {
             sayGoodbye(leaving: origin)
             feeders[origin] = feeder
+            receivers[origin]?.feederChanged()
+            if origin == relayedOrigin { _ = relayChecker?.forgetPending() }
         }
         subscribe(to: origin)
     }
@@ -202,6 +207,14 @@ public final class NodeMedia: LiveRole {
         relay = nil
         relayedOrigin = nil
         relayChecker = nil
+        relayVerifiedAt = nil
+    }
+
+    /// What `origin`'s seals refused: the relay forgets it (children asking
+    /// again get the true copy), and the node that sent it is reported.
+    private func refused(_ origin: NodeID, _ failure: SealFailure, _ seqs: [UInt16]) {
+        if origin == relayedOrigin { relay?.forget(seqs) }
+        onRefused?(origin, feeder(of: origin), failure)
     }
 
     /// Checks the seals of what this node relays but does not decode.
@@ -210,8 +223,12 @@ public final class NodeMedia: LiveRole {
         let checker = relayChecker ?? SealChecker(signer: origin, scope: { [unowned self] in roomScope() })
         relayChecker = checker
         let now = clock.now()
-        for case let .forged(failure, _) in checker.retry(now: now) + checker.receive(packet, now: now) {
-            onRefused?(origin, feeder(of: origin), failure)
+        for output in checker.retry(now: now) + checker.receive(packet, now: now) {
+            if case let .forged(failure, seqs) = output {
+                refused(origin, failure, seqs)
+            } else {
+                relayVerifiedAt = now
+            }
         }
     }
 
@@ -270,10 +287,14 @@ public final class NodeMedia: LiveRole {
                     relay.receiveRTP(payload)  // counted malformed by each, as before
                     return receiver.receiveRTP(payload)
                 }
-                relay.receiveRTP(packet, bytes: payload)
+                forward(packet, payload, through: relay)
                 receiver.receiveRTP(packet, bytes: payload)
             case let (relay?, nil):
-                relay.receiveRTP(payload)
+                if lie != nil, let packet = try? RTPPacket.parse(payload) {
+                    forward(packet, payload, through: relay)
+                } else {
+                    relay.receiveRTP(payload)
+                }
                 checkRelayed(payload, of: origin)
             case let (nil, receiver?): receiver.receiveRTP(payload)
             case (nil, nil): break
@@ -301,8 +322,20 @@ public final class NodeMedia: LiveRole {
         }
     }
 
+    /// Hands a packet to the relay stage (rewritten first by a `lie`).
+    private func forward(_ packet: RTPPacket, _ payload: ArraySlice<UInt8>, through relay: MediaRelay<NodeID>) {
+        guard let lie else { return relay.receiveRTP(packet, bytes: payload) }
+        for p in lie.rewrite(packet, now: clock.now()) { relay.receiveRTP(p, bytes: p.serialized()[...]) }
+    }
+
     /// When RTP from `origin`'s stream last arrived (a co-host's silence).
-    public func lastHeard(from origin: NodeID) -> Instant? { lastRTP[origin] }
+    /// When media of `origin`'s stream that its seals let through last came
+    /// (a co-host's silence, a parent's): a node sending only what is
+    /// refused or stale counts as silent.
+    public func lastHeard(from origin: NodeID) -> Instant? {
+        let relayed = origin == relayedOrigin ? relayVerifiedAt : nil
+        return [receivers[origin]?.lastTaken, relayed].compactMap { $0 }.max()
+    }
 
     /// The session with `peer` ended.
     func peerGone(_ peer: NodeID) {

@@ -32,6 +32,8 @@ public struct NodePlan {
     public var relaySlots: Int?
     /// Where other members reach this node (its relay position lists them).
     public var addresses: [PeerAddress] = []
+    /// A test aid: this node's relay lies to its children in this way (`--lie`).
+    public var lie: RelayLieMode?
 
     public init(part: Part) { self.part = part }
 
