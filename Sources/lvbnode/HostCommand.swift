@@ -46,6 +46,7 @@ struct HostCommand: AsyncParsableCommand {
         if let password, password.isEmpty { throw ValidationError("--password must not be empty") }
         for server in stun { _ = try parseAddress(server, what: "--stun") }
         if node.relaySlots == 0 { throw ValidationError("--relay-slots: a host needs at least 1 (the viewers it sends its stream to directly)") }
+        if node.lie != nil { throw ValidationError("--lie is a relaying viewer's: a host makes its stream (use it with lvbnode join)") }
         if !(0...MixConstants.maxGuests).contains(maxGuests) { throw ValidationError("--max-guests must be 0...\(MixConstants.maxGuests)") }
         if let chatRate, !RoomInfo.chatRates.contains(chatRate) {
             throw ValidationError("--chat-rate must be 1...1000 (chat lines a second for the whole room)")

@@ -62,6 +62,7 @@ struct JoinCommand: AsyncParsableCommand {
             throw ValidationError("--video page and --audio page are a host's; on stage a co-host's page puts its camera there itself (start with --video none --audio none and --web PORT)")
         }
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
+        if node.lie != nil, node.relaySlots == 0 { throw ValidationError("--lie needs children to lie to: give --relay-slots 1 or more") }
         guard (0...4).contains(preload) else { throw ValidationError("--preload must be from 0 to 4") }
         if media.noMedia && egress.egress != nil { throw ValidationError("--egress hands on the stream this node takes: drop --no-media") }
         for server in stun { _ = try parseAddress(server, what: "--stun") }

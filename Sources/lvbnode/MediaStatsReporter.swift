@@ -39,6 +39,11 @@ final class MediaStatsReporter {
             o.add("viewer_loss", rounded(origin.subscriberLoss))
             if let rtt = origin.subscriberRTT { o.add("rtt_ms", rtt.milliseconds) }
             o.add("gop_bursts", f.gopBursts)
+            // The seals over what it publishes (lvbnode-protocol(7), Seals).
+            if let sealer = origin.sealer?.stats {
+                o.add("seals", sealer.videoSeals + sealer.audioSeals)
+                o.add("seal_bytes", sealer.bytesAdded)
+            }
             if let mixer = node.publishing.mixer {
                 // Link-mic: co-hosts mixed in, and what mixing them cost per picture (decoding them is the receivers').
                 o.add("guests", mixer.guestCount)
@@ -126,6 +131,20 @@ final class MediaStatsReporter {
         if let al {
             o.add("audio_latency_p50_ms", rounded(al.p50))
             o.add("audio_latency_p95_ms", rounded(al.p95))
+        }
+        // The host's seals: what passed, what was refused, whom that blamed.
+        if let c = receiver?.checker?.stats {
+            o.add("verified_frames", c.verifiedFrames)
+            o.add("verified_audio", c.verifiedAudio)
+            o.add("refused_media", c.refusedTotal)
+            for why in SealFailure.allCases where c.refused[why.rawValue, default: 0] > 0 {
+                o.add("refused_\(why.rawValue)", c.refused[why.rawValue, default: 0])
+            }
+            o.add("unverified_audio", c.unverifiedAudio)
+        }
+        if let tree = node?.tree {
+            o.add("lying_parents", tree.liars.count)
+            o.add("refusals_excused", tree.refusalsExcused)
         }
         if let path = sinks.recordingPath { o.add("recording", path) }
         if let r = sinks.rtpForwarded { o.add("rtp_forwarded", r.sent) }

@@ -2,6 +2,7 @@ import ArgumentParser
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBMedia
 import LVBRoom
 import LVBTransport
 
@@ -36,6 +37,9 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Drop this share (0 to 1) of the datagrams this node receives, before reading them: a lossy link into it whichever address a peer uses, for tests and the demo mesh (`lvbnode impair` is the relay for one path).", valueName: "share"))
     var inboundLoss: Double = 0
 
+    @Option(name: .long, help: ArgumentHelp("For tests only: relay to this node's children media the host did not make — alter (flip bytes), inject (a picture of its own), replay (old frames as new) or strip (drop the signatures) — to see them refuse it, leave this node and play on. Never in a real room.", valueName: "mode"))
+    var lie: String?
+
     /// Set by `lvbnode mesh` for the nodes it runs: they end with it, even when it is killed.
     @Option(name: .long, help: .hidden)
     var parentPid: Int32?
@@ -50,6 +54,9 @@ struct NodeOptions: ParsableArguments {
             throw ValidationError("--relay-slots must be between 0 and \(RelayPosition.maxSlots)")
         }
         if let web { _ = try WebAddress(parsing: web) }
+        if let lie, RelayLieMode(rawValue: lie) == nil {
+            throw ValidationError("--lie must be one of \(RelayLieMode.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
         if let relayKbps, !(0...1_000_000).contains(relayKbps) { throw ValidationError("--relay-kbps must be 0...1000000") }
         guard inboundLoss >= 0, inboundLoss < 1 else { throw ValidationError("--inbound-loss must be at least 0 and below 1 (0.1 drops a tenth)") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }

@@ -219,6 +219,7 @@ struct NodeRunner {
         plan.maxGuests = maxGuests
         plan.receive = receive
         plan.relaySlots = options.relaySlots
+        plan.lie = options.lie.flatMap(RelayLieMode.init(rawValue:))
         plan.addresses = options.advertised(for: local)
         return plan
     }
