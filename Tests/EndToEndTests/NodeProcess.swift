@@ -50,7 +50,11 @@ final class NodeProcess: @unchecked Sendable {
             while let nl = partial.firstIndex(of: 0x0A) {
                 let line = partial[partial.startIndex..<nl]
                 partial = Data(partial[(nl + 1)...])
-                if let obj = try? JSONSerialization.jsonObject(with: line) as? [String: Any] { lines.append(obj) }
+                if var obj = try? JSONSerialization.jsonObject(with: line) as? [String: Any] {
+                    // When it came (seconds since the reference date): how long apart two events were.
+                    obj["_at"] = Date().timeIntervalSinceReferenceDate
+                    lines.append(obj)
+                }
             }
         }
     }
