@@ -66,6 +66,10 @@ let package = Package(
             dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBMedia")],
             swiftSettings: swift5),
         .executableTarget(
+            name: "FuzzSeal",
+            dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBCrypto"), lvb("LVBMedia")],
+            swiftSettings: swift5),
+        .executableTarget(
             name: "FuzzRoom",
             dependencies: ["FuzzSupport", lvb("LVBCore"), lvb("LVBRoom")],
             swiftSettings: swift5),

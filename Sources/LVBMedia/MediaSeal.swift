@@ -96,7 +96,9 @@ public struct MediaSeal: Equatable, Sendable {
         }
         var r = ByteReader(bytes[...])
         let frame = kind == .video ? try r.mediaRead16("media seal") : 0
-        if kind == .video, frame == 0 { throw .malformed("video seal over 0 packets") }
+        if kind == .video, frame == 0 || Int(frame) > ReceiverConstants.maxPacketsPerFrame {
+            throw .malformed("video seal over \(frame) packets")
+        }
         let first = try r.mediaRead16("media seal")
         var hashes: [UInt64] = []
         for _ in 0..<(rest / 8) { hashes.append(try r.mediaRead64("media seal")) }

@@ -33,6 +33,7 @@ import LVBTransport
             "FuzzGossip": try gossipSeeds(),
             "FuzzMedia": try mediaSeeds(),
             "FuzzMediaReceive": try mediaReceiveSeeds(),
+            "FuzzSeal": try sealSeeds(),
             "FuzzRoom": try roomSeeds(),
             "FuzzRendezvous": try rendezvousSeeds(),
         ]

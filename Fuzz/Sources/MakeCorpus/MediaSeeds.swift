@@ -152,6 +152,71 @@ extension MakeCorpus {
         ])
         return ["stream": script, "stream-lossy": lossy + record(100, rtcp: true, feedback) + record(127, rtcp: false, [])]
     }
+
+    /// Scripts for FuzzSeal: records of [step ms | 0x40 new feeder | 0x80 seal element][length][bytes]:
+    /// the stream of FuzzSeal's host (seed 0x5E, room 0x52...) with its seals,
+    /// in order, reordered, with a byte altered and with its seals stripped.
+    static func sealSeeds() throws -> [String: [UInt8]] {
+        let host = try Identity(seed: [UInt8](repeating: 0x5E, count: 32))
+        var sealer = StreamSealer(scope: [UInt8](repeating: 0x52, count: 16), sign: { host.sign($0) })
+        let encoder = try VP8Encoder(width: 32, height: 32, fps: 30, bitrateKbps: 100, keyframeInterval: 30)
+        let pattern = try SyntheticVideo(width: 32, height: 32)
+        var packetizer = try VP8Packetizer(maxPayloadSize: 60, firstPacketReserve: MediaSeal.firstPacketReserve, firstPictureID: 7)
+        let opus = try OpusEncoder(channels: 1, bitrate: 16000)
+        var tone = try SyntheticAudio()
+        func record(_ step: UInt8, _ flags: UInt8 = 0, _ body: [UInt8]) -> [UInt8] {
+            [step | flags, UInt8(body.count >> 8), UInt8(body.count & 0xFF)] + body
+        }
+        var packets: [RTPPacket] = []
+        var seq: UInt16 = 65530, audioSeq: UInt16 = 3
+        for n in 0..<6 {
+            for _ in 0..<2 {
+                var a = try RTPPacket(payloadType: 111, sequenceNumber: audioSeq, timestamp: UInt32(audioSeq) * 960,
+                                      ssrc: 0x5566_7788, payload: try opus.encode(tone.next20ms())[...])
+                a.setCaptureTime(UInt64(audioSeq))
+                sealer.seal(audio: &a)
+                packets.append(a)
+                audioSeq &+= 1
+            }
+            guard let frame = try encoder.encode(pattern.frame(number: n), pts: Int64(n)).first else { continue }
+            var made = try packetizer.rtpPackets(frame.data, timestamp: UInt32(n) * 3000, ssrc: 0x1122_3344, sequence: &seq,
+                                                 captureTime: 0x0102_0304_0506_0708 &+ UInt64(n))
+            sealer.seal(frame: &made)
+            packets += made
+        }
+        // Four audio packets with no frame between: an audio seal.
+        for _ in 0..<4 {
+            var a = try RTPPacket(payloadType: 111, sequenceNumber: audioSeq, timestamp: UInt32(audioSeq) * 960,
+                                  ssrc: 0x5566_7788, payload: try opus.encode(tone.next20ms())[...])
+            sealer.seal(audio: &a)
+            packets.append(a)
+            audioSeq &+= 1
+        }
+        let inOrder = packets.flatMap { record(5, 0, $0.serialized()) }
+        var shuffled: [UInt8] = []
+        for chunk in stride(from: 0, to: packets.count, by: 5) {
+            for p in packets[chunk..<min(chunk + 5, packets.count)].reversed() { shuffled += record(3, 0, p.serialized()) }
+        }
+        var altered = packets.map { $0.serialized() }
+        altered[altered.count / 2][altered[altered.count / 2].count - 1] ^= 0x10
+        var stripped: [UInt8] = []
+        var elements: [UInt8] = []
+        for var p in packets {
+            for id in [MediaSeal.videoID, MediaSeal.audioID] {
+                if let e = p.extensions[id] { elements += record(0, 0x80, e) }
+                p.removeExtension(id: id)
+            }
+            stripped += record(5, 0, p.serialized())
+        }
+        return [
+            "sealed-stream": inOrder,
+            "sealed-reordered": shuffled,
+            "sealed-altered": altered.flatMap { record(5, 0, $0) },
+            "sealed-new-feeder": Array(inOrder.prefix(inOrder.count / 2)) + record(1, 0x40, []) + inOrder,
+            "seals-stripped": stripped,
+            "seal-elements": elements,
+        ]
+    }
 }
 
 /// The fuzz build (`-sanitize=fuzzer`) links libFuzzer into every executable
