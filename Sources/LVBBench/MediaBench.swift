@@ -95,6 +95,8 @@ enum MediaBench {
             printReceived(r)
             latencyRow("video", r.media, goal: goalVideoP95)
             latencyRow("audio", r.media, goal: goalAudioP95)
+            say("    (issue 4's goal, set before seals: sound now waits for the next picture's seal, up to a frame, "
+                + "\(fixed(1000 / Double(fps), 1)) ms at \(fps) fps; `seal` measures the wait)")
             let reference = ffmpeg.flatMap { ffmpeg in y4m.map { cpuReference(ffmpeg, $0, dir, window: r.cpuWindow) } }
             printCPU(r, reference, ffmpegInstalled: ffmpeg != nil)
         }
