@@ -72,14 +72,7 @@ public struct NackTracker: Sendable {
     public mutating func expect(_ count: Int, before sequenceNumber: UInt16, at now: Instant) {
         guard count > 0, unwrapper.newest != nil else { return }
         let first = unwrapper.peek(sequenceNumber)
-        let added = ((first - Int64(count))..<first).filter { index(of: $0) == nil }.map { Entry(seq: $0, detectedAt: now) }
-        guard !added.isEmpty else { return }
-        entries = (added + entries).sorted { $0.seq < $1.seq }
-        let excess = entries.count - ReceiverConstants.nackMaxTracked
-        if excess > 0 {
-            givenUp += excess
-            entries.removeFirst(excess)
-        }
+        track(Array((first - Int64(count))..<first), at: now)
     }
 
     /// Counts packets that arrived as missing again (their frame was refused:
@@ -87,9 +80,13 @@ public struct NackTracker: Sendable {
     /// than the newest by more than `nackMaxGap`.
     public mutating func missingAgain(_ sequenceNumbers: [UInt16], at now: Instant) {
         guard let newest = unwrapper.newest else { return }
-        let added = sequenceNumbers.map { unwrapper.peek($0) }
-            .filter { $0 <= newest && newest - $0 <= ReceiverConstants.nackMaxGap && index(of: $0) == nil }
-            .map { Entry(seq: $0, detectedAt: now) }
+        track(sequenceNumbers.map { unwrapper.peek($0) }.filter { $0 <= newest && newest - $0 <= ReceiverConstants.nackMaxGap }, at: now)
+    }
+
+    /// Tracks these (unwrapped) sequence numbers as missing from `now`, those
+    /// not tracked already; the oldest beyond `nackMaxTracked` are given up.
+    private mutating func track(_ seqs: [Int64], at now: Instant) {
+        let added = seqs.filter { index(of: $0) == nil }.map { Entry(seq: $0, detectedAt: now) }
         guard !added.isEmpty else { return }
         entries = (added + entries).sorted { $0.seq < $1.seq }
         let excess = entries.count - ReceiverConstants.nackMaxTracked

@@ -58,6 +58,10 @@ public final class SealChecker {
     }
 
     public private(set) var stats = SealCheckerStats()
+    /// When the last packet came that was neither refused nor a copy of one
+    /// verified: the node that feeds us is sending the stream (a parent
+    /// that sends only lies or copies is silent).
+    public private(set) var lastFresh: Instant?
     public let signer: NodeID
     /// The room the stream belongs to; nil while not known yet (a viewer that
     /// joined by address learns it with its pass): seals wait, unchecked, until it is.
@@ -156,6 +160,7 @@ public final class SealChecker {
         var frame = frames[ts] ?? Frame(since: now)
         if frame.packets[seq] == nil, frame.packets.count < ReceiverConstants.maxPacketsPerFrame {
             frame.packets[seq] = (packet, MediaSeal.packetDigest(packet))
+            lastFresh = now
         }
         if let seal {
             if let existing = frame.seal, existing.seal != seal || existing.first != seq {
@@ -256,7 +261,10 @@ public final class SealChecker {
         if let seal, seal.kind != .audio { return [refuse(.malformed, [])] }
         let hash = MediaSeal.audioHash(MediaSeal.packetDigest(packet))
         if let want = expected[seq] {
-            if want == hash { return pass(packet) }
+            if want == hash {
+                lastFresh = now
+                return pass(packet)
+            }
             // Not the packet the seal names. Of the stream verified so far, a
             // lie; of another SSRC (a new stream whose numbers meet the old
             // one's), it waits for its own seal.
@@ -264,6 +272,7 @@ public final class SealChecker {
         }
         if audio[seq] == nil {
             audio[seq] = (packet, hash, now)
+            lastFresh = now
             if audio.count > MediaConstants.sealPendingAudio, let oldest = audio.min(by: { $0.value.since < $1.value.since })?.key {
                 audio[oldest] = nil
                 stats.unverifiedAudio += 1

@@ -43,7 +43,6 @@ public final class NodeMedia: LiveRole {
     /// The seals of the stream this node relays without decoding it (a
     /// receiver checks its own): a relay that passes on a lie must know.
     private var relayChecker: SealChecker?
-    private var relayVerifiedAt: Instant?
     /// A test aid: this node's relay lies to its children (`lvbnode --lie`); its own receiver still gets the truth.
     public var lie: RelayLie?
 
@@ -207,7 +206,6 @@ public final class NodeMedia: LiveRole {
         relay = nil
         relayedOrigin = nil
         relayChecker = nil
-        relayVerifiedAt = nil
     }
 
     /// What `origin`'s seals refused: the relay forgets it (children asking
@@ -224,11 +222,7 @@ public final class NodeMedia: LiveRole {
         relayChecker = checker
         let now = clock.now()
         for output in checker.retry(now: now) + checker.receive(packet, now: now) {
-            if case let .forged(failure, seqs) = output {
-                refused(origin, failure, seqs)
-            } else {
-                relayVerifiedAt = now
-            }
+            if case let .forged(failure, seqs) = output { refused(origin, failure, seqs) }
         }
     }
 
@@ -329,12 +323,13 @@ public final class NodeMedia: LiveRole {
     }
 
     /// When RTP from `origin`'s stream last arrived (a co-host's silence).
-    /// When media of `origin`'s stream that its seals let through last came
-    /// (a co-host's silence, a parent's): a node sending only what is
-    /// refused or stale counts as silent.
+    /// When media of `origin`'s stream last came that its seals did not
+    /// refuse and that was not a copy of what they let through (a co-host's
+    /// silence, a parent's): a node sending only lies or copies is silent.
     public func lastHeard(from origin: NodeID) -> Instant? {
-        let relayed = origin == relayedOrigin ? relayVerifiedAt : nil
-        return [receivers[origin]?.lastTaken, relayed].compactMap { $0 }.max()
+        let relayed = origin == relayedOrigin ? relayChecker?.lastFresh : nil
+        let received = receivers[origin].flatMap { $0.checker?.lastFresh ?? $0.lastTaken }
+        return [received, relayed].compactMap { $0 }.max()
     }
 
     /// The session with `peer` ended.
