@@ -27,6 +27,9 @@ public enum SealOutput: Sendable {
     /// Refused: why, and the sequence numbers of the video frame dropped
     /// with it (to be asked for again; empty when there is nothing to ask).
     case forged(SealFailure, [UInt16])
+    /// A frame begun by a node that no longer feeds us failed: dropped and
+    /// its numbers asked for again, blaming nobody (whose packet was it?).
+    case dropped([UInt16])
 }
 
 public struct SealCheckerStats: Sendable, Equatable {
@@ -40,6 +43,8 @@ public struct SealCheckerStats: Sendable, Equatable {
     public var abandonedFrames = 0
     /// Copies of packets already verified (repairs), ignored.
     public var duplicates = 0
+    /// Frames and audio a former feeder began that failed, dropped blaming nobody.
+    public var inheritedDropped = 0
 
     public var refusedTotal: Int { refused.values.reduce(0, +) }
 }
@@ -55,6 +60,8 @@ public final class SealChecker {
         var packets: [UInt16: (packet: RTPPacket, digest: [UInt8])] = [:]
         var seal: (seal: MediaSeal, first: UInt16)?
         var since: Instant
+        /// The feeder it began under (`feederChanged`).
+        var epoch: Int
     }
 
     public private(set) var stats = SealCheckerStats()
@@ -83,8 +90,8 @@ public final class SealChecker {
     private var passedAudio: Set<UInt64> = []
     private var passedOrder: [UInt64] = []
     private var newestAudio: (ssrc: UInt32, ts: UInt32, seq: UInt16)?
-    /// Audio waiting for its seal.
-    private var audio: [UInt16: (packet: RTPPacket, hash: UInt64, since: Instant)] = [:]
+    /// Audio waiting for its seal, and the feeder it came under.
+    private var audio: [UInt16: (packet: RTPPacket, hash: UInt64, since: Instant, epoch: Int)] = [:]
 
     public init(signer: NodeID, scope: @escaping () -> [UInt8]?) {
         self.signer = signer
@@ -116,17 +123,13 @@ public final class SealChecker {
         }
     }
 
-    /// Forgets everything not verified yet: it came from a node that no
-    /// longer feeds us, and must not be judged with what the next one sends
-    /// (a frame half from each would fail, and blame the wrong one). Returns
-    /// the video sequence numbers dropped, to be asked for again.
-    public func forgetPending() -> [UInt16] {
-        let seqs = frames.values.flatMap { $0.packets.keys }
-        frames.removeAll()
-        audio.removeAll()
-        unscopedAudioSeals.removeAll()
-        return seqs
-    }
+    /// Another node feeds the stream from now on. What is held unchecked
+    /// stays (the new feeder's packets complete the frames it began, and an
+    /// honest path's frames verify so), but a frame begun before, or audio
+    /// that came before, that fails is dropped blaming nobody: a frame half
+    /// from each feeder cannot say who lied.
+    public func feederChanged() { epoch += 1 }
+    private var epoch = 0
 
     /// Drops what waited too long for its seal; call with the node's tick.
     public func expire(now: Instant) {
@@ -157,7 +160,7 @@ public final class SealChecker {
         if let seal, seal.kind != .video || !starts { return [drop(ts, .malformed, also: seq)] }
         if seal == nil, starts { return [drop(ts, .unsealed, also: seq)] }
 
-        var frame = frames[ts] ?? Frame(since: now)
+        var frame = frames[ts] ?? Frame(since: now, epoch: epoch)
         if frame.packets[seq] == nil, frame.packets.count < ReceiverConstants.maxPacketsPerFrame {
             frame.packets[seq] = (packet, MediaSeal.packetDigest(packet))
             lastFresh = now
@@ -219,8 +222,14 @@ public final class SealChecker {
             for i in 0..<Int(seal.framePackets) { seqs.insert(first &+ UInt16(truncatingIfNeeded: i)) }
         }
         if let seq { seqs.insert(seq) }
+        let inherited = frames[ts].map { $0.epoch != epoch } ?? false
         frames[ts] = nil
-        return refuse(failure, seqs.sorted { Int16(bitPattern: $0 &- $1) < 0 })
+        let ordered = seqs.sorted { Int16(bitPattern: $0 &- $1) < 0 }
+        if inherited {
+            stats.inheritedDropped += 1
+            return .dropped(ordered)
+        }
+        return refuse(failure, ordered)
     }
 
     private func refuse(_ failure: SealFailure, _ seqs: [UInt16]) -> SealOutput {
@@ -271,7 +280,7 @@ public final class SealChecker {
             if packet.ssrc == newestAudio?.ssrc { return [refuse(.audio, [])] }
         }
         if audio[seq] == nil {
-            audio[seq] = (packet, hash, now)
+            audio[seq] = (packet, hash, now, epoch)
             lastFresh = now
             if audio.count > MediaConstants.sealPendingAudio, let oldest = audio.min(by: { $0.value.since < $1.value.since })?.key {
                 audio[oldest] = nil
@@ -312,7 +321,13 @@ public final class SealChecker {
             }
             expected[seq] = hash
             guard let waiting = audio.removeValue(forKey: seq) else { continue }
-            out += waiting.hash == hash ? pass(waiting.packet) : [refuse(.audio, [])]
+            if waiting.hash == hash {
+                out += pass(waiting.packet)
+            } else if waiting.epoch == epoch {
+                out.append(refuse(.audio, []))
+            } else {
+                stats.inheritedDropped += 1
+            }
         }
         return out
     }

@@ -21,8 +21,9 @@ public final class StreamReceiver {
     /// pipelines and `onPacket`. Nil: an unsealed stream (tests of the pipeline alone).
     public var checker: SealChecker?
     /// The checker refused something (the node that feeds us sent it), with
-    /// the video sequence numbers dropped with it.
-    public var onRefused: ((SealFailure, [UInt16]) -> Void)?
+    /// the video sequence numbers dropped with it; nil: a frame a former
+    /// feeder began failed, nobody to blame.
+    public var onRefused: ((SealFailure?, [UInt16]) -> Void)?
     /// After each RTP packet is taken in: `nextWakeup` may have moved earlier.
     public var onReceived: (() -> Void)?
     /// Just before each video frame is decoded (see `VideoReceiver.beforeDecode`).
@@ -84,8 +85,11 @@ public final class StreamReceiver {
         default: break
         }
         guard let checker else { return take(packet, bytes: payload) }
-        if packet.payloadType == MediaConstants.videoPayloadType { video.arrived(packet) }
         let now = clock.now()
+        // A new stream starts as its first packet arrives, not once verified:
+        // its receiver sees every arrival (its first keyframe may need repairs).
+        adopt(packet, now: now)
+        if packet.payloadType == MediaConstants.videoPayloadType, packet.ssrc == videoSSRC { video.arrived(packet) }
         handle(checker.retry(now: now) + checker.receive(packet, now: now))
         poll()
         onReceived?()
@@ -97,6 +101,9 @@ public final class StreamReceiver {
             switch output {
             case .video(let packets): for p in packets { take(p, bytes: p.serialized()[...], poll: false) }
             case .audio(let p): take(p, bytes: p.serialized()[...], poll: false)
+            case .dropped(let seqs):
+                video.askAgain(seqs)
+                onRefused?(nil, seqs)
             case let .forged(failure, seqs):
                 video.askAgain(seqs)
                 log.debug("refused media: \(failure.rawValue)")
@@ -105,26 +112,49 @@ public final class StreamReceiver {
         }
     }
 
-    /// A packet the pipelines may use (verified, or of an unsealed stream).
-    private func take(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>, poll pollNow: Bool = true) {
-        let now = clock.now()
-        lastTaken = now
+    /// The video and audio streams taken now (their SSRCs), and when each last sent.
+    private var videoSSRC: UInt32?
+    private var audioSSRC: UInt32?
+
+    /// A packet of another SSRC than the stream taken starts a new stream
+    /// (with fresh receivers) when one is expected or the current one is silent.
+    private func adopt(_ packet: RTPPacket, now: Instant) {
         switch packet.payloadType {
         case MediaConstants.videoPayloadType:
-            if let current = video.mediaSSRC, current != packet.ssrc, switches(MediaConstants.videoPayloadType, since: lastVideoRTP, now: now),
+            if let current = videoSSRC, current != packet.ssrc, switches(MediaConstants.videoPayloadType, since: lastVideoRTP, now: now),
                let fresh = try? VideoReceiver(clock: clock, ssrc: ssrc) {
                 fresh.rtt = video.rtt
                 fresh.beforeDecode = beforeDecode
                 video = fresh
+                videoSSRC = packet.ssrc
             }
-            if packet.ssrc == video.mediaSSRC || video.mediaSSRC == nil { lastVideoRTP = now }
-            video.receive(packet)
+            if videoSSRC == nil { videoSSRC = packet.ssrc }
+            if packet.ssrc == videoSSRC { lastVideoRTP = now }
         case MediaConstants.audioPayloadType:
-            if let current = audio.mediaSSRC, current != packet.ssrc, switches(MediaConstants.audioPayloadType, since: lastAudioRTP, now: now),
+            if let current = audioSSRC, current != packet.ssrc, switches(MediaConstants.audioPayloadType, since: lastAudioRTP, now: now),
                let fresh = try? AudioReceiver(clock: clock, ssrc: ssrc) {
                 audio = fresh
+                audioSSRC = packet.ssrc
             }
-            if packet.ssrc == audio.mediaSSRC || audio.mediaSSRC == nil { lastAudioRTP = now }
+            if audioSSRC == nil { audioSSRC = packet.ssrc }
+            if packet.ssrc == audioSSRC { lastAudioRTP = now }
+        default:
+            break
+        }
+    }
+
+    /// A packet the pipelines may use (verified, or of an unsealed stream).
+    private func take(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>, poll pollNow: Bool = true) {
+        let now = clock.now()
+        lastTaken = now
+        if checker == nil { adopt(packet, now: now) }
+        switch packet.payloadType {
+        case MediaConstants.videoPayloadType:
+            // (Sealed: a verified packet of the stream before a switch is its receiver's no more.)
+            guard checker == nil || packet.ssrc == videoSSRC else { return }
+            video.receive(packet)
+        case MediaConstants.audioPayloadType:
+            guard checker == nil || packet.ssrc == audioSSRC else { return }
             audio.receive(packet)
         default:
             unknownPayloadTypes += 1
@@ -154,13 +184,8 @@ public final class StreamReceiver {
         return true
     }
 
-    /// Another node feeds the stream from now on: what the last one sent and
-    /// was not verified yet is forgotten (and asked for again), so that
-    /// nothing it sent is ever judged as the new one's.
-    public func feederChanged() {
-        guard let checker else { return }
-        video.askAgain(checker.forgetPending())
-    }
+    /// Another node feeds the stream from now on (`SealChecker.feederChanged`).
+    public func feederChanged() { checker?.feederChanged() }
 
     /// RTCP from upstream: sender reports feed the round-trip estimate.
     public func receiveRTCP(_ payload: ArraySlice<UInt8>) {

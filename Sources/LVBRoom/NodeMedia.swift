@@ -164,7 +164,7 @@ public final class NodeMedia: LiveRole {
             sayGoodbye(leaving: origin)
             feeders[origin] = feeder
             receivers[origin]?.feederChanged()
-            if origin == relayedOrigin { _ = relayChecker?.forgetPending() }
+            if origin == relayedOrigin { relayChecker?.feederChanged() }
         }
         subscribe(to: origin)
     }
@@ -210,9 +210,9 @@ public final class NodeMedia: LiveRole {
 
     /// What `origin`'s seals refused: the relay forgets it (children asking
     /// again get the true copy), and the node that sent it is reported.
-    private func refused(_ origin: NodeID, _ failure: SealFailure, _ seqs: [UInt16]) {
+    private func refused(_ origin: NodeID, _ failure: SealFailure?, _ seqs: [UInt16]) {
         if origin == relayedOrigin { relay?.forget(seqs) }
-        onRefused?(origin, feeder(of: origin), failure)
+        if let failure { onRefused?(origin, feeder(of: origin), failure) }
     }
 
     /// Checks the seals of what this node relays but does not decode.
@@ -222,7 +222,11 @@ public final class NodeMedia: LiveRole {
         relayChecker = checker
         let now = clock.now()
         for output in checker.retry(now: now) + checker.receive(packet, now: now) {
-            if case let .forged(failure, seqs) = output { refused(origin, failure, seqs) }
+            switch output {
+            case let .forged(failure, seqs): refused(origin, failure, seqs)
+            case .dropped(let seqs): refused(origin, nil, seqs)
+            default: break
+            }
         }
     }
 

@@ -54,6 +54,7 @@ import Testing
         var frames: [[RTPPacket]] = []
         var audio: [RTPPacket] = []
         var refused: [(SealFailure, [UInt16])] = []
+        var dropped: [[UInt16]] = []
 
         init(_ origin: Origin, scope: @escaping () -> [UInt8]? = { MediaSealTests.room }) {
             checker = SealChecker(signer: origin.host.nodeID, scope: scope)
@@ -70,6 +71,7 @@ import Testing
                 case .video(let f): frames.append(f)
                 case .audio(let a): audio.append(a)
                 case let .forged(why, seqs): refused.append((why, seqs))
+                case .dropped(let seqs): dropped.append(seqs)
                 }
             }
         }
@@ -211,6 +213,31 @@ import Testing
         try forged[3].setExtension(id: MediaSeal.audioID, seal.encoded())
         viewer.take(forged)
         #expect(viewer.refused.map(\.0) == [.audio, .signature] && viewer.audio.count == 7)
+    }
+
+    @Test func aFrameAFormerFeederBeganIsCompletedByTheNextOrDroppedBlamingNobody() throws {
+        let origin = Origin(), viewer = Viewer(origin)
+        // Half of a frame from one parent, the rest from the next: it verifies.
+        let whole = origin.frame()
+        viewer.take(Array(whole.prefix(1)))
+        viewer.checker.feederChanged()
+        viewer.take(Array(whole.dropFirst()))
+        #expect(viewer.frames.count == 1 && viewer.refused.isEmpty)
+        // The old parent's half was a lie: dropped and asked for again, nobody blamed.
+        let next = origin.frame()
+        var lie = next[1]
+        lie.payload = lie.payload.map { $0 ^ 1 }[...]
+        viewer.take([lie])
+        viewer.checker.feederChanged()
+        viewer.take([next[0]] + next.dropFirst(2))
+        #expect(viewer.refused.isEmpty && viewer.dropped == [next.map(\.sequenceNumber)])
+        viewer.take(next)
+        #expect(viewer.frames.count == 2 && viewer.checker.stats.inheritedDropped == 1)
+        // What the new parent sends wrongly is its own lie.
+        var own = origin.frame()
+        own[1].payload = own[1].payload.map { $0 ^ 1 }[...]
+        viewer.take(own)
+        #expect(viewer.refused.map(\.0) == [.signature])
     }
 
     @Test func aPacketOfAVerifiedFramesTimestampOutsideItIsAStray() throws {

@@ -64,7 +64,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             continue
         }
         if head & 0x40 != 0 {
-            _ = checker.forgetPending()
+            checker.feederChanged()
             receiver.feederChanged()
         }
         guard let packet = try? RTPPacket.parse(body) else { continue }
@@ -85,7 +85,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 passedAudio += 1
                 let h = MediaSeal.audioHash(MediaSeal.packetDigest(a))
                 fuzzCheck(named.contains(UInt64(a.sequenceNumber) << 48 ^ h), "FuzzSeal", "audio no verified seal named passed")
-            case .forged(_, let seqs):
+            case .forged(_, let seqs), .dropped(let seqs):
                 fuzzCheck(seqs.count <= 2 * ReceiverConstants.maxPacketsPerFrame + 1, "FuzzSeal", "\(seqs.count) sequence numbers to ask again")
             }
         }
