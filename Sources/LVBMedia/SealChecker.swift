@@ -187,6 +187,8 @@ public final class SealChecker {
     private func verify(_ ts: UInt64, now: Instant) -> [SealOutput] {
         guard let frame = frames[ts], let (seal, first) = frame.seal else { return [] }
         let count = Int(seal.framePackets)
+        // (Checked on every packet of a gathering frame: cheap until all can be here.)
+        guard frame.packets.count >= count else { return [] }
         var packets: [RTPPacket] = [], digests: [[UInt8]] = []
         packets.reserveCapacity(count)
         for i in 0..<count {

@@ -99,8 +99,8 @@ public final class StreamReceiver {
     private func handle(_ outputs: [SealOutput]) {
         for output in outputs {
             switch output {
-            case .video(let packets): for p in packets { take(p, bytes: p.serialized()[...], poll: false) }
-            case .audio(let p): take(p, bytes: p.serialized()[...], poll: false)
+            case .video(let packets): for p in packets { take(p, bytes: wire(p), poll: false) }
+            case .audio(let p): take(p, bytes: wire(p), poll: false)
             case .dropped(let seqs):
                 video.askAgain(seqs)
                 onRefused?(nil, seqs)
@@ -142,6 +142,9 @@ public final class StreamReceiver {
             break
         }
     }
+
+    /// A verified packet's bytes, for `onPacket` alone: not made when nobody taps.
+    private func wire(_ p: RTPPacket) -> ArraySlice<UInt8> { onPacket == nil ? [] : p.serialized()[...] }
 
     /// A packet the pipelines may use (verified, or of an unsealed stream).
     private func take(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>, poll pollNow: Bool = true) {
