@@ -150,14 +150,16 @@ public struct RTPPacket: Equatable, Sendable {
     /// |                          data                                 |
     /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
     /// ```
-    /// L is the data length minus one; a zero byte is padding; id 15 ends parsing.
+    /// L is the data length minus one; a byte with id 0 is padding (its L is
+    /// ignored); id 15 ends parsing.
     private static func parseOneByteElements(_ block: ArraySlice<UInt8>) throws(MediaError) -> [UInt8: [UInt8]] {
         var r = ByteReader(block)
         var elements: [UInt8: [UInt8]] = [:]
         while !r.isAtEnd {
             let head = try r.mediaRead8("RTP extension element")
-            if head == 0 { continue }
             let id = head >> 4
+            // Id 0 is padding: one byte, whatever its length bits say (as libwebrtc reads it).
+            if id == 0 { continue }
             if id == MediaConstants.RTP.extensionStopID { break }
             let length = Int(head & 0x0F) + 1
             guard r.remaining >= length else { throw .malformed("RTP extension element longer than its block") }

@@ -76,6 +76,11 @@ func hex(_ s: String) -> [UInt8] { (try? Hex.decode(s)) ?? [] }
         let p = try RTPPacket.parse(hex("9060123411223344aabbccdd" + "bede0002" + "002042f0ffffffff" + "99"))
         #expect(p.extensions == [2: [0x42]])
         #expect(Array(p.payload) == [0x99])
+        // A byte of id 0 is one byte of padding even with length bits set (fuzzing
+        // found it read as element 0, which no form writes back).
+        let z = try RTPPacket.parse(hex("9060123411223344aabbccdd" + "bede0001" + "0f204200" + "99"))
+        #expect(z.extensions == [2: [0x42]] && Array(z.payload) == [0x99])
+        #expect(try RTPPacket.parse(z.serialized()) == z)
         // Two-byte form (0x100X): id, length (0 allowed), data, zero padding between elements.
         let q = try RTPPacket.parse(hex("9060123411223344aabbccdd" + "10000002" + "010142" + "00" + "110000" + "00" + "99"))
         #expect(q.extensions == [1: [0x42], 0x11: []] && Array(q.payload) == [0x99])
