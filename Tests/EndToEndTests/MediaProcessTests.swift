@@ -14,13 +14,7 @@ import Testing
     }
 
     /// ffprobe on PATH, or nil (the test then checks less; .ci/run installs ffmpeg).
-    private static var ffprobe: String? {
-        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
-            let path = "\(dir)/ffprobe"
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        return nil
-    }
+    private static var ffprobe: String? { executableOnPath("ffprobe") }
 
     private static func run(_ tool: String, _ arguments: [String]) throws -> String {
         let p = Process()
@@ -88,6 +82,8 @@ import Testing
         // Plain RTP reached the --rtp-out port (video there, audio two above it
         // is a different port; this socket sees video) and the SDP says so.
         #expect(rtp.payloadTypes.contains(96))
+        // Unchanged: the host's seals (two-byte form) came along, and the capture times (one-byte form).
+        #expect(rtp.extensionProfiles.contains(0x1000) && rtp.extensionProfiles.contains(0xBEDE), "\(rtp.extensionProfiles)")
         let sdp = try String(contentsOfFile: sdpPath, encoding: .utf8)
         #expect(sdp.contains("m=video \(rtp.port) RTP/AVP 96") && sdp.contains("a=rtpmap:96 VP8/90000"))
         #expect(sdp.contains("m=audio \(rtp.port + 2) RTP/AVP 111") && sdp.contains("a=rtpmap:111 opus/48000/2"))
@@ -197,34 +193,48 @@ import Testing
     }
 }
 
-/// A bound UDP socket on loopback that collects RTP payload types in the background.
+/// A bound UDP socket on loopback that collects RTP payload types (and the
+/// header extension profiles that came with them) in the background.
 final class UDPReceiver: @unchecked Sendable {
     let port: Int
     private let fd: Int32
     private let lock = NSLock()
     private var types = Set<Int>()
+    private var profiles = Set<Int>()
     private var thread: Thread?
 
-    init() throws {
+    /// Port 0: any free port.
+    init(port: Int = 0) throws {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         self.fd = fd
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = UInt16(port).bigEndian
         addr.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
         var tv = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
+        guard bound == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        port = Int(UInt16(bigEndian: addr.sin_port))
+        self.port = Int(UInt16(bigEndian: addr.sin_port))
         let socketFD = fd
         let t = Thread { [weak self] in
             var buf = [UInt8](repeating: 0, count: 2048)
             while !Thread.current.isCancelled {
                 let n = recv(socketFD, &buf, buf.count, 0)  // 200 ms timeout
                 guard let receiver = self else { return }
-                if n >= 12 { receiver.lock.withLock { _ = receiver.types.insert(Int(buf[1] & 0x7F)) } }
+                guard n >= 12 else { continue }
+                let csrcEnd = 12 + 4 * Int(buf[0] & 0x0F)
+                // The extension's profile: 0xBEDE one-byte form, 0x100X two-byte form (the seals).
+                let profile = buf[0] & 0x10 != 0 && n >= csrcEnd + 4 ? Int(buf[csrcEnd]) << 8 | Int(buf[csrcEnd + 1]) : nil
+                receiver.lock.withLock {
+                    receiver.types.insert(Int(buf[1] & 0x7F))
+                    if let profile { receiver.profiles.insert(profile) }
+                }
             }
         }
         thread = t
@@ -238,4 +248,5 @@ final class UDPReceiver: @unchecked Sendable {
     }
 
     var payloadTypes: Set<Int> { lock.withLock { types } }
+    var extensionProfiles: Set<Int> { lock.withLock { profiles } }
 }

@@ -144,6 +144,15 @@ private final class OutputBox: @unchecked Sendable {
     }
 }
 
+/// `name` in a directory of $PATH, or nil.
+func executableOnPath(_ name: String) -> String? {
+    for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
+        let path = "\(dir)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return nil
+}
+
 func temporaryDirectory() -> String {
     let dir = NSTemporaryDirectory() + "lvbnode-e2e-\(UUID().uuidString)"
     try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
