@@ -4,7 +4,7 @@ import LVBCore
 /// type, marker, sequence number, timestamp, SSRC) and where its payload
 /// lies, read in place: no CSRC list or extension elements are built, so
 /// nothing is allocated per packet. It accepts and rejects exactly what
-/// `RTPPacket.parse` does (the one-byte extension elements, RFC 8285 §4.2,
+/// `RTPPacket.parse` does (the extension elements, RFC 8285 §4.2 and §4.3,
 /// are walked and checked, not kept).
 struct RTPHeader: Equatable, Sendable {
     var marker: Bool
@@ -33,7 +33,12 @@ struct RTPHeader: Equatable, Sendable {
             let profile = try r.mediaRead16("RTP header extension")
             let words = Int(try r.mediaRead16("RTP header extension"))
             let block = try r.mediaBytes(4 * words, "RTP header extension")
-            if profile == MediaConstants.RTP.oneByteProfile { try Self.checkOneByteElements(block) }
+            // Walked and checked as `RTPPacket.parse` does, nothing kept.
+            if profile == MediaConstants.RTP.oneByteProfile {
+                try RTPPacket.walkOneByteElements(block) { _, _ in }
+            } else if profile & 0xFFF0 == MediaConstants.RTP.twoByteProfile {
+                try RTPPacket.walkTwoByteElements(block) { _, _ in }
+            }
         }
         var payload = r.readRest()
         if b0 & 0x20 != 0 {
@@ -53,19 +58,5 @@ struct RTPHeader: Equatable, Sendable {
         timestamp = packet.timestamp
         ssrc = packet.ssrc
         payload = packet.payload
-    }
-
-    /// RFC 8285 §4.2: each element's length must fit its block (zero bytes
-    /// are padding; id 15 ends the walk), as `RTPPacket.parse` requires.
-    private static func checkOneByteElements(_ block: ArraySlice<UInt8>) throws(MediaError) {
-        var r = ByteReader(block)
-        while !r.isAtEnd {
-            let head = try r.mediaRead8("RTP extension element")
-            if head == 0 { continue }
-            if head >> 4 == MediaConstants.RTP.extensionStopID { break }
-            let length = Int(head & 0x0F) + 1
-            guard r.remaining >= length else { throw .malformed("RTP extension element longer than its block") }
-            _ = try r.mediaBytes(length, "RTP extension element")
-        }
     }
 }

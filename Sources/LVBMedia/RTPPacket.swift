@@ -153,8 +153,15 @@ public struct RTPPacket: Equatable, Sendable {
     /// L is the data length minus one; a byte with id 0 is padding (its L is
     /// ignored); id 15 ends parsing.
     private static func parseOneByteElements(_ block: ArraySlice<UInt8>) throws(MediaError) -> [UInt8: [UInt8]] {
-        var r = ByteReader(block)
         var elements: [UInt8: [UInt8]] = [:]
+        try walkOneByteElements(block) { elements[$0] = Array($1) }
+        return elements
+    }
+
+    /// Calls `body` with each one-byte-form element's id and data, in order
+    /// (`RTPHeader` walks them too, keeping nothing).
+    static func walkOneByteElements(_ block: ArraySlice<UInt8>, _ body: (UInt8, ArraySlice<UInt8>) -> Void) throws(MediaError) {
+        var r = ByteReader(block)
         while !r.isAtEnd {
             let head = try r.mediaRead8("RTP extension element")
             let id = head >> 4
@@ -163,25 +170,29 @@ public struct RTPPacket: Equatable, Sendable {
             if id == MediaConstants.RTP.extensionStopID { break }
             let length = Int(head & 0x0F) + 1
             guard r.remaining >= length else { throw .malformed("RTP extension element longer than its block") }
-            elements[id] = Array(try r.mediaBytes(length, "RTP extension element"))
+            body(id, try r.mediaBytes(length, "RTP extension element"))
         }
-        return elements
     }
 
     /// RFC 8285 §4.3, two-byte form (profile 0x100 then 4 application bits):
     /// each element is an id byte, a length byte (0...255) and the data; a
     /// zero byte between elements is padding.
     private static func parseTwoByteElements(_ block: ArraySlice<UInt8>) throws(MediaError) -> [UInt8: [UInt8]] {
-        var r = ByteReader(block)
         var elements: [UInt8: [UInt8]] = [:]
+        try walkTwoByteElements(block) { elements[$0] = Array($1) }
+        return elements
+    }
+
+    /// Calls `body` with each two-byte-form element's id and data, in order.
+    static func walkTwoByteElements(_ block: ArraySlice<UInt8>, _ body: (UInt8, ArraySlice<UInt8>) -> Void) throws(MediaError) {
+        var r = ByteReader(block)
         while !r.isAtEnd {
             let id = try r.mediaRead8("RTP extension element")
             if id == 0 { continue }
             let length = Int(try r.mediaRead8("RTP extension element"))
             guard r.remaining >= length else { throw .malformed("RTP extension element longer than its block") }
-            elements[id] = Array(try r.mediaBytes(length, "RTP extension element"))
+            body(id, try r.mediaBytes(length, "RTP extension element"))
         }
-        return elements
     }
 
     private init(unchecked marker: Bool, _ pt: UInt8, _ seq: UInt16, _ ts: UInt32, _ ssrc: UInt32,

@@ -38,7 +38,10 @@ struct MediaRelayTests {
                                  csrcs: [1, 2], payload: [0x90, 0x80, 0x81, 0x02, 0x00, 7, 7, 7][...], paddingLength: 4)
         full.setCaptureTime(0x1122_3344_5566_7788)
         try full.setExtension(id: 3, [9])
-        let templates = [full.serialized(), vp8(1, ts: 2, start: true, keyframe: true), opus(3)]
+        // And one in two-byte form, as a seal is sent.
+        var sealed = full
+        try sealed.setExtension(id: 17, [UInt8](repeating: 0x5A, count: 20))
+        let templates = [full.serialized(), sealed.serialized(), vp8(1, ts: 2, start: true, keyframe: true), opus(3)]
         let random = SeededRandom(seed: 12)
         var accepted = 0, rejected = 0
         for i in 0..<20_000 {
