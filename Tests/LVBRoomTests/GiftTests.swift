@@ -124,6 +124,9 @@ import Testing
         let passed = host.room.state?.giftPoints(of: flooder.id) ?? 0
         // Refused and counted until the host stops hearing the flooder's gossip at all (its standing).
         #expect(host.room.rejectedEvents - refusedBefore >= 5)
-        #expect(passed > 0 && passed <= UInt64(RoomConstants.giftEventBurst + 2) * 99 * 500)
+        // At most the bucket's burst plus what it refilled over the 3 s while
+        // copies still came in (gossip repairs some of them seconds later).
+        let allowed = RoomConstants.giftEventBurst + RoomConstants.giftEventRate * 3
+        #expect(passed > 0 && passed <= UInt64(allowed) * 99 * 500, "\(passed / (99 * 500)) events passed, \(allowed) allowed")
     }
 }
