@@ -126,15 +126,18 @@ extension TransportCore {
         transmit(datagram, to: peer.endpoint)
     }
 
-    /// Both sides dialled at once (an introduction makes them): the node
-    /// with the lower id drops its own pending initiation and takes the
-    /// other's, so both end up under one set of keys. Otherwise each would
-    /// send under the keys it initiated, its own never confirmed by the
-    /// other's data: it would handshake again after `rekeyTimeout` and
-    /// retire the keys the other still sends under (a burst of media lost),
-    /// and the two sides' session bindings would differ.
+    /// Both sides dialled at once (an introduction makes them), or rekeyed
+    /// at once (keys made together age together): the node with the lower
+    /// id drops its own pending initiation and takes the other's, so both
+    /// end up under one set of keys. Otherwise each would send under the
+    /// keys it initiated, its own never confirmed by the other's data: it
+    /// would handshake again after `rekeyTimeout` and retire the keys the
+    /// other still sends under (a burst of media lost), and the two sides'
+    /// session bindings would differ. Two sides crossed so rekey together
+    /// again, every `rekeyTimeout`: before rekeys yielded too, 14 of 40
+    /// seeded pairs crossed at 20 % loss were still crossed 10 s later.
     private func yieldSimultaneousOpen(of peer: Peer, to id: NodeID) {
-        guard !peer.established, let pending = peer.initiation, nodeID.publicKey.lexicographicallyPrecedes(id.publicKey) else { return }
+        guard let pending = peer.initiation, nodeID.publicKey.lexicographicallyPrecedes(id.publicKey) else { return }
         indices[pending.localIndex] = nil
         peer.initiation = nil
         peer.yieldedAt = clock.now()

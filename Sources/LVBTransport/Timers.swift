@@ -32,7 +32,8 @@ extension TransportCore {
         if let k = peer.current, k.isExpired(now: now) { expired.append(k); peer.current = nil }
         retire(expired)
 
-        if let k = peer.current, peer.initiation == nil {
+        // Not while the peer's own fresh keys wait for its first packet: ours would cross them.
+        if let k = peer.current, peer.initiation == nil, !peer.awaitsConfirmation(now: now) {
             let age = now - k.created
             let stale = k.isInitiator ? age >= TransportConstants.rekeyAfterTime : age >= TransportConstants.rekeyAfterTimeReceiving
             // An initiator's keys the peer never used after rekeyTimeout: the
