@@ -90,6 +90,8 @@ public final class SealChecker {
     private var passedAudio: Set<UInt64> = []
     private var passedOrder: [UInt64] = []
     private var newestAudio: (ssrc: UInt32, ts: UInt32, seq: UInt16)?
+    /// Feeders so far (`feederChanged`): what is held is judged only by its own.
+    private var epoch = 0
     /// Audio waiting for its seal, and the feeder it came under.
     private var audio: [UInt16: (packet: RTPPacket, hash: UInt64, since: Instant, epoch: Int)] = [:]
 
@@ -129,7 +131,6 @@ public final class SealChecker {
     /// that came before, that fails is dropped blaming nobody: a frame half
     /// from each feeder cannot say who lied.
     public func feederChanged() { epoch += 1 }
-    private var epoch = 0
 
     /// Drops what waited too long for its seal; call with the node's tick.
     public func expire(now: Instant) {

@@ -112,7 +112,8 @@ public final class StreamReceiver {
         }
     }
 
-    /// The video and audio streams taken now (their SSRCs), and when each last sent.
+    /// The video and audio streams taken now (their SSRCs), adopted as their
+    /// first packets arrive (the receivers learn theirs only from verified ones).
     private var videoSSRC: UInt32?
     private var audioSSRC: UInt32?
 

@@ -182,8 +182,7 @@ public enum RoomConstants {
     /// A leaving node repeats its leave to members that have not acknowledged
     /// it this often, and waits at most `leaveWait` for all of them: 20 tries,
     /// so at 20 % loss each way a member is left unanswered with odds of
-    /// 0.36^20 (at 100 ms, 0.36^10 = 4e-5 a member: about one leave test run
-    /// in 150 saw it).
+    /// 0.36^20 (at 100 ms, 0.36^10 = 4e-5 a member).
     public static let leaveRepeat: Duration = .milliseconds(50)
     public static let leaveWait: Duration = .seconds(1)
     /// A leaving node sends its own events of this last span along with its

@@ -22,7 +22,7 @@ import Testing
         // GStreamer listens first (its ports bound before anything is sent), as a
         // player set up by hand from the SDP's payload types would.
         let gstPort = try freeUDPPortPair()
-        let gstPlayer = try PlayerProcess(gst, ["-q",
+        let gstPlayer = try NodeProcess(["-q",
             "udpsrc", "address=127.0.0.1", "port=\(gstPort)",
             "caps=application/x-rtp,media=(string)video,clock-rate=(int)90000,encoding-name=(string)VP8,payload=(int)96",
             "!", "rtpjitterbuffer", "latency=200", "!", "rtpvp8depay", "!", "vp8dec",
@@ -30,7 +30,8 @@ import Testing
             "udpsrc", "address=127.0.0.1", "port=\(gstPort + 2)",
             "caps=application/x-rtp,media=(string)audio,clock-rate=(int)48000,encoding-name=(string)OPUS,payload=(int)111",
             "!", "rtpjitterbuffer", "latency=200", "!", "rtpopusdepay", "!", "opusdec", "!", "audioconvert",
-            "!", "audio/x-raw,format=S16LE,channels=1", "!", "filesink", "location=\(dir)/gst.pcm"])
+            "!", "audio/x-raw,format=S16LE,channels=1", "!", "filesink", "location=\(dir)/gst.pcm"],
+            executable: URL(fileURLWithPath: gst))
         let gstViewer = try NodeProcess(["join", ticket, "--ephemeral", "--json", "--duration", "8",
                                          "--rtp-out", "127.0.0.1:\(gstPort)"])
 
@@ -40,9 +41,11 @@ import Testing
         let ffViewer = try NodeProcess(["join", ticket, "--ephemeral", "--json", "--duration", "8",
                                         "--rtp-out", "127.0.0.1:\(ffPort)", "--sdp", sdp])
         #expect(ffViewer.waitFor("first_frame", timeout: 20) != nil, "viewer: \(ffViewer.stderr)")
-        let ffPlayer = try PlayerProcess(ffmpeg, ["-nostdin", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-i", sdp,
-                                                  "-map", "0:v:0", "-fps_mode", "passthrough", "-t", "5", "-f", "yuv4mpegpipe", "\(dir)/ff.y4m",
-                                                  "-map", "0:a:0", "-ac", "1", "-t", "5", "\(dir)/ff.wav"])
+        // (NodeProcess runs any program: the players too.)
+        let ffPlayer = try NodeProcess(["-nostdin", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-i", sdp,
+                                        "-map", "0:v:0", "-fps_mode", "passthrough", "-t", "5", "-f", "yuv4mpegpipe", "\(dir)/ff.y4m",
+                                        "-map", "0:a:0", "-ac", "1", "-t", "5", "\(dir)/ff.wav"],
+                                       executable: URL(fileURLWithPath: ffmpeg))
 
         for (name, viewer) in [("GStreamer's viewer", gstViewer), ("ffmpeg's viewer", ffViewer)] {
             #expect(viewer.waitExit(timeout: 30) == 0, "\(name): \(viewer.stderr)")
@@ -54,8 +57,8 @@ import Testing
         // ffmpeg stops after 5 s of output; GStreamer writes raw pictures and
         // samples as they come (nothing to finish), so it is simply stopped.
         #expect(ffPlayer.waitExit(timeout: 10) == 0, "ffmpeg: \(ffPlayer.stderr)")
-        gstPlayer.interrupt()
-        if gstPlayer.waitExit(timeout: 3) == nil { gstPlayer.terminate() }
+        gstPlayer.signal(SIGINT)
+        _ = gstPlayer.waitExit(timeout: 3)  // (killed if still running)
         host.signal(SIGTERM)
         #expect(host.waitExit() == 0)
 
@@ -92,36 +95,6 @@ import Testing
             #expect(samples.count >= 48_000 * 3 && peak > 1000, "\(player): \(samples.count) samples, peak \(peak)")
         }
     }
-}
-
-/// A player run as a process, its output collected.
-private final class PlayerProcess: @unchecked Sendable {
-    private let process = Process()
-    private let errFile: String
-
-    init(_ executable: String, _ arguments: [String]) throws {
-        errFile = temporaryDirectory() + "/stderr"
-        FileManager.default.createFile(atPath: errFile, contents: nil)
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: errFile)
-        try process.run()
-    }
-
-    deinit { if process.isRunning { process.terminate() } }
-
-    func interrupt() { kill(process.processIdentifier, SIGINT) }
-    func terminate() { process.terminate() }
-
-    func waitExit(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(50_000) }
-        return process.isRunning ? nil : process.terminationStatus
-    }
-
-    var stderr: String { (try? String(contentsOfFile: errFile, encoding: .utf8)) ?? "" }
 }
 
 /// A loopback UDP port P with P+2 free too (video and audio for `--rtp-out`).
