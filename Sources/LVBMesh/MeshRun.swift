@@ -135,6 +135,10 @@ public final class MeshRun: @unchecked Sendable {
         if role != .rendezvous, config.loss > 0 { arguments += ["--inbound-loss", String(config.loss)] }
         let ready = done.map { _ in OncePromise(loop.makePromise(of: Void.self)) }
         try await onLoop {
+            // Once the mesh is stopping nothing new starts: a launch scheduled
+            // before the stop (the replay's player, a second after the replay
+            // is listed) would otherwise outlive the mesh.
+            guard !self.ending else { throw MeshError.cannotStart(name, "the mesh is stopping") }
             // Behind a NAT: the same program in its home's namespace (`ip netns exec` becomes it).
             var command = (executable: self.config.executable, arguments: arguments)
             if let lab = self.lab {
@@ -205,6 +209,12 @@ public final class MeshRun: @unchecked Sendable {
 
     // MARK: Stopping
 
+    /// Reaps what exited (the stop does not wait for the reaping timer) and counts the children still running.
+    private func reaped() -> Int {
+        reap()
+        return children.values.filter(\.isRunning).count
+    }
+
     /// Stops every process it started (SIGTERM, then SIGKILL after `leaveGrace`) and waits for each.
     public func stop() async {
         await onLoop {
@@ -214,12 +224,12 @@ public final class MeshRun: @unchecked Sendable {
         }
         let deadline = now + Self.leaveGrace
         while now < deadline {
-            let running = (try? await onLoop { self.children.values.filter(\.isRunning).count }) ?? 0
+            let running = (try? await onLoop { self.reaped() }) ?? 0
             if running == 0 { break }
             try? await Task.sleep(for: .milliseconds(50))
         }
         await onLoop { for child in self.children.values { child.kill() } }
-        while (try? await onLoop { self.children.values.filter(\.isRunning).count }) ?? 0 > 0 {
+        while (try? await onLoop { self.reaped() }) ?? 0 > 0 {
             try? await Task.sleep(for: .milliseconds(20))
         }
         await onLoop { for task in self.tasks { task.cancel() } }

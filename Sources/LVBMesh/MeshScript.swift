@@ -44,6 +44,7 @@ extension MeshRun {
                     _ = try await self.launch("replay-1", role: .player, room: 0, arguments: ["join", id, "--rendezvous", rendezvous])
                 } catch {
                     await self.onLoop {
+                        guard !self.ending else { return }
                         self.model.note("the replay's player did not start: \(error)", at: self.now)
                         self.onUpdate?(.happening)
                     }

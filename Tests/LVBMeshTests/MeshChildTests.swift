@@ -1,5 +1,5 @@
 import Glibc
-import LVBMesh
+@testable import LVBMesh
 import NIOCore
 import NIOPosix
 import Testing
@@ -61,5 +61,24 @@ import Testing
         }.get()
         guard case .failure(let error) = result else { Issue.record("started a program that does not exist"); return }
         #expect(error.description.contains("cannot start nothing"))
+    }
+
+    /// Issue 47: the mesh exited while two of its nodes still ran. A stop
+    /// ends and reaps every child, and a launch due after it (the replay's
+    /// player starts a second after its cue) starts nothing.
+    @Test func aStoppedMeshLeavesNothingRunningAndStartsNothingMore() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let mesh = MeshRun(config: MeshConfig(executable: "/bin/sh"), loop: loop)
+        // sh -c 'exec sleep 30' with the mesh's own arguments as $0, $1…
+        _ = try await mesh.launch("sleeper", role: .viewer, room: 0, arguments: ["-c", "exec sleep 30"])
+        let pid = try #require(mesh.pids["sleeper"])
+        #expect(Glibc.kill(pid, 0) == 0)
+        await mesh.stop()
+        #expect(await mesh.running.isEmpty)
+        #expect(Glibc.kill(pid, 0) != 0, "reaped by the stop: no such process any more")
+        await #expect(throws: MeshError.self) {
+            _ = try await mesh.launch("player", role: .player, room: 0, arguments: ["-c", "exec sleep 30"])
+        }
+        #expect(mesh.pids["player"] == nil, "nothing started after the stop")
     }
 }
