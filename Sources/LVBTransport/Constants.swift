@@ -60,6 +60,15 @@ public enum TransportConstants {
     /// only once nothing has come straight from the peer for this long (a
     /// relayed datagram still in flight after the move must not undo it).
     public static let directPathQuiet: Duration = .seconds(2)
+    /// Unknown-session packets one source host gets at most (per second,
+    /// burst): a restarted node answers each session's next packet, not
+    /// every packet of a stream of them.
+    public static let unknownSessionRate = 4
+    public static let unknownSessionBurst = 8
+    /// An unknown-session packet is believed only once nothing has come
+    /// from the peer for this long: a live session's packet under keys
+    /// just replaced (both sides dialled at once) is answered so too.
+    public static let unknownSessionQuiet: Duration = .seconds(1)
     /// How often the owner must call `TransportCore.tick()`.
     public static let tickInterval: Duration = .milliseconds(100)
     /// Initiations with a valid mac1 per second above which mac2 (a cookie)

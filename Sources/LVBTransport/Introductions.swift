@@ -110,6 +110,9 @@ extension TransportCore {
         for c in asked { sendIntroduce(.request(request: r.request, peer: id, addresses: config.ownAddresses), to: c) }
     }
 
+    /// Whether this node holds a session with a rendezvous (one that can introduce it).
+    public var hasRendezvousSession: Bool { !rendezvousPeers().isEmpty }
+
     /// Whether a session with `id` is being reached through introductions.
     public func isReaching(_ id: NodeID) -> Bool { introductions.reaching[id] != nil }
 
@@ -293,6 +296,20 @@ extension TransportCore {
         }
         stats.relayPathDatagramsIn += 1
         receive(datagram, from: address)
+    }
+
+    /// A new session with `coordinator` (it restarted, or the path to it
+    /// came back): it knows none of the pairs it relayed for us, and
+    /// relays only pairs it introduced. Every session of ours running over
+    /// a relay path through it asks for its introduction again (both sides,
+    /// holding their session, ignore the answer), which makes the pair
+    /// known there again before the session falls silent.
+    func renewRelayedPairs(via coordinator: NodeID) {
+        for (i, route) in introductions.routes where route.via == coordinator {
+            guard let p = peersByID[route.peer], p.established, RelayPath.index(of: p.endpoint) == i else { continue }
+            stats.introductionsAsked += 1
+            sendIntroduce(.request(request: random.uint32(), peer: route.peer, addresses: config.ownAddresses), to: coordinator)
+        }
     }
 
     // MARK: Timers

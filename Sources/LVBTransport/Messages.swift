@@ -21,6 +21,7 @@ public enum PacketType: UInt8, Sendable {
     case xxInitiation = 5
     case xxResponse = 6
     case xxFinal = 7
+    case unknownSession = 8
 }
 
 /// Sizes of the fixed-layout messages, for parsing and the amplification rule.
@@ -44,6 +45,8 @@ public enum MessageSize {
     public static let xxFinalNoise = 48 + (HandshakePayload.initiatorLength + 16)
     public static let xxFinal = header + 4 + xxFinalNoise + macs
     public static let cookieReply = header + 4 + cookieNonceLength + encryptedCookieLength
+    /// Smaller than any transport packet it answers: never an amplifier.
+    public static let unknownSession = header + 4
     /// Transport: header, receiver index, counter, then sealed (channel ‖ payload).
     public static let transportHeader = header + 4 + 8
     public static let transportOverhead = transportHeader + 16
@@ -80,6 +83,10 @@ public enum Packet {
     case handshake(HandshakeMessage)
     case transport(TransportPacket)
     case cookieReply(CookieReplyMessage)
+    /// "I hold no session under this index": the receiver index of a
+    /// transport packet the sender could not place (it restarted, or
+    /// forgot the session).
+    case unknownSession(UInt32)
 
     /// Parses the outer layer; checks type, reserved bytes and exact sizes.
     public static func parse(_ datagram: ArraySlice<UInt8>) throws(TransportError) -> Packet {
@@ -96,6 +103,9 @@ public enum Packet {
                 let counter = try r.readUInt64LE()
                 let rest = r.readRest()
                 return .transport(TransportPacket(receiverIndex: receiver, counter: counter, sealed: rest.startIndex..<rest.endIndex))
+            case .unknownSession:
+                try expectSize(datagram, MessageSize.unknownSession, type)
+                return .unknownSession(try r.readUInt32LE())
             case .cookieReply:
                 try expectSize(datagram, MessageSize.cookieReply, type)
                 let receiver = try r.readUInt32LE()
@@ -139,6 +149,14 @@ public enum Packet {
         if let receiver { w.writeLE(receiver) }
         w.write(bytes: noise)
         w.writeZeros(MessageSize.macs)
+        return w.bytes
+    }
+
+    public static func unknownSession(index: UInt32) -> [UInt8] {
+        var w = ByteWriter(capacity: MessageSize.unknownSession)
+        w.write(PacketType.unknownSession.rawValue)
+        w.writeZeros(3)
+        w.writeLE(index)
         return w.bytes
     }
 

@@ -23,6 +23,10 @@ final class Peer {
     var lastDirectIn: Instant?
     /// Keep the session up and retry until `rekeyAttemptTime` (we dialled it).
     let persistent: Bool
+    /// The address it was dialled at without knowing who answers there (XX,
+    /// a rendezvous given by address): a lost session is dialled afresh
+    /// there the same way, so a new identity at that address is taken too.
+    var dialledBlind: PeerAddress?
 
     /// The keypair in use; `next` is a responder's keypair awaiting the
     /// initiator's first transport packet (key confirmation); `previous` still

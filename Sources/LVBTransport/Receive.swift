@@ -45,6 +45,9 @@ extension TransportCore {
         case .cookieReply(let c):
             stats.unauthenticatedBytesIn += datagram.count
             consumeCookieReply(c, from: source)
+        case .unknownSession(let index):
+            stats.unauthenticatedBytesIn += datagram.count
+            consumeUnknownSession(index, from: source)
         case .handshake(let h):
             stats.unauthenticatedBytesIn += datagram.count
             do {
@@ -52,7 +55,7 @@ extension TransportCore {
                 case .ikInitiation, .xxInitiation: try consumeInitiation(h, from: source)
                 case .ikResponse, .xxResponse: try consumeResponse(h, from: source)
                 case .xxFinal: try consumeFinal(h, from: source)
-                case .cookieReply, .transport: break
+                case .cookieReply, .transport, .unknownSession: break
                 }
             } catch {
                 drop(\.droppedHandshake, from: source, "handshake rejected: \(error)")
@@ -64,6 +67,7 @@ extension TransportCore {
         guard case .keypair(let peer, let kp)? = indices[t.receiverIndex] else {
             stats.unauthenticatedBytesIn += buffer.count
             drop(\.droppedUnknownIndex, from: source, "transport packet for unknown index \(t.receiverIndex)")
+            answerUnknownIndex(t.receiverIndex, to: source)
             return
         }
         let now = clock.now()
@@ -139,6 +143,7 @@ extension TransportCore {
             peer.helloResend = nil
             peer.role = h.role
             emit(.hello(id, h))
+            renewRelayedPairs(via: id)
         case .ping(let nonce):
             sendControl(.pong(nonce), to: peer)
         case .pong(let nonce):

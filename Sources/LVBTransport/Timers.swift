@@ -64,11 +64,20 @@ extension TransportCore {
         }
     }
 
-    /// The session died: a dialled peer is redialled; others are forgotten.
-    private func lost(_ peer: Peer, reason: GoneReason, now: Instant) {
-        if peer.persistent, let id = peer.id {
+    /// The session died: a dialled peer is redialled (one dialled by
+    /// address alone at that address, by XX again); others are forgotten.
+    /// The next session is a new one for the layers above: its hello is
+    /// reported again (a restarted rendezvous must hear the room again).
+    func lost(_ peer: Peer, reason: GoneReason, now: Instant) {
+        if peer.persistent, let address = peer.dialledBlind {
+            remove(peer, reason: reason)
+            connect(to: address, expecting: nil)
+        } else if peer.persistent, let id = peer.id {
             forget(peer)
             peer.established = false
+            peer.helloReceived = false
+            peer.helloResend = nil
+            peer.helloAnswered = nil
             emit(.gone(id, reason))
             startInitiation(peer, firstAttempt: now)
         } else {

@@ -63,6 +63,11 @@ public final class TransportCore {
     var latestTimestamps: [NodeID: TAI64N] = [:]
     var loadMeter = LoadMeter()
     var introductions: IntroductionState
+    /// Unknown-session packets: sent, per source host; taken, in all (each costs a look through the sessions).
+    var unknownSessionAnswers = RateLimiter<PeerAddress.Host>(count: TransportConstants.unknownSessionRate,
+                                                              burst: TransportConstants.unknownSessionBurst)
+    var unknownSessionsTaken = RateLimiter<Int>(count: TransportConstants.unknownSessionRate * 10,
+                                                burst: TransportConstants.unknownSessionBurst * 10)
 
     public init(identity: Identity, clock: Clock, random: RandomSource, sink: DatagramSink, config: TransportConfig = TransportConfig()) {
         self.identity = identity
@@ -115,6 +120,7 @@ public final class TransportCore {
             return
         }
         let peer = Peer(id: id, endpoint: address, persistent: true, cookies: generator(for: id), created: clock.now())
+        if id == nil { peer.dialledBlind = address }
         peer.candidates = Array(addresses.dropFirst())
         if punch { peer.punchAttempts = 0 }
         noteDirectCandidates(addresses, of: peer)

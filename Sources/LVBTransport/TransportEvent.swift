@@ -32,6 +32,9 @@ public enum GoneReason: String, Sendable {
     /// The peer took a new session from another address with our identity:
     /// another process signed in with this node's identity.
     case replaced
+    /// The peer said it holds no session under our keys (an unknown-session
+    /// packet): it restarted, or forgot us.
+    case reset
 }
 
 /// A snapshot of one peer for UIs and tests.
@@ -90,6 +93,12 @@ public struct TransportStats: Sendable, Equatable {
     public var relayPathDatagramsOut = 0
     public var relayPathDatagramsIn = 0
     public var cookieRepliesSent = 0
+    /// Unknown-session packets sent (answers to transport packets under an
+    /// index this node does not hold) and taken (a session found lost on
+    /// the peer's side: dialled afresh); those received that named no
+    /// current session here, or came too soon, are dropped uncounted here.
+    public var unknownSessionsSent = 0
+    public var sessionsReset = 0
     public var keepalivesIn = 0
     public var messagesIn = 0
     public var messagesOut = 0
@@ -113,10 +122,12 @@ public struct TransportStats: Sendable, Equatable {
     public var droppedReplay = 0
     public var droppedExpired = 0
     public var droppedQueueFull = 0
+    /// Unknown-session packets that named no quiet current session here, or over their rate.
+    public var droppedUnknownSession = 0
 
     public var droppedTotal: Int {
         droppedMalformed + droppedMAC1 + droppedNeedsCookie + droppedHandshake + droppedReplayedInitiation
-            + droppedUnknownIndex + droppedDecrypt + droppedReplay + droppedExpired
+            + droppedUnknownIndex + droppedDecrypt + droppedReplay + droppedExpired + droppedUnknownSession
     }
 }
 

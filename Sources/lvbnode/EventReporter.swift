@@ -79,6 +79,7 @@ extension GoneReason {
         case .local: "disconnected"
         case .expired: "session expired"
         case .replaced: "it took a session with another node of this identity"
+        case .reset: "it no longer knew the session (restarted?)"
         }
     }
 }

@@ -31,6 +31,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case .cookieReply(let c):
             fuzzCheck(size == MessageSize.cookieReply, "FuzzPacket", "cookie reply size")
             fuzzCheck(c.nonce.count == cookieNonceLength && c.sealed.count == encryptedCookieLength, "FuzzPacket", "cookie fields")
+        case .unknownSession(let index):
+            fuzzCheck(Packet.unknownSession(index: index) == bytes, "FuzzPacket", "unknown-session packet does not re-encode to its input")
         }
     }
 
