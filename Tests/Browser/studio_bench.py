@@ -15,6 +15,12 @@ p95_ms: capture → decoded in the node, the point where the node hands the
 frame to the page). CPU over the window from /proc/PID/stat (utime + stime,
 % of one core): the viewer node beside Chromium's processes, by role.
 
+Then big gifts: the canvas's frames painted per second while rockets fly
+across the picture (ROCKETS sent from the viewer's console, flying one after
+another), against the same page's rate just before them, each over
+GIFT_WINDOW with the page left alone (a driver call costs its renderer
+frames), and their ratio.
+
 A benchmark: it prints its figures and exits 0 even when a step fails."""
 
 import math
@@ -36,6 +42,11 @@ POLL = 1.0
 # Samples of the last poll matched again in the next to find where the new ones start.
 TAIL = 8
 GOAL_P95 = 50.0
+# A big gift's flight across the picture (the page's gifts.js `flight`), the rockets sent at
+# once (they fly one after another), and the window counted before them and while they fly.
+GIFT_FLIGHT = 2.2
+ROCKETS = 3
+GIFT_WINDOW = 2 * GIFT_FLIGHT
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -133,6 +144,7 @@ class Run:
     def __init__(self, seconds):
         self.window = max(float(seconds), MIN_WINDOW)
         self.browser = None
+        self.gift_before = self.gift_during = self.gift_flights = self.gift_failed = None
 
     def start(self):
         import studio_browser
@@ -191,6 +203,24 @@ class Run:
         self.node_p95 = median([m["video_latency_p95_ms"] for m in stats if "video_latency_p95_ms" in m])
         self.node_intervals = sum(1 for m in stats if "video_latency_p95_ms" in m)
         self.node_fps = median([m["fps"] for m in stats if "fps" in m])
+
+    def painted_over(self, seconds):
+        """Frames the canvas painted per second over `seconds`, the page left alone meanwhile."""
+        painted, started = self.page.studio("videoFramesPainted"), time.monotonic()
+        time.sleep(seconds)
+        return (self.page.studio("videoFramesPainted") - painted) / (time.monotonic() - started)
+
+    def measure_gifts(self):
+        """The canvas's rate just before and while rockets fly (the first takes
+        off as the page gets its gift; the window ends before the last lands)."""
+        self.gift_before = self.painted_over(GIFT_WINDOW)
+        flights = self.page.studio("giftFlights")
+        for _ in range(ROCKETS):
+            self.viewer.send("/gift rocket")
+        self.viewer.wait_for("gift", 10, lambda e: e.get("gift") == "rocket" and e.get("combo_count") == ROCKETS)
+        self.page.wait(lambda p: p.studio("giftFlights") > flights, 10, "a rocket flying across the page")
+        self.gift_during = self.painted_over(GIFT_WINDOW)
+        self.gift_flights = self.page.studio("giftFlights") - flights
 
     def close(self):
         browser, self.browser = self.browser, None
@@ -266,6 +296,14 @@ def report(r):
     total = sum(c[2] for c in r.chromium)
     row("Chromium, all processes", cpu(total), note="(chromedriver left out)")
     say(f"    host (encodes 640x360@30 and the tone) {cpu(r.host_cpu)}; {r.seconds:.1f} s window")
+    if r.gift_failed:
+        say(f"  big gifts: FAILED: {r.gift_failed}")
+    elif r.gift_during is not None:
+        ratio = f"{r.gift_during / r.gift_before:.2f}×" if r.gift_before else "?"
+        row("canvas while rockets fly / before", f"{r.gift_during:.1f} / {r.gift_before:.1f} fps, {ratio}",
+            note=f"(reference: the page just before; {r.gift_flights} of {ROCKETS} rockets off by the end)")
+        if r.gift_flights < 2:
+            say("    (the second rocket had not taken off by the window's end: part of it had none flying)")
 
 
 def main():
@@ -282,11 +320,17 @@ def main():
         f"{WARM_UP:.0f} s warm-up, then a {run.window:.0f} s window")
     say("  page: Date.now() at the canvas paint − capture time, every frame painted in the window; "
         "node: median of its 2 s stats intervals' video_latency p50 / p95; CPU: utime + stime, % of one core")
+    say(f"  then {ROCKETS} rockets from the viewer's console: frames painted per second over {GIFT_WINDOW:.1f} s "
+        "while they fly, against as long just before")
     # A SIGTERM still ends the browser and both nodes.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         run.start()
         run.measure()
+        try:
+            run.measure_gifts()
+        except Exception as error:  # the window's figures still print
+            run.gift_failed = str(error)
     except Exception as error:  # a bench prints what failed and goes on
         say(f"  FAILED: {error}")
         return

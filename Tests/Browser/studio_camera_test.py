@@ -200,9 +200,11 @@ class StudioCameraTests(unittest.TestCase):
             return max(lumas) > 150 and all(n is None for n in numbers) and lumas
         lumas = bob.wait(camera_shown, 20, "the host's page camera in bob's picture")
         shown_after = time.monotonic() - clicked
+        # Moving, not how fast (a frame rate on a shared machine is a benchmark's figure): with a keyframe
+        # every 2 s, more than 5 pictures in 2 s are delta frames decoded and painted.
         painted = bob.studio("videoFramesPainted")
-        time.sleep(1)
-        self.assertGreater(bob.studio("videoFramesPainted") - painted, 15, "bob's picture moving on the camera")
+        time.sleep(2)
+        self.assertGreater(bob.studio("videoFramesPainted") - painted, 5, "bob's picture moving on the camera")
 
         host.find("#host-camera").click()
         room.host.wait_for("page_camera", 10, lambda e: e.get("on") is False)

@@ -27,8 +27,8 @@ struct StudioBrowserTests {
 
     /// Tests/Browser/pk_test.py: two hosts' PK asked with a click on one
     /// host's page; a viewer's page shows the battle (titles, timer, score
-    /// from its rocket and like, the other host in the right half) painting
-    /// at the stream's rate, then the result when the host's page ends it.
+    /// from its rocket and like, the other host in the right half) while its
+    /// canvas keeps painting, then the result when the host's page ends it.
     @Test func aPKBattleShowsOnTheStudioPages() throws {
         try BrowserLab.check("Tests/Browser/pk_test.py", timeout: 240)
     }
