@@ -106,6 +106,10 @@ public final class RendezvousService {
             replays.receive(payload, from: peer)
             return
         }
+        if case let .gone(peer, _) = event {
+            replays.forget(holder: peer)
+            return
+        }
         guard case let .message(peer, .rendezvous, payload) = event else { return }
         // Relayed datagrams have their own byte budget (per pair and in all);
         // the message budget is for requests.

@@ -57,8 +57,12 @@ public final class RoomIntroducer: LiveRole {
         guard case .transport(let event) = event else { return }
         switch event {
         case let .hello(id, hello) where hello.role == .rendezvous:
-            guard servers.insert(id).inserted, !introduced else { return }
-            ask(id)
+            guard servers.insert(id).inserted else { return }
+            if !introduced { return ask(id) }
+            // A new session with the rendezvous our session with the host
+            // runs through (it restarted): it relays only pairs it
+            // introduced, so be introduced again before the session falls silent.
+            if core.relay(of: host) == id { ask(id) }
         case let .message(id, .rendezvous, payload) where servers.contains(id):
             guard case let .introduction(request, peer, relayed, found)? = try? RendezvousMessage.parse(payload),
                   request == self.request, peer == host else { return }

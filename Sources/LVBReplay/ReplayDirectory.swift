@@ -116,6 +116,15 @@ public final class ReplayDirectory {
         }
     }
 
+    /// A holder whose session with this rendezvous ended (it left, or fell
+    /// silent) is listed no more: a new session tells everything again.
+    public func forget(holder: NodeID) {
+        for (id, var entry) in entries where entry.holders[holder] != nil {
+            entry.holders[holder] = nil
+            entries[id] = entry.holders.isEmpty ? nil : entry
+        }
+    }
+
     /// Holders not heard within their lifetime are forgotten.
     public func tick() {
         let now = clock.now()

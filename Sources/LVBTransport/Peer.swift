@@ -27,6 +27,9 @@ final class Peer {
     /// a rendezvous given by address): a lost session is dialled afresh
     /// there the same way, so a new identity at that address is taken too.
     var dialledBlind: PeerAddress?
+    /// When an unknown-session packet named this session while the peer
+    /// had spoken lately (a ping went to ask it).
+    var unknownSessionSince: Instant?
 
     /// The keypair in use; `next` is a responder's keypair awaiting the
     /// initiator's first transport packet (key confirmation); `previous` still

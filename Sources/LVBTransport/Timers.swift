@@ -44,6 +44,7 @@ extension TransportCore {
             }
         }
         if peer.established {
+            if tickUnknownSession(peer, now: now) { return }
             if let last = peer.lastReceived, now - last >= TransportConstants.peerGoneTimeout {
                 lost(peer, reason: .silence, now: now)
                 return
@@ -75,6 +76,7 @@ extension TransportCore {
         } else if peer.persistent, let id = peer.id {
             forget(peer)
             peer.established = false
+            peer.unknownSessionSince = nil
             peer.helloReceived = false
             peer.helloResend = nil
             peer.helloAnswered = nil

@@ -28,10 +28,12 @@ extension TransportCore {
     }
 
     /// The node at `source` holds no session under `index`. Believed only
-    /// for the current keys of the session with the node there, and only
-    /// after `unknownSessionQuiet` without a word from it (a packet under
-    /// keys the peer has just replaced, as when both sides dialled at once,
-    /// is answered so too, while the session itself is alive).
+    /// for the current keys of the session with the node at that address,
+    /// and only once the peer has been quiet for `unknownSessionQuiet` (a
+    /// packet under keys the peer has just replaced, as when both sides
+    /// dialled at once, is answered so too while the session lives). Heard
+    /// from lately: a ping asks it, and if nothing comes for
+    /// `unknownSessionQuiet` after, the session is lost (`tickUnknownSession`).
     func consumeUnknownSession(_ index: UInt32, from source: PeerAddress) {
         let now = clock.now()
         guard unknownSessionsTaken.allow(0, now: now) else {
@@ -39,11 +41,34 @@ extension TransportCore {
             return
         }
         guard let peer = peersByID.values.first(where: { $0.endpoint == source && $0.current?.remoteIndex == index }),
-              peer.established, now - (peer.lastReceived ?? peer.created) >= TransportConstants.unknownSessionQuiet else {
-            drop(\.droppedUnknownSession, from: source, "unknown-session packet for index \(index) names no quiet session here")
+              peer.established else {
+            drop(\.droppedUnknownSession, from: source, "unknown-session packet for index \(index) names no session here")
+            return
+        }
+        guard now - (peer.lastReceived ?? peer.created) >= TransportConstants.unknownSessionQuiet else {
+            if peer.unknownSessionSince == nil {
+                peer.unknownSessionSince = now
+                sendPing(peer)
+            }
             return
         }
         stats.sessionsReset += 1
         lost(peer, reason: .reset, now: now)
+    }
+
+    /// After an unknown-session packet from a peer heard from lately: lost
+    /// if nothing came since for `unknownSessionQuiet`, the doubt dropped if
+    /// something did. Called from `tick()` for each established peer; true when lost.
+    func tickUnknownSession(_ peer: Peer, now: Instant) -> Bool {
+        guard let since = peer.unknownSessionSince else { return false }
+        if let last = peer.lastReceived, last > since {
+            peer.unknownSessionSince = nil
+            return false
+        }
+        guard now - since >= TransportConstants.unknownSessionQuiet else { return false }
+        peer.unknownSessionSince = nil
+        stats.sessionsReset += 1
+        lost(peer, reason: .reset, now: now)
+        return true
     }
 }

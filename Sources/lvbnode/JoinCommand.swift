@@ -67,7 +67,9 @@ struct JoinCommand: AsyncParsableCommand {
         if media.noMedia && egress.egress != nil { throw ValidationError("--egress hands on the stream this node takes: drop --no-media") }
         for server in stun { _ = try parseAddress(server, what: "--stun") }
         if roomID != nil {
-            guard !rendezvous.isEmpty else { throw ValidationError("'\(peer)' is a room id: say where to find it with --rendezvous IP:PORT") }
+            guard !rendezvous.isEmpty else {
+                throw ValidationError("'\(peer)' is a room id (or a replay's): say where to find it with --rendezvous IP:PORT, the rendezvous that lists it")
+            }
             if password != nil && invite != nil { throw ValidationError("give one of --password and --invite") }
             if let invite { do { _ = try Invite(text: invite) } catch { throw ValidationError("--invite: \(error)") } }
             return
@@ -91,8 +93,17 @@ struct JoinCommand: AsyncParsableCommand {
             } catch { throw ValidationError("\(error)") }
         }
         do { return Target(addresses: [try PeerAddress(parsing: peer)], host: nil, room: RoomNode.anyRoom, access: 0) } catch {
-            throw ValidationError("'\(peer)' is neither a join ticket (lvb1…) nor an address: use IP:PORT, [IPv6]:PORT or localhost:PORT")
+            if Self.looksLikeAnID(peer) {
+                throw ValidationError("'\(peer)' is not a room id: an id is 26 characters, a to z and 2 to 7, as `lvbnode rooms` lists it (check for a typo), and joining by id needs --rendezvous IP:PORT")
+            }
+            throw ValidationError("'\(peer)' is neither a join ticket (lvb1…), an address (IP:PORT, [IPv6]:PORT or localhost:PORT) nor a room id (with --rendezvous IP:PORT)")
         }
+    }
+
+    /// Letters and digits only, about an id's length: someone meant a room
+    /// or replay id (mistyped, cut short, with a character too many).
+    static func looksLikeAnID(_ text: String) -> Bool {
+        (20...32).contains(text.count) && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
     }
 
     /// The peer argument as a room id (26 base32 characters), if it is one.

@@ -73,10 +73,7 @@ struct ReplayRunner {
             if let library { state.serve(library, core: core, addresses: addresses, keepBudget: keepBudget) }
             state.start(core: core)
             for address in rendezvous { core.connect(to: address, expecting: nil) }
-            for h in play?.holders ?? [] {
-                state.fetcher?.addHolder(h.id)
-                core.reach(h.id, at: h.addresses)
-            }
+            state.reach(play?.holders ?? [], through: rendezvous.isEmpty ? nil : core)
         }
         if let play {
             var line = JSONLine(event: "replay")
@@ -135,6 +132,23 @@ final class PlayState: @unchecked Sendable {
     var liveRoom: String?
     /// The `replay_info` line, for a page that connects later.
     var infoLine: String?
+    /// Holders waiting for this node's session with a rendezvous, which
+    /// introduces us to each (both sides dial at once, so the punch crosses
+    /// both NATs; a holder behind a NAT drops a dial it was not told of),
+    /// and since when: after `holderDialFallback` they are dialled without.
+    var unreached: [ReplayListMessage.Holder] = []
+    var unreachedSince: Instant?
+    var core: TransportCore?
+    static let holderDialFallback: Duration = .seconds(3)
+    /// Controls given before the manifest came (a /seek typed at once):
+    /// kept, and applied when it comes.
+    var early = EarlyControls()
+
+    struct EarlyControls {
+        var seek: UInt32?
+        var paused = false
+        var speed: Double?
+    }
 
     init(id: ReplayID?, out: Output, sinks: MediaSinks, termination: Termination?) {
         self.id = id
@@ -160,6 +174,7 @@ final class PlayState: @unchecked Sendable {
     }
 
     func start(core: TransportCore) {
+        self.core = core
         guard let id else { return }
         let fetcher = ReplayFetcher(id: id, clock: SystemClock.shared) { peer, bytes in try? core.send(bytes, channel: .replay, to: peer) }
         fetcher.onEvent = { [unowned self] event in
@@ -237,7 +252,13 @@ final class PlayState: @unchecked Sendable {
         l.add("ended", m.ended)
         infoLine = l.text
         out.emit(l, human: "\"\(m.title)\" by \(m.host.short): \(ReplaysCommand.List.duration(m.durationMs)), \(m.segments.count) segments", kind: "replay")
-        p.play()
+        if let x = early.speed { p.setSpeed(x) }
+        if let target = early.seek {
+            p.seek(to: target)
+            say("seeking to \(ReplaysCommand.List.duration(min(target, m.durationMs))) (asked before the replay was here)", seek: true)
+        }
+        if early.paused { say("paused at \(position) (asked before the replay was here)") } else { p.play() }
+        early = EarlyControls()
     }
 
     /// With --keep-replays: the segment goes into the library (and so is served).
@@ -263,10 +284,33 @@ final class PlayState: @unchecked Sendable {
         }
     }
 
+    /// The holders to fetch from: reached through the rendezvous's
+    /// introductions once `core`'s session with it is up (nil: no
+    /// rendezvous, dialled now).
+    func reach(_ holders: [ReplayListMessage.Holder], through core: TransportCore?) {
+        for h in holders { fetcher?.addHolder(h.id) }
+        guard let core else {
+            for h in holders { self.core?.reach(h.id, at: h.addresses) }
+            return
+        }
+        unreached += holders
+        unreachedSince = SystemClock.shared.now()
+        if core.hasRendezvousSession { reachUnreached() }
+    }
+
+    private func reachUnreached() {
+        guard let core else { return }
+        for h in unreached { core.reach(h.id, at: h.addresses) }
+        unreached = []
+        unreachedSince = nil
+    }
+
     func handle(_ event: TransportEvent) {
         // Requests (and a rendezvous coming up) are the holding's; chunks and missing the fetcher's.
         holding?.handle(event)
         switch event {
+        case let .hello(_, hello) where hello.role == .rendezvous:
+            reachUnreached()
         case let .message(peer, .replay, payload) where !ReplayListMessage.isListMessage(payload) && !ReplayMessage.isRequest(payload):
             fetcher?.receive(payload, from: peer)
         case let .gone(peer, _):
@@ -277,6 +321,7 @@ final class PlayState: @unchecked Sendable {
     }
 
     func tick() {
+        if let since = unreachedSince, SystemClock.shared.now() - since >= Self.holderDialFallback { reachUnreached() }
         if let player {
             // Keeping: every segment not kept yet, after those the player needs first.
             let wanted = player.wanted
@@ -306,7 +351,7 @@ final class PlayState: @unchecked Sendable {
             guard words.count == 2, let x = Double(words[1]), (0.25...4).contains(x) else { return wrong("/speed X: from 0.25 to 4") }
             setSpeed(x)
         case "/seek":
-            guard words.count == 2, let player, let target = Self.seekTarget(words[1], from: player.positionMs) else {
+            guard words.count == 2, let target = Self.seekTarget(words[1], from: player?.positionMs ?? early.seek ?? 0) else {
                 return wrong("/seek SECONDS, MM:SS, +SECONDS or -SECONDS")
             }
             seek(to: target)
@@ -319,28 +364,44 @@ final class PlayState: @unchecked Sendable {
     // The controls, the console's and the page's.
 
     func seek(to target: UInt32) {
-        guard let player else { return }
+        guard let player else {
+            early.seek = target
+            return say("the replay is not here yet: seeking to \(ReplaysCommand.List.duration(target)) once it is")
+        }
         player.seek(to: target)
         say("seeking to \(ReplaysCommand.List.duration(target))", seek: true)
     }
 
     func pause() {
-        player?.pause()
+        guard let player else {
+            early.paused = true
+            return say("the replay is not here yet: it starts paused")
+        }
+        player.pause()
         say("paused at \(position)")
     }
 
     func play() {
-        player?.play()
+        guard let player else {
+            early.paused = false
+            return say("the replay is not here yet: it plays once it is")
+        }
+        player.play()
         say("playing from \(position)")
     }
 
     /// 0.25 to 4 (checked by the caller).
     func setSpeed(_ x: Double) {
-        player?.setSpeed(x)
-        say("speed \(x)\(x == 1 ? "" : " (no sound but at 1)")")
+        let what = "speed \(x)\(x == 1 ? "" : " (no sound but at 1)")"
+        guard let player else {
+            early.speed = x
+            return say("the replay is not here yet: \(what) once it is")
+        }
+        player.setSpeed(x)
+        say(what)
     }
 
-    var position: String { player.map { ReplaysCommand.List.duration($0.positionMs) } ?? "0:00" }
+    var position: String { player.map { ReplaysCommand.List.duration($0.positionMs) } ?? early.seek.map(ReplaysCommand.List.duration) ?? "0:00" }
 
     /// "90", "1:30", "+10", "-5" from the position `now` (ms).
     static func seekTarget(_ text: String, from now: UInt32) -> UInt32? {

@@ -79,6 +79,16 @@ import Testing
         // Plain RTP of the replay reached --rtp-out (VP8 on this port), as the SDP says.
         #expect(rtp.payloadTypes.contains(96))
         #expect((try? String(contentsOfFile: sdp, encoding: .utf8))?.contains("a=rtpmap:96 VP8/90000") == true)
+        // Issue 47: a /seek typed before the replay's manifest is here is kept, said so, and done when it comes.
+        let early = try NodeProcess(["join", id, "--rendezvous", address, "--ephemeral", "--json"])
+        early.send("/seek 0:06")
+        let kept = early.waitFor("replay_state", timeout: 10) { ($0["text"] as? String)?.contains("not here yet") == true }
+        #expect(kept?["text"] as? String == "the replay is not here yet: seeking to 0:06 once it is", "\(early.events)")
+        let shown = try #require(early.waitFor("replay_frame", timeout: 10), "\(early.stderr)")
+        #expect((6000...6040).contains(shown["at_ms"] as? Int ?? 0), "the first picture: \(shown)")
+        #expect(!early.events.contains { $0["event"] as? String == "error" }, "no usage line: \(early.events)")
+        early.send("/quit")
+        _ = early.waitExit()
         host.send("/quit")
         #expect(host.waitExit() == 0)
         live.send("/quit")

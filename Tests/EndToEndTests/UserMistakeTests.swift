@@ -18,6 +18,28 @@ import Testing
         #expect(err2.contains("--listen"))
     }
 
+    /// Issue 47: a newcomer with a room id (as `lvbnode rooms` or a friend
+    /// gives it) and no --rendezvous is told what a room id needs; one
+    /// mistyped is told it is not an id, not that it is no address.
+    @Test func aRoomIDWithoutARendezvousOrMistypedSaysWhatItNeeds() throws {
+        let id = "puvqobmshzoyzqi67yxybsinby"
+        for given in [id, id.uppercased()] {
+            let (status, _, err) = try runToEnd(["join", given, "--ephemeral"])
+            #expect(status == 64)
+            #expect(err.contains("'\(given)' is a room id (or a replay's): say where to find it with --rendezvous IP:PORT"), "\(err)")
+        }
+        // The last character's low bits set (no 16-byte id ends so), one cut off, one too many.
+        for typo in ["puvqobmshzoyzqi67yxybsinbz", String(id.dropLast()), id + "a"] {
+            let (status, _, err) = try runToEnd(["join", typo, "--ephemeral", "--rendezvous", "127.0.0.1:9"])
+            #expect(status == 64)
+            #expect(err.contains("'\(typo)' is not a room id: an id is 26 characters, a to z and 2 to 7"), "\(err)")
+            #expect(err.contains("--rendezvous IP:PORT"), "\(err)")
+        }
+        let (status, _, err) = try runToEnd(["join", "my-room", "--ephemeral"])
+        #expect(status == 64)
+        #expect(err.contains("nor a room id (with --rendezvous IP:PORT)"), "\(err)")
+    }
+
     @Test func thePagesCameraAsASourceNeedsAPageAndAHost() throws {
         let (status, _, err) = try runToEnd(["host", "--ephemeral", "--video", "page", "--listen", "127.0.0.1:0"])
         #expect(status != 0 && err.contains("--video page") && err.contains("--web"), "\(err)")
