@@ -19,7 +19,7 @@ import Testing
     @Test func aRestartedRendezvousListsTheRoomAndTheReplayAgainAndTheRoomPlaysOn() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let lab = try NATLab(tag: "lvs\(getpid() % 1000)", sites: 4, hard: [1, 3])
+        let lab = try NATLab(tag: "lvz\(getpid() % 1000)", sites: 4, hard: [1, 3])
         defer { lab.remove() }
         let rendezvous = { (identity: [String]) in
             try lab.run("rv", ["rendezvous", "--listen", "0.0.0.0:7600", "--json", "--relay-kbps", "8000"] + identity)

@@ -29,7 +29,7 @@ import Testing
     func playersBehindANATPlayAReplayHeldBehindAnotherFromTheStartAndAfterASeek(_ variant: Variant) throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let lab = try NATLab(tag: "lvp\(getpid() % 1000)", sites: 3, internet: variant.internet, hard: variant.hard)
+        let lab = try NATLab(tag: "lvy\(getpid() % 1000)", sites: 3, internet: variant.internet, hard: variant.hard)
         defer { lab.remove() }
         let (rv, host, _, _) = try lab.room(relayKbps: variant.relayKbps, hostArguments: [
             "--home", dir + "/host", "--replay", "--size", "320x180", "--fps", "\(Self.fps)", "--bitrate", "300", "--title", "behind a NAT"])
