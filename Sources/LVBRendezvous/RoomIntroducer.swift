@@ -27,6 +27,9 @@ public final class RoomIntroducer: LiveRole {
     private var introduction: (at: Instant, found: [PeerAddress], server: NodeID)?
     /// Introductions that named new addresses for the host (it moved).
     public private(set) var reintroduced = 0
+    /// The rendezvous asked to introduce us again because the relay our
+    /// session with the host ran through is gone: its answer moves the session.
+    private var rerouteVia: NodeID?
 
     /// - Parameters:
     ///   - rendezvous: where the rendezvous servers are (dialled now).
@@ -61,11 +64,27 @@ public final class RoomIntroducer: LiveRole {
             if !introduced { return ask(id) }
             // A new session with the rendezvous our session with the host
             // runs through (it restarted): it relays only pairs it
-            // introduced, so be introduced again before the session falls silent.
-            if core.relay(of: host) == id { ask(id) }
+            // introduced, so be introduced again before the session falls
+            // silent. Through one that is gone (a rendezvous back under a
+            // new identity): be introduced by this one, and move the session.
+            guard let via = core.relay(of: host) else { return }
+            if via == id {
+                ask(id)
+            } else if !core.isEstablished(with: via) {
+                rerouteVia = id
+                ask(id)
+            }
         case let .message(id, .rendezvous, payload) where servers.contains(id):
             guard case let .introduction(request, peer, relayed, found)? = try? RendezvousMessage.parse(payload),
                   request == self.request, peer == host else { return }
+            if introduced, rerouteVia == id {
+                // No addresses: the host's own session with this rendezvous is not up yet (asked again on tick).
+                guard !found.isEmpty else { return }
+                rerouteVia = nil
+                let viaRelay = relayed ? relay.map { [$0.path(to: host, via: id)] } ?? [] : []
+                core.reroute(host, to: viaRelay + found)
+                return
+            }
             if introduced {
                 // An answer to asking again: dial only if the host moved.
                 guard let last = introduction, last.server == id, !found.isEmpty, found != last.found,
@@ -96,6 +115,7 @@ public final class RoomIntroducer: LiveRole {
 
     /// Asks again until introduced (a request or an answer may be lost).
     public func tick() {
+        rerouteIfStillApart()
         if introduced {
             askAgainIfStillApart()
             return
@@ -131,6 +151,19 @@ public final class RoomIntroducer: LiveRole {
             return
         }
         ask(last.server)
+    }
+
+    /// Until the session with the host runs through a live relay again (or
+    /// none), asks the rendezvous that is to move it, every `introduceRetry`:
+    /// it may not know the host yet (both came back to it at once).
+    private func rerouteIfStillApart() {
+        guard let server = rerouteVia else { return }
+        let stillApart = core.relay(of: host).map { !core.isEstablished(with: $0) } ?? false
+        guard stillApart, servers.contains(server), core.isEstablished(with: host) else {
+            rerouteVia = nil
+            return
+        }
+        if let asked, clock.now() - asked.at >= RendezvousConstants.introduceRetry { ask(server) }
     }
 
     private func dialFallback() {

@@ -161,6 +161,18 @@ public final class TransportCore {
 
     /// A dial that races a relay path against direct addresses: remember the
     /// direct ones, to move the session there if it starts on the relay.
+    /// A fresh handshake with `id` to `addresses` while its session runs
+    /// over a relay that is gone (a rendezvous back under a new identity):
+    /// the first answer carries the session there, keys and the layers
+    /// above unchanged (a relay path is one more way to the same node).
+    public func reroute(_ id: NodeID, to addresses: [PeerAddress]) {
+        guard let peer = peersByID[id], peer.established, !addresses.isEmpty else { return }
+        let candidates = Array(addresses.uniqued(limit: TransportConstants.maxCandidates))
+        noteDirectCandidates(candidates, of: peer)
+        peer.punchAttempts = 0
+        startInitiation(peer, firstAttempt: clock.now(), only: candidates)
+    }
+
     private func noteDirectCandidates(_ addresses: [PeerAddress], of peer: Peer) {
         guard addresses.contains(where: RelayPath.isRelay) else { return }
         peer.directCandidates = addresses.filter { !RelayPath.isRelay($0) }

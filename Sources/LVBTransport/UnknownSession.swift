@@ -45,6 +45,12 @@ extension TransportCore {
             drop(\.droppedUnknownSession, from: source, "unknown-session packet for index \(index) names no session here")
             return
         }
+        // Keys the peer never sent under may be keys it dropped for others
+        // (both sides dialled at once): a restart loses keys that were in use.
+        guard peer.current?.receivedAny == true else {
+            drop(\.droppedUnknownSession, from: source, "unknown-session packet for keys the peer never used")
+            return
+        }
         guard now - (peer.lastReceived ?? peer.created) >= TransportConstants.unknownSessionQuiet else {
             if peer.unknownSessionSince == nil {
                 peer.unknownSessionSince = now
@@ -65,7 +71,11 @@ extension TransportCore {
             peer.unknownSessionSince = nil
             return false
         }
-        guard now - since >= TransportConstants.unknownSessionQuiet else { return false }
+        guard now - since >= TransportConstants.unknownSessionQuiet else {
+            // Asked again (a ping or its pong may be lost), about three times in all.
+            if now - (peer.pingSentAt ?? since) >= TransportConstants.unknownSessionQuiet / 3 { sendPing(peer) }
+            return false
+        }
         peer.unknownSessionSince = nil
         stats.sessionsReset += 1
         lost(peer, reason: .reset, now: now)
