@@ -63,6 +63,22 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// A global unicast IPv6 address (2000::/3).
+    public var isGlobalIPv6: Bool {
+        if case .v6(let b) = host { return b[0] & 0xE0 == 0x20 }
+        return false
+    }
+
+    /// What a coordinator passes on of the addresses a node claims for
+    /// itself: local-scope ones (its LAN's) and global IPv6 ones. IPv6 has
+    /// no NAT to show a node's address from outside, and a home's stateful
+    /// firewall opens only to a peer the node sent to first, so both sides
+    /// must know each other's to send at once (ICE's host candidates). A
+    /// claim aimed at a stranger costs that stranger the few paced,
+    /// hop-limited-first initiations of one punch, asked for over a
+    /// session whose requests are rate limited.
+    public var isClaimable: Bool { isLocalScope || isGlobalIPv6 }
+
     /// An address only its own network can reach: loopback, private
     /// (RFC 1918, RFC 4193), shared (RFC 6598) or link-local. A rendezvous
     /// passes on only such addresses that a node claims for itself, plus the

@@ -24,6 +24,13 @@ public struct NATLab: Sendable {
     public let internet: Internet
     public let sites: Int
     public let hard: Set<Int>
+    /// Dual-stack homes: IPv6 beside IPv4, from the documentation prefix
+    /// 2001:db8::/32 (the internet 2001:db8::/64 with the rendezvous at
+    /// 2001:db8::2, home n's LAN 2001:db8:n::/64 in hex with its node at
+    /// ::2), each home's router a stateful firewall for IPv6 (an `ip6`
+    /// nftables table: replies pass, nothing unasked comes in), as home
+    /// routers are. No NAT for IPv6.
+    public let ipv6: Bool
 
     /// At most this many homes (the internet router's links are numbered `<prefix>.n.0/24`).
     public static let maxSites = 250
@@ -54,12 +61,13 @@ public struct NATLab: Sendable {
     public func namespace(_ site: String) -> String { tag + (site == "rv" ? "rv" : "h\(site)") }
 
     /// Builds the lab (after removing any left with the same tag).
-    public init(tag: String, sites: Int, internet: Internet = .publicRange, hard: Set<Int> = []) throws {
+    public init(tag: String, sites: Int, internet: Internet = .publicRange, hard: Set<Int> = [], ipv6: Bool = false) throws {
         guard (1...Self.maxSites).contains(sites) else { throw LabError(message: "a NAT lab has from 1 to \(Self.maxSites) homes") }
         self.tag = tag
         self.internet = internet
         self.sites = sites
         self.hard = hard
+        self.ipv6 = ipv6
         remove()
         let (status, err) = Self.shell(setupScript)
         guard status == 0 else {
@@ -98,8 +106,40 @@ public struct NATLab: Sendable {
 
                 """
         }
+        if ipv6 { script += ipv6Script }
         return script
     }
+
+    /// The IPv6 half of a dual-stack lab (`ipv6`).
+    var ipv6Script: String {
+        var script = """
+            ip netns exec \(tag)net sysctl -qw net.ipv6.conf.all.forwarding=1
+            ip -n \(tag)net -6 addr add 2001:db8::1/64 dev up0 nodad
+            ip -n \(tag)rv -6 addr add 2001:db8::2/64 dev eth0 nodad; ip -n \(tag)rv -6 route add default via 2001:db8::1
+
+            """
+        for n in 1...sites {
+            let r = "\(tag)r\(n)", h = "\(tag)h\(n)", x = String(n, radix: 16)
+            script += """
+                ip -n \(tag)net -6 addr add 2001:db8:ff:\(x)::1/64 dev up\(n) nodad
+                ip -n \(tag)net -6 route add 2001:db8:\(x)::/64 via 2001:db8:ff:\(x)::2
+                ip netns exec \(r) sysctl -qw net.ipv6.conf.all.forwarding=1
+                ip -n \(r) -6 addr add 2001:db8:ff:\(x)::2/64 dev pub nodad; ip -n \(r) -6 route add default via 2001:db8:ff:\(x)::1
+                ip -n \(r) -6 addr add 2001:db8:\(x)::1/64 dev lan nodad
+                ip -n \(h) -6 addr add 2001:db8:\(x)::2/64 dev eth0 nodad; ip -n \(h) -6 route add default via 2001:db8:\(x)::1
+                ip netns exec \(r) nft add table ip6 fw
+                ip netns exec \(r) nft add chain ip6 fw inbound '{ type filter hook forward priority 0 ; policy accept ; }'
+                ip netns exec \(r) nft add rule ip6 fw inbound oifname pub counter accept
+                ip netns exec \(r) nft add rule ip6 fw inbound iifname pub ct state established,related counter accept
+                ip netns exec \(r) nft add rule ip6 fw inbound iifname pub counter drop
+
+                """
+        }
+        return script
+    }
+
+    /// Home `site`'s node's IPv6 address (a dual-stack lab).
+    public func home6(_ site: Int) -> String { "2001:db8:\(String(site, radix: 16))::2" }
 
     /// Removes every namespace of the lab (those that exist).
     public func remove() {

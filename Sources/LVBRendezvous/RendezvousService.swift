@@ -191,7 +191,7 @@ public final class RendezvousService {
         let now = clock.now()
         let relay = relayKbps > 0
         if relay { relayPairs[NodePair(joiner, host)] = now }
-        let joinerAddresses = ([joinerSeen] + claimed.filter(\.isLocalScope)).uniqued(limit: RendezvousConstants.maxIntroducedAddresses)
+        let joinerAddresses = ([joinerSeen] + claimed.filter(\.isClaimable)).uniqued(limit: RendezvousConstants.maxIntroducedAddresses)
         let hostAddresses = ([hostSeen] + listing.announcement.addresses).uniqued(limit: RendezvousConstants.maxIntroducedAddresses)
         // The host dials the joiner afresh on each introduction: tell it again
         // only when one side moved, or now and then (the first may be lost).

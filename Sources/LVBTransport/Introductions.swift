@@ -170,7 +170,7 @@ extension TransportCore {
             stats.introductionsRefused += 1
             return
         }
-        introductions.claimed[requester] = claimed.filter(\.isLocalScope).uniqued(limit: IntroductionMessage.maxAddresses)
+        introductions.claimed[requester] = claimed.filter(\.isClaimable).uniqued(limit: IntroductionMessage.maxAddresses)
         if introductions.claimed.count > TransportConstants.maxPeers {
             introductions.claimed = introductions.claimed.filter { peersByID[$0.key] != nil }
         }

@@ -5,25 +5,60 @@ import Glibc
 #endif
 
 /// The addresses a node can put in its ticket when bound to a wildcard
-/// address: every up interface's IPv4 address, loopback last. Read with
-/// getifaddrs, which needs no name service.
+/// address: every up interface's IPv4 address and, on a dual-stack socket
+/// ([::]), every IPv6 address of global scope (global unicast and unique
+/// local; never link-local, loopback, multicast or IPv4-mapped), IPv6
+/// first (preferred where both work, as happy eyeballs does), loopback
+/// last. Read with getifaddrs, which needs no name service.
 public enum LocalAddresses {
     public static func advertised(for bound: PeerAddress) -> [PeerAddress] {
         if case .v4(let a) = bound.host, a != 0 { return [bound] }
         if case .v6(let b) = bound.host, b.contains(where: { $0 != 0 }) { return [bound] }
-        var external = [PeerAddress](), loopback = [PeerAddress]()
+        var found = [PeerAddress.Host]()
         var list: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&list) == 0, let first = list else { return [.ipv4(127, 0, 0, 1, port: bound.port)] }
         defer { freeifaddrs(list) }
         var cursor: UnsafeMutablePointer<ifaddrs>? = first
         while let ifa = cursor {
             defer { cursor = ifa.pointee.ifa_next }
-            guard let sa = ifa.pointee.ifa_addr, sa.pointee.sa_family == sa_family_t(AF_INET),
-                  ifa.pointee.ifa_flags & UInt32(IFF_UP) != 0 else { continue }
-            let v4 = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
-            let address = PeerAddress(host: .v4(v4), port: bound.port)
-            if v4 >> 24 == 127 { loopback.append(address) } else { external.append(address) }
+            guard let sa = ifa.pointee.ifa_addr, ifa.pointee.ifa_flags & UInt32(IFF_UP) != 0 else { continue }
+            if sa.pointee.sa_family == sa_family_t(AF_INET) {
+                found.append(.v4(sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }))
+            } else if sa.pointee.sa_family == sa_family_t(AF_INET6) {
+                found.append(.v6(sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { s in
+                    withUnsafeBytes(of: s.pointee.sin6_addr) { Array($0) }
+                }))
+            }
         }
-        return Array((external + (loopback.isEmpty ? [.ipv4(127, 0, 0, 1, port: bound.port)] : loopback)).prefix(JoinTicket.maxAddresses))
+        return candidates(found, port: bound.port, dualStack: bound.host.isV6)
     }
+
+    /// Of the interfaces' addresses, those a ticket lists, in its order
+    /// (at most `JoinTicket.maxAddresses`): global IPv6 when the socket is
+    /// dual stack, then IPv4, then IPv4 loopback (127.0.0.1 when none).
+    public static func candidates(_ hosts: [PeerAddress.Host], port: UInt16, dualStack: Bool) -> [PeerAddress] {
+        var v6 = [PeerAddress](), v4 = [PeerAddress](), loopback = [PeerAddress]()
+        for host in hosts {
+            switch host {
+            case let .v4(a):
+                if a >> 24 == 127 { loopback.append(PeerAddress(host: host, port: port)) } else { v4.append(PeerAddress(host: host, port: port)) }
+            case let .v6(b):
+                if dualStack, isGlobalScope(b) { v6.append(PeerAddress(host: host, port: port)) }
+            }
+        }
+        let all = v6 + v4 + (loopback.isEmpty ? [.ipv4(127, 0, 0, 1, port: port)] : loopback)
+        return Array(all.uniqued(limit: JoinTicket.maxAddresses))
+    }
+
+    /// Global unicast (2000::/3) or unique local (fc00::/7): what Linux calls
+    /// scope global. Not link-local (fe80::/10), loopback, multicast,
+    /// unspecified, or an IPv4-mapped address.
+    static func isGlobalScope(_ b: [UInt8]) -> Bool {
+        guard b.count == 16 else { return false }
+        return b[0] & 0xE0 == 0x20 || b[0] & 0xFE == 0xFC
+    }
+}
+
+extension PeerAddress.Host {
+    var isV6: Bool { if case .v6 = self { true } else { false } }
 }

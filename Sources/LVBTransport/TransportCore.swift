@@ -159,8 +159,6 @@ public final class TransportCore {
         peer.endpoint = source
     }
 
-    /// A dial that races a relay path against direct addresses: remember the
-    /// direct ones, to move the session there if it starts on the relay.
     /// A fresh handshake with `id` to `addresses` while its session runs
     /// over a relay that is gone (a rendezvous back under a new identity):
     /// the first answer carries the session there, keys and the layers
@@ -173,6 +171,8 @@ public final class TransportCore {
         startInitiation(peer, firstAttempt: clock.now(), only: candidates)
     }
 
+    /// A dial that races a relay path against direct addresses: remember the
+    /// direct ones, to move the session there if it starts on the relay.
     private func noteDirectCandidates(_ addresses: [PeerAddress], of peer: Peer) {
         guard addresses.contains(where: RelayPath.isRelay) else { return }
         peer.directCandidates = addresses.filter { !RelayPath.isRelay($0) }

@@ -117,6 +117,8 @@ enum StatsJSON {
             ("introductions_taken", s.introductionsTaken), ("relayed_datagrams", s.relayedDatagrams),
             ("relayed_bytes", s.relayedBytes), ("relay_refused", s.relayRefused),
             ("relay_path_out", s.relayPathDatagramsOut), ("relay_path_in", s.relayPathDatagramsIn),
+            ("unknown_sessions_sent", s.unknownSessionsSent), ("sessions_reset", s.sessionsReset),
+            ("dropped_unknown_session", s.droppedUnknownSession),
         ]
         return "{" + fields.map { "\(JSONLine.quote($0.0)):\($0.1)" }.joined(separator: ",") + "}"
     }
