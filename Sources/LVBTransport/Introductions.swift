@@ -312,6 +312,19 @@ extension TransportCore {
         }
     }
 
+    /// A new session with a coordinator (a rendezvous, a room's host): it
+    /// hears this node's own addresses at once, in a request naming this
+    /// node itself (answered with no addresses, ignored), so that when
+    /// another node asks to be introduced to this one the coordinator can
+    /// name them too. A coordinator knew a target's claimed addresses only
+    /// if the target had asked it for an introduction itself; without
+    /// them, a requester never learned a target's IPv6 address, whose
+    /// firewall then dropped the requester's punch.
+    func tellOwnAddresses(to coordinator: NodeID, role: NodeRole) {
+        guard role == .rendezvous || role == .host, config.ownAddresses.contains(where: \.isClaimable) else { return }
+        sendIntroduce(.request(request: random.uint32(), peer: nodeID, addresses: config.ownAddresses), to: coordinator)
+    }
+
     // MARK: Timers
 
     /// Asks again while a reach has no session (a request, an introduction

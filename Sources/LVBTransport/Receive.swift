@@ -144,6 +144,7 @@ extension TransportCore {
             peer.role = h.role
             emit(.hello(id, h))
             renewRelayedPairs(via: id)
+            tellOwnAddresses(to: id, role: h.role)
         case .ping(let nonce):
             sendControl(.pong(nonce), to: peer)
         case .pong(let nonce):
