@@ -30,6 +30,8 @@ public struct MeshConfig: Sendable {
         public var internet: NATLab.Internet
         /// The rendezvous relays each pair of members up to this (kbit/s), in all up to 50 times it.
         public var relayKbps = 4000
+        /// `--ipv6`: every home dual-stack (`NATLab.ipv6`), every node on a dual-stack socket.
+        public var ipv6 = false
 
         public init(hard: Int, internet: NATLab.Internet) {
             self.hard = hard

@@ -58,6 +58,8 @@ public final class MeshModel {
         public var parent: String?
         /// How the stream comes from the parent: "direct", "relay via ID", "relay" (`tree.parent_path` of its stats).
         public var parentPath: String?
+        /// Where the parent is (`tree.parent_address`): an IPv6 one in brackets.
+        public var parentAddress: String?
         /// Its established sessions straight to the peer, and through a relay (its last stats line).
         public var sessionsDirect: Int?
         public var sessionsRelayed: Int?
@@ -181,11 +183,13 @@ public final class MeshModel {
         order.first { nodes[$0]?.id == id }
     }
 
-    /// A node's link to its parent for people: "direct", "relay via NAME" (the
-    /// node relaying: the rendezvous, a member), "relay"; nil when unknown.
+    /// A node's link to its parent for people: "direct", "direct IPv6",
+    /// "relay via NAME" (the node relaying: the rendezvous, a member),
+    /// "relay"; nil when unknown.
     public func link(of node: Node) -> String? {
         guard node.parent != nil, let path = node.parentPath else { return nil }
         let prefix = "relay via "
+        if path == "direct", node.parentAddress?.hasPrefix("[") == true { return "direct IPv6" }
         guard path.hasPrefix(prefix) else { return path }
         let id = String(path.dropFirst(prefix.count))
         return "relay via " + (name(of: id) ?? String(id.prefix(8)))
@@ -353,6 +357,7 @@ public final class MeshModel {
             if let depth = tree["depth"]?.number { node.depth = Int(depth) }
             if let parent = tree["parent"]?.string { node.parent = parent }
             node.parentPath = tree["parent_path"]?.string
+            node.parentAddress = tree["parent_address"]?.string
         }
         // (Once the mesh stops, sessions end one by one: the counts as it ran stand.)
         if let sessions = value["sessions"], !isStopping {

@@ -127,7 +127,7 @@ public final class MeshRun: @unchecked Sendable {
     func launch(_ name: String, role: MeshModel.Role, room: Int?, arguments: [String],
                         until what: String = "", _ done: ((JSONValue) -> Bool)? = nil) async throws -> String {
         var arguments = arguments + ["--json", "--ephemeral", "--parent-pid", String(getpid())]
-        if role != .rendezvous { arguments += ["--listen", lab == nil ? "127.0.0.1:0" : "0.0.0.0:0"] }
+        if role != .rendezvous { arguments += ["--listen", lab.map { $0.ipv6 ? "[::]:0" : "0.0.0.0:0" } ?? "127.0.0.1:0"] }
         // Loss on every link, each way: each node drops that share of what it
         // receives. (An impairment relay in front of each node impaired only
         // the flows that entered through it: nodes also learn each other's
@@ -182,7 +182,7 @@ public final class MeshRun: @unchecked Sendable {
         // Evenly spread: every (others / hard)-th of the others' homes, from the last.
         let picked = hard == 0 ? [] : (0..<hard).map { others[others.count - 1 - $0 * others.count / hard] }
         do {
-            lab = try NATLab(tag: "lvbm\(getpid() % 100_000)", sites: names.count, internet: nat.internet, hard: Set(picked))
+            lab = try NATLab(tag: "lvbm\(getpid() % 100_000)", sites: names.count, internet: nat.internet, hard: Set(picked), ipv6: nat.ipv6)
         } catch {
             throw MeshError.cannotStart("the NAT lab", "\(error)")
         }

@@ -41,6 +41,8 @@ public struct MeshSummary: Equatable, Sendable {
     /// Viewers' links to their parents at the end: straight, or through a relay.
     public let treeLinksDirect: Int
     public let treeLinksRelayed: Int
+    /// Of the direct ones, those over IPv6 (`--nat --ipv6`).
+    public let treeLinksIPv6: Int
     /// Every node's established sessions at its last stats line, by path (each session counted at both ends).
     public let sessionsDirect: Int
     public let sessionsRelayed: Int
@@ -93,6 +95,7 @@ public struct MeshSummary: Equatable, Sendable {
         let links = running.filter(\.isViewer).compactMap { $0.linkAtStop ?? model.link(of: $0) }
         treeLinksRelayed = links.filter { $0.hasPrefix("relay") }.count
         treeLinksDirect = links.count - treeLinksRelayed
+        treeLinksIPv6 = links.filter { $0 == "direct IPv6" }.count
         sessionsDirect = running.reduce(0) { $0 + ($1.sessionsDirect ?? 0) }
         sessionsRelayed = running.reduce(0) { $0 + ($1.sessionsRelayed ?? 0) }
         replay = model.replay
@@ -122,7 +125,7 @@ public struct MeshSummary: Equatable, Sendable {
             out.append("  first picture after joining: min \(Self.ms(lo)), median \(Self.ms(mid)), max \(Self.ms(hi))")
         }
         if treeLinksDirect + treeLinksRelayed + sessionsDirect + sessionsRelayed > 0 {
-            out.append("  links    tree: \(treeLinksDirect) direct, \(treeLinksRelayed) relayed;"
+            out.append("  links    tree: \(treeLinksDirect) direct\(treeLinksIPv6 > 0 ? " (\(treeLinksIPv6) over IPv6)" : ""), \(treeLinksRelayed) relayed;"
                        + " sessions (counted at both ends): \(sessionsDirect) direct, \(sessionsRelayed) relayed")
         }
         for d in depths {

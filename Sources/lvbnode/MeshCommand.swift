@@ -52,6 +52,9 @@ struct MeshCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "With --nat: number the \"internet\" from 10.99.0.0/16 (a company WAN, a campus) instead of 198.18.0.0/15.")
     var privateInternet = false
 
+    @Flag(name: .long, help: "With --nat: every home dual-stack, an IPv6 address from 2001:db8::/32 behind its router's stateful firewall beside its NATed IPv4; nodes list and punch both, and the link column says which links run over IPv6.")
+    var ipv6 = false
+
     @Option(name: .long, help: ArgumentHelp("Stop after this many seconds (default: run until Ctrl-C).", valueName: "seconds"))
     var duration: Double?
 
@@ -71,7 +74,7 @@ struct MeshCommand: AsyncParsableCommand {
         guard loss >= 0, loss <= 0.5 else { throw ValidationError("--loss must be from 0 to 0.5 (a share of datagrams, 0.1 is 10 %)") }
         if let duration { guard duration >= 6, duration.isFinite else { throw ValidationError("--duration must be at least 6 seconds") } }
         if let web { _ = try WebAddress(parsing: web) }
-        if !nat, hardNats != nil || privateInternet { throw ValidationError("--hard-nats and --private-internet go with --nat") }
+        if !nat, hardNats != nil || privateInternet || ipv6 { throw ValidationError("--hard-nats, --private-internet and --ipv6 go with --nat") }
         if let hardNats { guard (0...(viewers + guests)).contains(hardNats) else { throw ValidationError("--hard-nats must be from 0 to the number of viewers and guests") } }
         if replay { guard let duration, duration >= 24 else { throw ValidationError("--replay needs --duration of at least 24 seconds: the live, then 12 s of its replay") } }
     }
@@ -96,6 +99,7 @@ struct MeshCommand: AsyncParsableCommand {
                 throw ExitCode(1)
             }
             config.nat = MeshConfig.NAT(hard: hardNats ?? (viewers + guests) / 4, internet: privateInternet ? .privateRange : .publicRange)
+            config.nat?.ipv6 = ipv6
         }
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let mesh = MeshRun(config: config, loop: loop)

@@ -121,6 +121,20 @@ import Testing
         print("mesh replay: \(r)")
     }
 
+    @Test("--nat --ipv6: dual-stack homes, every one behind a hard IPv4 NAT: every tree link direct over IPv6, none relayed",
+          .enabled(if: NATLab.available))
+    func dualStackHomesBehindHardNATsLinkDirectOverIPv6() throws {
+        let mesh = try NodeProcess(["mesh", "--nat", "--ipv6", "--viewers", "4", "--guests", "0", "--hard-nats", "4", "--duration", "16", "--json"])
+        let status = mesh.waitExit(timeout: 90)
+        #expect(status == 0, "\(mesh.stderr)")
+        let s = try #require(summary(mesh), "no summary line; stderr: \(mesh.stderr)")
+        print("mesh --nat --ipv6 summary:", (s["text"] as? [String] ?? []).joined(separator: "\n"))
+        #expect(s["every_viewer_got_the_stream"] as? Bool == true && s["events_seen"] as? Int == s["events_expected"] as? Int, "\(s)")
+        // Three viewers ran to the end (one relay killed): each parent link direct, over IPv6.
+        let direct = s["tree_links_direct"] as? Int ?? 0, ipv6 = s["tree_links_ipv6"] as? Int ?? 0, relayed = s["tree_links_relayed"] as? Int ?? 0
+        #expect(direct >= 3 && ipv6 == direct && relayed == 0, "\(direct) direct (\(ipv6) over IPv6), \(relayed) relayed")
+    }
+
     @Test("--rooms 2: the two hosts meet in a PK through the rendezvous, gifts fly, each room scores and sees the other's score")
     func twoRoomsMeetInAPKAndGiftsScore() throws {
         let mesh = try NodeProcess(["mesh", "--rooms", "2", "--viewers", "4", "--guests", "0", "--duration", "20", "--json"])
