@@ -80,9 +80,13 @@ import Testing
         let list = try #require(viewer.waitFor("viewers", timeout: 5)?["viewers"] as? [[String: Any]])
         #expect(list.first { $0["id"] as? String == guestID }?["cohost"] as? Bool == true)
         Thread.sleep(forTimeInterval: 5)
-        // The stats lines (every 2 s with --json) show the mix and the guest on stage.
+        // The stats lines (every 2 s with --json) show the mix and the guest on
+        // stage: the next ones from now (the first on-stage line can come
+        // before the guest's first frame went out, on a busy machine).
+        let printed = [host, guest].map { $0.events.count }
         func media(_ p: NodeProcess, _ match: @escaping ([String: Any]) -> Bool) -> [String: Any]? {
-            p.waitFor("stats", timeout: 5, where: { ($0["media"] as? [String: Any]).map(match) ?? false })?["media"] as? [String: Any]
+            p.waitFor("stats", after: p === host ? printed[0] : printed[1], timeout: 5,
+                      where: { ($0["media"] as? [String: Any]).map(match) ?? false })?["media"] as? [String: Any]
         }
         let mixing = try #require(media(host) { $0["guests"] as? Int == 1 }, "no stats with a guest: \(host.events.suffix(3))")
         #expect(mixing["layout"] as? String == "pip" && (mixing["mix_ms"] as? Double ?? 0) > 0, "\(mixing)")
