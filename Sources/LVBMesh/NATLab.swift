@@ -138,9 +138,6 @@ public struct NATLab: Sendable {
         return script
     }
 
-    /// Home `site`'s node's IPv6 address (a dual-stack lab).
-    public func home6(_ site: Int) -> String { "2001:db8:\(String(site, radix: 16))::2" }
-
     /// Removes every namespace of the lab (those that exist).
     public func remove() {
         let names = ["net", "rv"] + (1...max(sites, 1)).flatMap { ["r\($0)", "h\($0)"] }

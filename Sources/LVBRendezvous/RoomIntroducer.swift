@@ -67,10 +67,9 @@ public final class RoomIntroducer: LiveRole {
             // introduced, so be introduced again before the session falls
             // silent. Through one that is gone (a rendezvous back under a
             // new identity): be introduced by this one, and move the session.
-            guard let via = core.relay(of: host) else { return }
-            if via == id {
+            if core.relay(of: host) == id {
                 ask(id)
-            } else if !core.isEstablished(with: via) {
+            } else if relayGone {
                 rerouteVia = id
                 ask(id)
             }
@@ -81,7 +80,7 @@ public final class RoomIntroducer: LiveRole {
                 // No addresses: the host's own session with this rendezvous is not up yet (asked again on tick).
                 guard !found.isEmpty else { return }
                 rerouteVia = nil
-                let viaRelay = relayed ? relay.map { [$0.path(to: host, via: id)] } ?? [] : []
+                let viaRelay = relayPath(relayed, via: id)
                 core.reroute(host, to: viaRelay + found)
                 return
             }
@@ -91,7 +90,7 @@ public final class RoomIntroducer: LiveRole {
                       !core.isEstablished(with: host) else { return }
                 introduction?.found = found
                 reintroduced += 1
-                let viaRelay = relayed ? relay.map { [$0.path(to: host, via: id)] } ?? [] : []
+                let viaRelay = relayPath(relayed, via: id)
                 core.connect(to: found + viaRelay, expecting: host, punch: true)
                 return
             }
@@ -104,7 +103,7 @@ public final class RoomIntroducer: LiveRole {
                 return
             }
             introduction = (clock.now(), found, id)
-            let viaRelay = relayed ? relay.map { [$0.path(to: host, via: id)] } ?? [] : []
+            let viaRelay = relayPath(relayed, via: id)
             core.connect(to: found + viaRelay, expecting: host, punch: true)
         case let .gone(id, _):
             servers.remove(id)
@@ -158,12 +157,19 @@ public final class RoomIntroducer: LiveRole {
     /// it may not know the host yet (both came back to it at once).
     private func rerouteIfStillApart() {
         guard let server = rerouteVia else { return }
-        let stillApart = core.relay(of: host).map { !core.isEstablished(with: $0) } ?? false
-        guard stillApart, servers.contains(server), core.isEstablished(with: host) else {
+        guard relayGone, servers.contains(server), core.isEstablished(with: host) else {
             rerouteVia = nil
             return
         }
         if let asked, clock.now() - asked.at >= RendezvousConstants.introduceRetry { ask(server) }
+    }
+
+    /// Our session with the host runs through a relay whose node we no longer hold a session with.
+    private var relayGone: Bool { core.relay(of: host).map { !core.isEstablished(with: $0) } ?? false }
+
+    /// The relay path to the host through rendezvous `id`, when its introduction offered one.
+    private func relayPath(_ relayed: Bool, via id: NodeID) -> [PeerAddress] {
+        relayed ? relay.map { [$0.path(to: host, via: id)] } ?? [] : []
     }
 
     private func dialFallback() {

@@ -30,7 +30,7 @@ public enum LocalAddresses {
                 }))
             }
         }
-        return candidates(found, port: bound.port, dualStack: bound.host.isV6)
+        return candidates(found, port: bound.port, dualStack: !bound.isIPv4)
     }
 
     /// Of the interfaces' addresses, those a ticket lists, in its order
@@ -43,22 +43,13 @@ public enum LocalAddresses {
             case let .v4(a):
                 if a >> 24 == 127 { loopback.append(PeerAddress(host: host, port: port)) } else { v4.append(PeerAddress(host: host, port: port)) }
             case let .v6(b):
-                if dualStack, isGlobalScope(b) { v6.append(PeerAddress(host: host, port: port)) }
+                // Global unicast or unique local (fc00::/7): what Linux calls scope global.
+                let address = PeerAddress(host: host, port: port)
+                if dualStack, address.isGlobalIPv6 || b.first.map({ $0 & 0xFE == 0xFC }) == true { v6.append(address) }
             }
         }
         let all = v6 + v4 + (loopback.isEmpty ? [.ipv4(127, 0, 0, 1, port: port)] : loopback)
         return Array(all.uniqued(limit: JoinTicket.maxAddresses))
     }
 
-    /// Global unicast (2000::/3) or unique local (fc00::/7): what Linux calls
-    /// scope global. Not link-local (fe80::/10), loopback, multicast,
-    /// unspecified, or an IPv4-mapped address.
-    static func isGlobalScope(_ b: [UInt8]) -> Bool {
-        guard b.count == 16 else { return false }
-        return b[0] & 0xE0 == 0x20 || b[0] & 0xFE == 0xFC
-    }
-}
-
-extension PeerAddress.Host {
-    var isV6: Bool { if case .v6 = self { true } else { false } }
 }

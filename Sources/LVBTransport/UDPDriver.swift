@@ -149,7 +149,7 @@ final class ChannelSink: DatagramSink {
         // An IPv4 socket cannot send to an IPv6 address (a peer's IPv6
         // candidate, now that nodes list theirs): skipped, as an unreachable
         // candidate is, not handed to the channel to fail.
-        guard mapsIPv4 || !address.host.isV6 else { return }
+        guard mapsIPv4 || address.isIPv4 else { return }
         let envelope = AddressedEnvelope(remoteAddress: socketAddress(address), data: buffer)
         if batching {
             channel.write(envelope, promise: nil)
