@@ -138,6 +138,23 @@ public struct NATLab: Sendable {
         return script
     }
 
+    /// Gives home `site`'s NAT router another outside address,
+    /// `<prefix>.<site>.<last>` in place of `<prefix>.<site>.<from>` (2 at
+    /// first), as an ISP's new lease does. Linux drops every conntrack
+    /// entry the masquerade made on the old address with it, so the home's
+    /// flows leave from the new one, under new mappings.
+    public func renumber(_ site: Int, from: Int = 2, to last: Int) throws {
+        let r = "\(tag)r\(site)", pre = "\(internet.rawValue).\(site)"
+        let (status, err) = Self.shell("""
+            set -e
+            ip netns exec \(r) sysctl -qw net.ipv4.conf.pub.promote_secondaries=1
+            ip -n \(r) addr add \(pre).\(last)/24 dev pub
+            ip -n \(r) addr del \(pre).\(from)/24 dev pub
+            ip -n \(r) route replace default via \(pre).1 src \(pre).\(last)
+            """)
+        guard status == 0 else { throw LabError(message: "could not renumber home \(site): \(err)") }
+    }
+
     /// Removes every namespace of the lab (those that exist).
     public func remove() {
         let names = ["net", "rv"] + (1...max(sites, 1)).flatMap { ["r\($0)", "h\($0)"] }

@@ -56,6 +56,8 @@ final class TreeAttachment {
     private var hostAsked: Instant?
     /// Nodes silenced because they did not answer a subscription in time, and when.
     private var unanswered: [NodeID: Instant] = [:]
+    /// When this node's outside address last changed (`TransportEvent.moved`).
+    private var movedAt: Instant?
 
     init(tree: RelayTree) { self.tree = tree }
 
@@ -69,6 +71,21 @@ final class TreeAttachment {
             // Passed over while its session was coming up: it is alive after all.
             unanswered[info.id] = nil
             silenced[info.id] = nil
+        case .moved:
+            // Our own address changed: the silences were ours, and every
+            // session is being punched again; the parent gets a moment more.
+            silenced.removeAll()
+            unanswered.removeAll()
+            movedAt = clock.now()
+        case .peerMoved(let id):
+            // Its silence was its move, not its death: a parent keeps its
+            // place (as after our own move) and hears our subscription again.
+            silenced[id] = nil
+            unanswered[id] = nil
+            guard id == parent else { break }
+            movedAt = clock.now()
+            if let t = trying, t.id != id { trying = nil }
+            media.feed(room.host, from: id)
         case .rtt(let peer, _), .message(let peer, _, _):
             if peer == backup || peer == trying?.id { heardFrom[peer] = clock.now() }
         default:
@@ -128,7 +145,14 @@ final class TreeAttachment {
                 media.feed(room.host, from: t.id)
             }
         }
-        let silent = heard.map { now - $0 >= RoomConstants.parentSilence } ?? true
+        // (Just moved: the parent is being punched again, and it is as
+        // likely to come back first as any other.)
+        let moving = movedAt.map { now - $0 < RoomConstants.parentSilence } ?? false
+        let silent = !moving && (heard.map { now - $0 >= RoomConstants.parentSilence } ?? true)
+        if trying == nil, let heard, now - heard >= RoomConstants.parentSilence / 2 {
+            // Maybe it is not the parent but us: a new outside address.
+            core.checkOwnAddress()
+        }
         if trying == nil, let heard, now - heard >= RoomConstants.parentSilence / 2,
            lastCandidateProbe.map({ now - $0 >= RoomConstants.backupProbeInterval }) ?? true {
             // Quiet for half a silence: ping the candidates we hold a

@@ -60,6 +60,16 @@ public enum TransportConstants {
     /// only once nothing has come straight from the peer for this long (a
     /// relayed datagram still in flight after the move must not undo it).
     public static let directPathQuiet: Duration = .seconds(2)
+    /// A node asks its coordinators where they see it at most this often
+    /// (`AddressChange`), and moves at most this often.
+    public static let addressCheckInterval: Duration = .seconds(1)
+    /// A session whose ping has gone unanswered this long (nothing at all
+    /// from the peer since) makes the node ask where it is seen.
+    public static let quietBeforeCheck: Duration = .milliseconds(600)
+    /// After a move, a session's datagrams wait for the peer to be heard
+    /// from again (its punch) at most this long before going to its
+    /// direct address regardless.
+    public static let holdAfterMove: Duration = .seconds(10)
     /// Unknown-session packets one source host gets at most (per second,
     /// burst): a restarted node answers each session's next packet, not
     /// every packet of a stream of them.

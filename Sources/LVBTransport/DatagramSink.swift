@@ -16,11 +16,18 @@ public protocol DatagramSink: AnyObject {
     /// Hands what was written so far to the network now instead of at the
     /// end of the read batch (before the node does slow work, e.g. decoding).
     func flush()
+    /// Moves to a new socket on a port the system picks (the node moved; see
+    /// `AddressChange`), calling `done` on the node's loop with the new port
+    /// (nil: it stayed where it was). False when it cannot: a port the user
+    /// chose is kept, and so is a virtual endpoint.
+    func rebind(_ done: @escaping (UInt16?) -> Void) -> Bool
 }
 
 extension DatagramSink {
     /// Sinks that send each datagram at once have nothing to flush.
     public func flush() {}
+
+    public func rebind(_ done: @escaping (UInt16?) -> Void) -> Bool { false }
 
     public func send(_ datagram: [UInt8], to address: PeerAddress, hopLimit: Int) { send(datagram, to: address) }
 

@@ -8,24 +8,35 @@ import LVBCrypto
 ///
 ///     1 request       request (4) ‖ peer (32) ‖ count (1) ‖ address…
 ///                     A → C: introduce me to `peer`; my own addresses
-///     2 introduction  request (4) ‖ peer (32) ‖ relay (1) ‖ count (1) ‖ address…
+///     2 introduction  request (4) ‖ peer (32) ‖ flags (1) ‖ count (1) ‖ address…
 ///                     C → A (its request echoed) and C → B (request 0):
-///                     dial `peer` now, there; relay 1: C relays the pair.
-///                     No addresses: C holds no session with `peer`.
+///                     dial `peer` now, there; flag 1: C relays the pair;
+///                     flag 2: dial again even if you hold a session (the
+///                     other side moved). No addresses: C holds no session
+///                     with `peer`. Naming A itself, in answer to A's
+///                     request naming A: where C sees A (its reflexive address).
 ///     3 relay         peer (32) ‖ id (2) ‖ part (1) ‖ piece      A → C
 ///     4 relayed       peer (32) ‖ id (2) ‖ part (1) ‖ piece      C → B
+///     5 again         request (4) ‖ peer (32) ‖ count (1) ‖ address…
+///                     A → C: as request, for a peer A holds a session
+///                     with that no longer reaches it (A's address
+///                     changed): C tells both sides with flag 2.
 ///
 /// An address is family (1: 4 or 6) ‖ address (4 or 16) ‖ port (2); at
 /// most `maxAddresses`. `part` is index << 4 | count (`RelayPiece`).
 public enum IntroductionMessage: Equatable, Sendable {
     case request(request: UInt32, peer: NodeID, addresses: [PeerAddress])
-    case introduction(request: UInt32, peer: NodeID, relay: Bool, addresses: [PeerAddress])
+    case introduction(request: UInt32, peer: NodeID, relay: Bool, again: Bool = false, addresses: [PeerAddress])
     case relay(peer: NodeID, piece: RelayPiece)
     case relayed(peer: NodeID, piece: RelayPiece)
+    case again(request: UInt32, peer: NodeID, addresses: [PeerAddress])
 
     public enum Kind: UInt8, Sendable {
-        case request = 1, introduction, relay, relayed
+        case request = 1, introduction, relay, relayed, again
     }
+
+    /// The introduction's flags.
+    static let relayFlag: UInt8 = 1, againFlag: UInt8 = 2
 
     /// Addresses one request or introduction carries at most.
     public static let maxAddresses = 8
@@ -33,16 +44,16 @@ public enum IntroductionMessage: Equatable, Sendable {
     public var encoded: [UInt8] {
         var w = ByteWriter(capacity: 64)
         switch self {
-        case let .request(request, peer, addresses):
-            w.write(Kind.request.rawValue)
+        case let .request(request, peer, addresses), let .again(request, peer, addresses):
+            if case .again = self { w.write(Kind.again.rawValue) } else { w.write(Kind.request.rawValue) }
             w.write(request)
             w.write(bytes: peer.publicKey)
             Self.write(addresses, into: &w)
-        case let .introduction(request, peer, relay, addresses):
+        case let .introduction(request, peer, relay, again, addresses):
             w.write(Kind.introduction.rawValue)
             w.write(request)
             w.write(bytes: peer.publicKey)
-            w.write(UInt8(relay ? 1 : 0))
+            w.write((relay ? Self.relayFlag : 0) | (again ? Self.againFlag : 0))
             Self.write(addresses, into: &w)
         case let .relay(peer, piece), let .relayed(peer, piece):
             if case .relay = self { w.write(Kind.relay.rawValue) } else { w.write(Kind.relayed.rawValue) }
@@ -59,16 +70,19 @@ public enum IntroductionMessage: Equatable, Sendable {
             guard let kind = Kind(rawValue: type) else { throw TransportError.malformed("unknown introduce message \(type)") }
             let message: IntroductionMessage
             switch kind {
-            case .request:
+            case .request, .again:
                 let request = try r.readUInt32()
                 let peer = try NodeID(publicKey: Array(try r.readBytes(32)))
-                message = .request(request: request, peer: peer, addresses: try readAddresses(&r))
+                let addresses = try readAddresses(&r)
+                message = kind == .again ? .again(request: request, peer: peer, addresses: addresses)
+                    : .request(request: request, peer: peer, addresses: addresses)
             case .introduction:
                 let request = try r.readUInt32()
                 let peer = try NodeID(publicKey: Array(try r.readBytes(32)))
-                let relay = try r.readUInt8()
-                guard relay <= 1 else { throw TransportError.malformed("relay flag \(relay)") }
-                message = .introduction(request: request, peer: peer, relay: relay == 1, addresses: try readAddresses(&r))
+                let flags = try r.readUInt8()
+                guard flags & ~(relayFlag | againFlag) == 0 else { throw TransportError.malformed("introduction flags \(flags)") }
+                message = .introduction(request: request, peer: peer, relay: flags & relayFlag != 0, again: flags & againFlag != 0,
+                                        addresses: try readAddresses(&r))
             case .relay, .relayed:
                 guard let (peer, piece) = try RelayPiece.read(&r) else { throw TransportError.malformed("relay piece") }
                 message = kind == .relay ? .relay(peer: peer, piece: piece) : .relayed(peer: peer, piece: piece)

@@ -123,7 +123,7 @@ extension TransportCore {
     }
 
     /// Every rendezvous this node holds a session with, in a stable order.
-    private func rendezvousPeers() -> [NodeID] {
+    func rendezvousPeers() -> [NodeID] {
         peersByID.values.filter { $0.role == .rendezvous && $0.established }.compactMap(\.id).sorted { $0.text < $1.text }
     }
 
@@ -152,9 +152,17 @@ extension TransportCore {
         }
         switch message {
         case let .request(request, target, addresses):
-            coordinate(request: request, target: target, claimed: addresses, from: peer, id: from)
-        case let .introduction(request, other, relay, addresses):
-            introduced(to: other, at: addresses, relay: relay, request: request, by: from)
+            coordinate(request: request, target: target, claimed: addresses, again: false, from: peer, id: from)
+        case let .again(request, target, addresses):
+            coordinate(request: request, target: target, claimed: addresses, again: true, from: peer, id: from)
+        case let .introduction(request, other, relay, again, addresses):
+            if other == nodeID {
+                observed(addresses, by: from, request: request)
+            } else if again || addressWatch.again[other]?.request == request && request != 0 {
+                introducedAgain(to: other, at: addresses, relay: relay && isRendezvous(from), request: request, by: from)
+            } else {
+                introduced(to: other, at: addresses, relay: relay, request: request, by: from)
+            }
         case let .relay(to, piece):
             forwardRelay(piece, from: from, to: to)
         case let .relayed(origin, piece):
@@ -164,7 +172,11 @@ extension TransportCore {
 
     /// Coordinator: tell `target` where the requester is and the requester
     /// where `target` is, both at once, or the requester that we cannot.
-    private func coordinate(request: UInt32, target: NodeID, claimed: [PeerAddress], from peer: Peer, id requester: NodeID) {
+    /// A request naming the requester itself is answered with where we see
+    /// it (its reflexive address); `again`: the pair holds a session that
+    /// no longer reaches (the requester moved), so both are told to dial
+    /// again, the target at once.
+    private func coordinate(request: UInt32, target: NodeID, claimed: [PeerAddress], again: Bool, from peer: Peer, id requester: NodeID) {
         let now = clock.now()
         guard introductions.requests.allow(requester, now: now) else {
             stats.introductionsRefused += 1
@@ -175,7 +187,11 @@ extension TransportCore {
             introductions.claimed = introductions.claimed.filter { peersByID[$0.key] != nil }
         }
         let requesterSeen = RelayPath.isRelay(peer.endpoint) ? [] : [peer.endpoint]
-        guard target != requester, target != nodeID, let other = peersByID[target], other.established else {
+        if target == requester {
+            sendIntroduce(.introduction(request: request, peer: requester, relay: false, addresses: requesterSeen), to: requester)
+            return
+        }
+        guard target != nodeID, let other = peersByID[target], other.established else {
             sendIntroduce(.introduction(request: request, peer: target, relay: false, addresses: []), to: requester)
             return
         }
@@ -191,12 +207,12 @@ extension TransportCore {
         if relay { introductions.pairs[pair] = now }
         // The requester asks again until its session is up: the target is
         // told again at most every `retellAfter` (each telling restarts its punch).
-        if introductions.told[pair].map({ now - $0 >= IntroductionConstants.retellAfter }) ?? true {
+        if again || introductions.told[pair].map({ now - $0 >= IntroductionConstants.retellAfter }) ?? true {
             introductions.told[pair] = now
             stats.introductionsMade += 1
-            sendIntroduce(.introduction(request: 0, peer: requester, relay: relay, addresses: toTarget), to: target)
+            sendIntroduce(.introduction(request: 0, peer: requester, relay: relay, again: again, addresses: toTarget), to: target)
         }
-        sendIntroduce(.introduction(request: request, peer: target, relay: relay, addresses: toRequester), to: requester)
+        sendIntroduce(.introduction(request: request, peer: target, relay: relay, again: again, addresses: toRequester), to: requester)
     }
 
     /// Either side: a coordinator says where `other` is. Dial it now (a
@@ -229,7 +245,7 @@ extension TransportCore {
         connect(to: addresses.filter { !RelayPath.isRelay($0) } + path, expecting: other, punch: true)
     }
 
-    private func isRendezvous(_ id: NodeID) -> Bool { peersByID[id]?.role == .rendezvous }
+    func isRendezvous(_ id: NodeID) -> Bool { peersByID[id]?.role == .rendezvous }
 
     // MARK: Relay
 
@@ -321,7 +337,8 @@ extension TransportCore {
     /// them, a requester never learned a target's IPv6 address, whose
     /// firewall then dropped the requester's punch.
     func tellOwnAddresses(to coordinator: NodeID, role: NodeRole) {
-        guard role == .rendezvous || role == .host, config.ownAddresses.contains(where: \.isClaimable) else { return }
+        guard role == .rendezvous || role == .host else { return }
+        addressWatch.observed[coordinator] = nil
         sendIntroduce(.request(request: random.uint32(), peer: nodeID, addresses: config.ownAddresses), to: coordinator)
     }
 

@@ -21,6 +21,9 @@ final class Peer {
     var directProbe: (next: Instant, gap: Duration, until: Instant)?
     /// When an authenticated datagram last came straight from the peer (not over a relay path).
     var lastDirectIn: Instant?
+    /// This node moved (`AddressChange`): nothing of the session goes to the
+    /// peer's direct address until the peer is heard from there, or until then.
+    var holdDirectUntil: Instant?
     /// Keep the session up and retry until `rekeyAttemptTime` (we dialled it).
     let persistent: Bool
     /// The address it was dialled at without knowing who answers there (XX,

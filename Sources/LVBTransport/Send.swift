@@ -26,7 +26,18 @@ extension TransportCore {
     @discardableResult
     func sendNow(_ channel: DataChannel?, _ payload: ArraySlice<UInt8>, to peer: Peer) -> Bool {
         let now = clock.now()
-        guard let kp = peer.current, !kp.isExpired(now: now), let counter = kp.takeCounter() else { return false }
+        guard let kp = peer.current, !kp.isExpired(now: now) else { return false }
+        if let hold = peer.holdDirectUntil {
+            if now >= hold {
+                peer.holdDirectUntil = nil
+            } else if !RelayPath.isRelay(peer.endpoint) {
+                // We moved: a datagram to the peer's NAT from our new address
+                // now would make it remap the peer's punch (`AddressChange`).
+                stats.heldAfterMove += 1
+                return true
+            }
+        }
+        guard let counter = kp.takeCounter() else { return false }
         transmit(count: Keypair.sealedCount(channel: channel, payload: payload), to: peer.endpoint) { out in
             kp.seal(counter: counter, channel: channel, payload: payload, into: out)
         }

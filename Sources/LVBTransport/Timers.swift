@@ -45,6 +45,7 @@ extension TransportCore {
         }
         if peer.established {
             if tickUnknownSession(peer, now: now) { return }
+            tickAddressWatch(peer, now: now)
             if let last = peer.lastReceived, now - last >= TransportConstants.peerGoneTimeout {
                 lost(peer, reason: .silence, now: now)
                 return

@@ -63,6 +63,7 @@ public final class TransportCore {
     var latestTimestamps: [NodeID: TAI64N] = [:]
     var loadMeter = LoadMeter()
     var introductions: IntroductionState
+    var addressWatch = AddressWatch()
     /// Unknown-session packets: sent, per source host; taken, in all (each costs a look through the sessions).
     var unknownSessionAnswers = RateLimiter<PeerAddress.Host>(count: TransportConstants.unknownSessionRate,
                                                               burst: TransportConstants.unknownSessionBurst)
@@ -155,6 +156,7 @@ public final class TransportCore {
             if !RelayPath.isRelay(peer.endpoint), let last = peer.lastDirectIn, now - last < TransportConstants.directPathQuiet { return }
         } else {
             peer.lastDirectIn = now
+            peer.holdDirectUntil = nil
         }
         peer.endpoint = source
     }
@@ -173,7 +175,7 @@ public final class TransportCore {
 
     /// A dial that races a relay path against direct addresses: remember the
     /// direct ones, to move the session there if it starts on the relay.
-    private func noteDirectCandidates(_ addresses: [PeerAddress], of peer: Peer) {
+    func noteDirectCandidates(_ addresses: [PeerAddress], of peer: Peer) {
         guard addresses.contains(where: RelayPath.isRelay) else { return }
         peer.directCandidates = addresses.filter { !RelayPath.isRelay($0) }
         let now = clock.now()
@@ -310,6 +312,7 @@ public final class TransportCore {
     func remove(_ peer: Peer, reason: GoneReason) {
         let wasEstablished = peer.established
         forget(peer)
+        if let id = peer.id { addressWatch.observed[id] = nil }
         peer.established = false
         if let id = peer.id, peersByID[id] === peer { peersByID[id] = nil }
         anonymousPeers.removeAll { $0 === peer }

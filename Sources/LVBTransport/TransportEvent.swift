@@ -17,6 +17,12 @@ public enum TransportEvent: Sendable {
     case gone(NodeID, GoneReason)
     /// A dialled peer could not be reached within `rekeyAttemptTime`.
     case connectFailed(PeerAddress, NodeID?)
+    /// This node's outside address changed (a coordinator sees it elsewhere
+    /// now): its sessions are being punched again (`AddressChange`).
+    case moved(from: PeerAddress, to: PeerAddress)
+    /// A peer's address changed and the pair is being punched again (a
+    /// coordinator said so): its silence meanwhile was not its death.
+    case peerMoved(NodeID)
 }
 
 /// Why a session ended.
@@ -99,6 +105,13 @@ public struct TransportStats: Sendable, Equatable {
     /// current session here, or came too soon, are dropped uncounted here.
     public var unknownSessionsSent = 0
     public var sessionsReset = 0
+    /// This node's own address (`AddressChange`): requests asking where it
+    /// is seen, changes noticed, sockets moved to, and session datagrams
+    /// held back from peers' direct addresses until they were punched again.
+    public var addressChecks = 0
+    public var addressChanges = 0
+    public var socketsRebound = 0
+    public var heldAfterMove = 0
     public var keepalivesIn = 0
     public var messagesIn = 0
     public var messagesOut = 0

@@ -37,6 +37,30 @@ public final class UDPNode: @unchecked Sendable {
         // the socket addresses made for them are kept.
         sink.mapsIPv4 = channel.localAddress?.protocol == .inet6
         sink.channel = channel
+        if listen.port == 0 {
+            // A port the system picked may be picked again (`AddressChange`).
+            let again = PeerAddress(host: bound.host, port: 0)
+            sink.rebinder = { [unowned sink] done in
+                guard let old = sink.channel else { return false }
+                sink.channel = nil
+                bootstrap(again, on: loop, core: core, sink: sink).bind(to: again.socketAddress).whenComplete { result in
+                    switch result {
+                    case .success(let channel):
+                        sink.channel = channel
+                        // (Perhaps in the middle of the old one's read
+                        // batch, whose end now never comes to flush.)
+                        sink.batching = false
+                        old.close(promise: nil)
+                        done(channel.localAddress?.port.map { UInt16(truncatingIfNeeded: $0) })
+                        sink.flushIfNeeded()
+                    case .failure:
+                        sink.channel = old
+                        done(nil)
+                    }
+                }
+                return true
+            }
+        }
         let node = UDPNode(core: core, channel: channel, localAddress: bound, eventLoop: loop)
         let interval = TimeAmount.nanoseconds(TransportConstants.tickInterval.nanosecondsClamped)
         node.ticker = loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in core.tick() }
@@ -47,6 +71,10 @@ public final class UDPNode: @unchecked Sendable {
     static let readSlot = 2048
 
     private static func bind(_ listen: PeerAddress, on loop: EventLoop, core: TransportCore, sink: ChannelSink) async throws -> Channel {
+        try await bootstrap(listen, on: loop, core: core, sink: sink).bind(to: listen.socketAddress).get()
+    }
+
+    private static func bootstrap(_ listen: PeerAddress, on loop: EventLoop, core: TransportCore, sink: ChannelSink) -> DatagramBootstrap {
         // Vectored reads share one receive buffer among the batch: size it so
         // each slot holds a full datagram (a short slot would truncate it).
         let batch = 32
@@ -60,14 +88,11 @@ public final class UDPNode: @unchecked Sendable {
             // as ::ffff:a.b.c.d, which PeerAddress turns back into IPv4.
             bootstrap = bootstrap.channelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only), value: 0)
         }
-        return try await bootstrap
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(DatagramHandler(core: core, sink: sink))
-                }
+        return bootstrap.channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(DatagramHandler(core: core, sink: sink))
             }
-            .bind(to: listen.socketAddress)
-            .get()
+        }
     }
 
     private init(core: TransportCore, channel: Channel, localAddress: PeerAddress, eventLoop: EventLoop) {
@@ -109,6 +134,10 @@ public final class UDPNode: @unchecked Sendable {
 /// or tick rather than per datagram when possible.
 final class ChannelSink: DatagramSink {
     var channel: Channel?
+    /// Binds a new socket for `rebind` (nil: the user chose the port).
+    var rebinder: ((@escaping (UInt16?) -> Void) -> Bool)?
+
+    func rebind(_ done: @escaping (UInt16?) -> Void) -> Bool { rebinder?(done) ?? false }
     /// The socket is IPv6 (dual stack): IPv4 peers are addressed as ::ffff:a.b.c.d.
     var mapsIPv4 = false {
         didSet { socketAddresses.removeAll() }

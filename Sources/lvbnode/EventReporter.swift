@@ -65,6 +65,15 @@ final class EventReporter: @unchecked Sendable {
             l.add("message", message)
             out.emit(l, human: message, kind: "error")
             termination.finish(.failed("could not reach \(address)"))
+        case let .moved(from, to):
+            var l = JSONLine(event: "moved")
+            l.add("from", from.description)
+            l.add("to", to.description)
+            out.emit(l, human: "this node's outside address changed from \(from) to \(to): punching every session again", kind: "moved")
+        case .peerMoved(let id):
+            var l = JSONLine(event: "peer_moved")
+            l.add("peer", id.text)
+            out.emit(l, human: "\(id.short) moved: punching its session again", kind: "moved", toPage: false)
         case .message:
             break  // the room layer consumes data channels (RoomNode.handle)
         }
@@ -119,6 +128,8 @@ enum StatsJSON {
             ("relay_path_out", s.relayPathDatagramsOut), ("relay_path_in", s.relayPathDatagramsIn),
             ("unknown_sessions_sent", s.unknownSessionsSent), ("sessions_reset", s.sessionsReset),
             ("dropped_unknown_session", s.droppedUnknownSession),
+            ("direct_probes", s.directProbes), ("address_checks", s.addressChecks), ("address_changes", s.addressChanges),
+            ("sockets_rebound", s.socketsRebound), ("held_after_move", s.heldAfterMove),
         ]
         return "{" + fields.map { "\(JSONLine.quote($0.0)):\($0.1)" }.joined(separator: ",") + "}"
     }
