@@ -58,6 +58,10 @@ final class TreeAttachment {
     private var unanswered: [NodeID: Instant] = [:]
     /// When this node's outside address last changed (`TransportEvent.moved`).
     private var movedAt: Instant?
+    /// A parent punched again after a move: subscribed to again once heard
+    /// from after then (a subscription sent before goes to the old address,
+    /// and the parent may have let us go meanwhile).
+    private var refeed: (id: NodeID, at: Instant, sent: Instant?)?
 
     init(tree: RelayTree) { self.tree = tree }
 
@@ -77,6 +81,7 @@ final class TreeAttachment {
             silenced.removeAll()
             unanswered.removeAll()
             movedAt = clock.now()
+            if let parent { refeed = (parent, clock.now(), nil) }
         case .peerMoved(let id):
             // Its silence was its move, not its death: a parent keeps its
             // place (as after our own move) and hears our subscription again.
@@ -85,7 +90,7 @@ final class TreeAttachment {
             guard id == parent else { break }
             movedAt = clock.now()
             if let t = trying, t.id != id { trying = nil }
-            media.feed(room.host, from: id)
+            refeed = (id, clock.now(), nil)
         case .rtt(let peer, _), .message(let peer, _, _):
             if peer == backup || peer == trying?.id { heardFrom[peer] = clock.now() }
         default:
@@ -118,6 +123,17 @@ final class TreeAttachment {
         // A leaf that decodes nothing takes no stream at all.
         guard slots > 0 || media.receivers[room.host] != nil else { return leaveTree() }
         let placement = TreePlacement(host: room.host, tree: state.tree)
+        if let r = refeed {
+            // (Until its stream is back: the first may reach it while it
+            // has no stream itself and takes no children.)
+            if r.id != parent || media.lastHeard(from: room.host).map({ $0 > r.at }) ?? false || now - r.at >= RoomConstants.refusedFor {
+                refeed = nil
+            } else if let heard = core.lastHeard(from: r.id), heard > r.at,
+                      r.sent.map({ now - $0 >= RoomConstants.attachResubscribe }) ?? true {
+                refeed?.sent = now
+                media.feed(room.host, from: r.id)
+            }
+        }
         let heard = media.lastHeard(from: room.host)
         // No new children without a parent, or while our own stream has stopped for half a silence.
         tree.setAdopting(parent != nil && heard.map { now - $0 < RoomConstants.parentSilence / 2 } ?? false)
@@ -147,7 +163,7 @@ final class TreeAttachment {
         }
         // (Just moved: the parent is being punched again, and it is as
         // likely to come back first as any other.)
-        let moving = movedAt.map { now - $0 < RoomConstants.parentSilence } ?? false
+        let moving = movedAt.map { now - $0 < RoomConstants.parentSilence * 2 } ?? false
         let silent = !moving && (heard.map { now - $0 >= RoomConstants.parentSilence } ?? true)
         if trying == nil, let heard, now - heard >= RoomConstants.parentSilence / 2 {
             // Maybe it is not the parent but us: a new outside address.

@@ -69,7 +69,7 @@ extension TransportCore {
     func observed(_ addresses: [PeerAddress], by coordinator: NodeID, request: UInt32) {
         guard let seen = addresses.first, addresses.count == 1, !RelayPath.isRelay(seen) else { return }
         let solicited = addressWatch.asked.removeValue(forKey: coordinator) == request
-        log.info("\(coordinator.short) sees us at \(seen) (asked: \(solicited))")
+        log.debug("\(coordinator.short) sees us at \(seen)")
         let before = addressWatch.observed.updateValue(seen, forKey: coordinator)
         guard solicited, let before, before != seen, before.isIPv4 == seen.isIPv4 else { return }
         moved(from: before, to: seen)
@@ -106,7 +106,7 @@ extension TransportCore {
     /// every other session asks to be introduced again.
     func rebound(port: UInt16?, family ipv4: Bool) {
         let now = clock.now()
-        log.info("rebound on port \(port.map(String.init) ?? "none"): punching again")
+        log.info("on port \(port.map(String.init) ?? "unchanged"): punching every session again")
         if let port {
             stats.socketsRebound += 1
             config.ownAddresses = config.ownAddresses.map { PeerAddress(host: $0.host, port: port) }
@@ -148,7 +148,7 @@ extension TransportCore {
             return connect(to: addresses + (relay ? [relayPath(to: other, via: coordinator)] : []), expecting: other, punch: true)
         }
         stats.introductionsTaken += 1
-        log.info("introduced again to \(other.short) at \(addresses)")
+        log.debug("introduced again to \(other.short) at \(addresses)")
         if request == 0 { emit(.peerMoved(other)) }
         let candidates = (addresses.filter { !RelayPath.isRelay($0) } + (relay ? [relayPath(to: other, via: coordinator)] : []))
             .uniqued(limit: TransportConstants.maxCandidates)
