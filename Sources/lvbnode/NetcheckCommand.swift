@@ -30,7 +30,7 @@ struct NetcheckCommand: AsyncParsableCommand {
     var rendezvous: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Seconds to wait for each rendezvous (default \(Int(RendezvousConstants.netcheckTimeout.seconds))).", valueName: "s"))
-    var timeout: Double = RendezvousConstants.netcheckTimeout.seconds
+    var timeout: Double?
 
     @Flag(name: .long, help: "Print one JSON object on one line instead of readable text.")
     var json = false
@@ -38,12 +38,14 @@ struct NetcheckCommand: AsyncParsableCommand {
     func validate() throws {
         guard !rendezvous.isEmpty else { throw ValidationError("give the rendezvous with --rendezvous IP:PORT") }
         for r in rendezvous { _ = try parseAddress(r, what: "--rendezvous") }
-        guard timeout > 0, timeout <= 60 else { throw ValidationError("--timeout must be more than 0 and at most 60 seconds") }
+        if let timeout, !(timeout > 0 && timeout <= 60) {
+            throw ValidationError("--timeout must be more than 0 and at most 60 seconds")
+        }
     }
 
     func run() async throws {
         let servers = try rendezvous.map { try parseAddress($0, what: "--rendezvous") }
-        let wait = Duration.milliseconds(Int64(timeout * 1000))
+        let wait = timeout.map { Duration.milliseconds(Int64($0 * 1000)) } ?? RendezvousConstants.netcheckTimeout
         let result: NetCheck.Result
         do { result = try await NetCheck.run(servers, timeout: wait) } catch {
             Output.fail("\(error)")
