@@ -72,7 +72,7 @@ public enum NATClassifier {
         } else {
             mapping = .unknown
         }
-        let tested = observations.compactMap(\.changedPortAnswered)
+        let tested = observations.filter(\.answered).compactMap(\.changedPortAnswered)
         let filtering: NATFiltering = tested.contains(true) ? .notPortDependent : tested.isEmpty ? .unknown : .addressAndPortDependent
         return NATReport(reachable: !reflexive.isEmpty, reflexive: reflexive, mapping: mapping,
                          portPreserving: reflexive.isEmpty ? nil : reflexive.allSatisfy { $0.port == localPort },

@@ -20,42 +20,56 @@ public struct NATObservation: Sendable, Equatable {
     public var answered: Bool { mapped != nil }
 }
 
+/// Which of a probe's two sockets a request goes out from.
+public enum NATProbeSocket: Sendable, Equatable {
+    /// The mapping test's: the primary port, then the other port.
+    case mapping
+    /// The filtering test's: change-port requests to the primary port only.
+    case filtering
+}
+
 /// Discovers a NAT's behaviour against one STUN server with an alternate
 /// port (RFC 5780 §4.3 and §4.4, with one server IP), sans-IO: the owner
-/// sends what `tick` returns from one socket, feeds every STUN message
-/// that comes back to `consume`, and reads `observation` once `isDone`.
+/// sends what `tick` returns from the socket it names, feeds every STUN
+/// message that comes back (on either socket) to `consume`, and reads
+/// `observation` once `isDone`.
 ///
-/// 1. A plain Binding request and one with CHANGE-REQUEST (change port)
-///    go to the primary port at once, again every `probeRetry` until the
-///    plain one is answered. Its answer gives the reflexive address, the
-///    round trip and OTHER-ADDRESS.
-/// 2. The change-port answer, from the other port, is awaited up to
-///    `filteringWait` after that: it passes only a NAT or firewall that
-///    does not filter by port. Nothing may go to the other port before
-///    this ends, or the socket's own packets would open the filter.
-/// 3. Then a plain Binding request goes to the other port: a second
-///    reflexive address, from a second destination, for the mapping.
+/// - The mapping socket sends a plain Binding request to the primary port,
+///   again every `probeRetry` until answered: the reflexive address, the
+///   round trip and OTHER-ADDRESS; then one to the other port: a second
+///   reflexive address, from a second destination.
+/// - The filtering socket, from the start, sends Binding requests with
+///   CHANGE-REQUEST (change port) to the primary port only, until the
+///   answer comes in from the other port (the filter let it in) or
+///   `filteringWait` after the mapping socket's first answer (it did not).
 ///
-/// Every request is a new transaction (each answer times its own round
-/// trip); only answers to our own transactions, from where they were
-/// sent or (change-port) from the other port, are taken.
+/// Two sockets, because on one the tests spoil each other: a request to
+///   the other port first opens the filter to it, and a change-port answer
+///   the NAT dropped first leaves a conntrack entry on a Linux router for
+///   that port pair, so the mapping to the other port that follows gets a
+///   new port and an ordinary NAT looks endpoint-dependent (seen in the
+///   NAT lab). Every request is a new transaction (each answer times its
+///   own round trip); only answers to our own transactions are taken.
 public struct NATProbe: Sendable {
-    /// A datagram to send, and where.
+    /// A datagram to send, from which socket, and where.
     public struct Outgoing: Sendable, Equatable {
         public var bytes: [UInt8]
+        public var socket: NATProbeSocket
         public var to: PeerAddress
     }
 
     private enum Kind: Sendable { case plain, changePort, atOther }
-    private enum Phase: Sendable { case binding, filtering(until: Instant), mapping, done }
 
     public private(set) var observation: NATObservation
-    private var phase = Phase.binding
     private let deadline: Instant
     private var pending: [[UInt8]: (kind: Kind, sent: Instant)] = [:]
     private var lastSent: [Kind: Instant] = [:]
-    /// The change-port request was answered (from either port) or refused: no more of them.
+    /// The filtering test ends here (set by the first answer).
+    private var filterUntil: Instant?
+    /// The change-port request was answered (from either port), refused,
+    /// or given up on: no more of them.
     private var changeSettled = false
+    private var timedOut = false
 
     /// A probe of `server` that gives up at `deadline` (whatever it has by then).
     public init(server: PeerAddress, deadline: Instant) {
@@ -63,7 +77,9 @@ public struct NATProbe: Sendable {
         self.deadline = deadline
     }
 
-    public var isDone: Bool { if case .done = phase { true } else { false } }
+    private var mappingDone: Bool { observation.mapped != nil && (otherTarget == nil || observation.mappedAtOther != nil) }
+
+    public var isDone: Bool { timedOut || (mappingDone && changeSettled) }
 
     /// The other port's address as the client sends to it (an unspecified IP: the server's own).
     var otherTarget: PeerAddress? {
@@ -75,25 +91,26 @@ public struct NATProbe: Sendable {
 
     /// What to send now; call on start and then every few tens of milliseconds.
     public mutating func tick(now: Instant, random: RandomSource) -> [Outgoing] {
-        if now >= deadline, !isDone { finish() }
-        switch phase {
-        case .done:
+        guard !isDone else { return [] }
+        guard now < deadline else {
+            // Answered with an other port, and no change-port answer came: the filter held it.
+            if !changeSettled, observation.mapped != nil, otherTarget != nil { observation.changedPortAnswered = false }
+            timedOut = true
+            pending.removeAll()
             return []
-        case .binding:
-            return [send(.plain, now: now, random: random), send(.changePort, now: now, random: random)].compactMap { $0 }
-        case .filtering(let until):
-            guard now < until, !changeSettled else {
-                if !changeSettled { observation.changedPortAnswered = false }
-                // A late change-port answer could come through the hole the next request opens.
-                pending = pending.filter { $0.value.kind != .changePort }
-                changeSettled = true
-                phase = .mapping
-                return tick(now: now, random: random)
-            }
-            return [send(.changePort, now: now, random: random)].compactMap { $0 }
-        case .mapping:
-            return [send(.atOther, now: now, random: random)].compactMap { $0 }
         }
+        if let until = filterUntil, now >= until, !changeSettled {
+            if otherTarget != nil { observation.changedPortAnswered = false }
+            settleChange()
+        }
+        var out: [Outgoing] = []
+        if observation.mapped == nil {
+            out += [send(.plain, now: now, random: random)].compactMap { $0 }
+        } else if !mappingDone {
+            out += [send(.atOther, now: now, random: random)].compactMap { $0 }
+        }
+        if !changeSettled { out += [send(.changePort, now: now, random: random)].compactMap { $0 } }
+        return out
     }
 
     /// Takes one STUN message from `source` if it answers one of this
@@ -112,30 +129,29 @@ public struct NATProbe: Sendable {
             observation.mapped = mapped
             observation.rtt = now - asked.sent
             observation.other = message.attribute(RendezvousConstants.Attribute.otherAddress).flatMap { try? STUNAddress.decode($0.value) }
-            phase = otherTarget == nil ? .done : .filtering(until: min(deadline, now + RendezvousConstants.filteringWait))
+            filterUntil = min(deadline, now + RendezvousConstants.filteringWait)
+            // No other port: no filtering test (its change-port requests get a 420).
+            if otherTarget == nil { settleChange() }
         case .changePort:
-            pending = pending.filter { $0.value.kind != .changePort }
-            changeSettled = true
             // From the other port: the filter let it in. A 420 (no other
             // port, or change-port refused) or an answer from the primary
             // (a server that ignored the flag) is no filtering test: nil.
             if success, source.host == observation.server.host, source.port != observation.server.port {
                 observation.changedPortAnswered = true
             }
+            settleChange()
         case .atOther:
             guard let target = otherTarget, source == target else { return false }
             pending = pending.filter { $0.value.kind != .atOther }
             guard success, let mapped else { return true }
             observation.mappedAtOther = mapped
-            phase = .done
         }
         return true
     }
 
-    private mutating func finish() {
-        if case .filtering = phase, !changeSettled { observation.changedPortAnswered = false }
-        phase = .done
-        pending.removeAll()
+    private mutating func settleChange() {
+        changeSettled = true
+        pending = pending.filter { $0.value.kind != .changePort }
     }
 
     /// A new transaction of `kind`, unless one went out within `probeRetry`.
@@ -144,20 +160,19 @@ public struct NATProbe: Sendable {
         let target: PeerAddress
         var attributes: [STUNAttribute] = []
         switch kind {
-        case .plain: target = observation.server
-        case .changePort:
-            guard !changeSettled else { return nil }
-            target = observation.server
-            attributes.append(STUNAttribute(type: RendezvousConstants.Attribute.changeRequest,
-                                            value: [0, 0, 0, RendezvousConstants.changePortFlag]))
+        case .plain, .changePort: target = observation.server
         case .atOther:
             guard let other = otherTarget else { return nil }
             target = other
+        }
+        if kind == .changePort {
+            attributes.append(STUNAttribute(type: RendezvousConstants.Attribute.changeRequest,
+                                            value: [0, 0, 0, RendezvousConstants.changePortFlag]))
         }
         let id = random.bytes(RendezvousConstants.transactionIDSize)
         pending[id] = (kind, now)
         lastSent[kind] = now
         let request = STUNMessage(type: RendezvousConstants.MessageType.bindingRequest, transactionID: id, attributes: attributes)
-        return Outgoing(bytes: request.encoded(fingerprint: true), to: target)
+        return Outgoing(bytes: request.encoded(fingerprint: true), socket: kind == .changePort ? .filtering : .mapping, to: target)
     }
 }

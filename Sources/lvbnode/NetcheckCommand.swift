@@ -14,9 +14,9 @@ struct NetcheckCommand: AsyncParsableCommand {
         commandName: "netcheck",
         abstract: "Report this machine's NAT: reflexive addresses, mapping, filtering, hard or not, IPv6, round trips.",
         discussion: """
-            Sends STUN Binding requests from one new UDP socket to each rendezvous: to its port, to its \
-            alternate port (OTHER-ADDRESS in its answer; `lvbnode rendezvous --alternate-port`), and to its \
-            port asking for the answer from the alternate one (CHANGE-REQUEST). The mapping is \
+            Sends STUN Binding requests from one new UDP socket to each rendezvous's port and then to its \
+            alternate port (OTHER-ADDRESS in its answer; `lvbnode rendezvous --alternate-port`), and from a \
+            second socket to its port asking for the answer from the alternate one (CHANGE-REQUEST). The mapping is \
             endpoint-independent when both ports see the same reflexive address, endpoint-dependent (a hard \
             NAT: peers meet it directly only over IPv6, by port prediction or through a relay) when they \
             differ, and no NAT when the reflexive address is one of this machine's own. Port-preserving: the \
