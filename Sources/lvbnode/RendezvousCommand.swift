@@ -33,7 +33,7 @@ struct RendezvousCommand: AsyncParsableCommand {
     /// (`--relay-kbps` is among them: a rendezvous relays nothing unless given it.)
     @OptionGroup var node: NodeOptions
 
-    @Option(name: .long, help: ArgumentHelp("A second UDP port on the same IP that answers STUN Binding only, for NAT behaviour discovery (`lvbnode netcheck`); 0: none. Default: the listen port + 1 (none when that is 0).", valueName: "port"))
+    @Option(name: .long, help: ArgumentHelp("A second UDP port on the same IP that answers STUN Binding only, for NAT behaviour discovery (`lvbnode netcheck`); 0: none. Default: the listen port + 1 (none when that is 0; when that port is taken, a warning and none).", valueName: "port"))
     var alternatePort: Int?
 
     func validate() throws {
@@ -61,12 +61,19 @@ struct RendezvousCommand: AsyncParsableCommand {
             Output.fail("--alternate-port \(alternate) is the listen port; choose another port, or 0 for none")
             throw ExitCode(1)
         }
+        let agent = "lvbnode/\(CoreConstants.version)", relayKbps = node.relayKbps ?? 0
         let server: UDPRendezvous
         do {
-            server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: "lvbnode/\(CoreConstants.version)",
-                                                   relayKbps: node.relayKbps ?? 0, alternatePort: alternate) { _ in }
+            do {
+                server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: agent, relayKbps: relayKbps, alternatePort: alternate) { _ in }
+            } catch where alternatePort == nil && alternate != 0 {
+                // The default alternate port taken: a rendezvous without one still lists rooms and answers STUN.
+                Output.warn("cannot listen on STUN port \(alternate) (\(describeSocketError(error))); going on without an alternate port (choose one with --alternate-port)")
+                server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: agent, relayKbps: relayKbps, alternatePort: 0) { _ in }
+            }
         } catch {
-            Output.fail("cannot listen on \(listen) and STUN port \(alternate): \(describeSocketError(error)); choose other ports with --listen and --alternate-port (0: none)")
+            let ports = alternatePort.map { $0 == 0 ? "" : " and STUN port \($0)" } ?? ""
+            Output.fail("cannot listen on \(listen)\(ports): \(describeSocketError(error)); choose other ports with --listen\(ports.isEmpty ? "" : " and --alternate-port (0: none)")")
             throw ExitCode(1)
         }
         var ready = JSONLine(event: "ready")
