@@ -71,10 +71,13 @@ public struct NATProbe: Sendable {
     private var changeSettled = false
     private var timedOut = false
 
-    /// A probe of `server` that gives up at `deadline` (whatever it has by then).
-    public init(server: PeerAddress, deadline: Instant) {
+    /// A probe of `server` that gives up at `deadline` (whatever it has by
+    /// then). Without `testFiltering` it sends from the mapping socket only
+    /// (a node probing from its own one socket) and leaves the filtering unknown.
+    public init(server: PeerAddress, deadline: Instant, testFiltering: Bool = true) {
         observation = NATObservation(server: server)
         self.deadline = deadline
+        changeSettled = !testFiltering
     }
 
     private var mappingDone: Bool { observation.mapped != nil && (otherTarget == nil || observation.mappedAtOther != nil) }

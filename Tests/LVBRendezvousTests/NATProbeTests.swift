@@ -23,10 +23,11 @@ struct NATProbeTests {
     /// dropped leaves a conntrack entry for its port pair, and the socket's
     /// later mapping to that server port then takes another port.
     func probe(_ nat: NAT, responder: STUNResponder = STUNResponder(primary: server, alternatePort: 7601),
-               timeout: Duration = .seconds(3), sent: ((NATProbeSocket, PeerAddress) -> Void)? = nil) -> NATObservation {
+               timeout: Duration = .seconds(3), testFiltering: Bool = true,
+               sent: ((NATProbeSocket, PeerAddress) -> Void)? = nil) -> NATObservation {
         let random = SeededRandom(seed: 5)
         var now = Instant(nanoseconds: 1_000_000_000)
-        var probe = NATProbe(server: Self.server, deadline: now + timeout)
+        var probe = NATProbe(server: Self.server, deadline: now + timeout, testFiltering: testFiltering)
         var contacted: Set<[UInt16]> = []
         var clashes: Set<[UInt16]> = []
         var inFlight: [(at: Instant, message: STUNMessage, from: PeerAddress)] = []
@@ -105,6 +106,15 @@ struct NATProbeTests {
         #expect(sends.contains { $0 == (.filtering, 7600) })
         #expect(!sends.contains { $0 == (.filtering, 7601) })
         #expect(sends.first { $0.0 == .mapping }?.1 == 7600 && sends.contains { $0 == (.mapping, 7601) })
+    }
+
+    @Test func aNodeWithOneSocketLearnsTheMappingAlone() {
+        var sockets: Set<String> = []
+        let o = probe(NAT(map: { PeerAddress(host: Self.outside, port: 20000 + $1.port) }), testFiltering: false,
+                      sent: { socket, _ in sockets.insert("\(socket)") })
+        let r = classify(o)
+        #expect(sockets == ["mapping"])
+        #expect(r.mapping == .endpointDependent && r.isHard && r.filtering == .unknown)
     }
 
     @Test func noAnswerWithinTheTimeoutIsUnreachable() {
