@@ -22,6 +22,8 @@ public enum RendezvousConstants {
     /// §18.3: attribute types this implementation reads or writes.
     public enum Attribute {
         public static let mappedAddress: UInt16 = 0x0001
+        /// RFC 5780 §7.2 (comprehension-required): answer from another IP or port.
+        public static let changeRequest: UInt16 = 0x0003
         public static let username: UInt16 = 0x0006
         public static let messageIntegrity: UInt16 = 0x0008
         public static let errorCode: UInt16 = 0x0009
@@ -41,6 +43,8 @@ public enum RendezvousConstants {
         public static let software: UInt16 = 0x8022
         public static let alternateServer: UInt16 = 0x8023
         public static let fingerprint: UInt16 = 0x8028
+        /// RFC 5780 §7.4: the server's alternate address and port (MAPPED-ADDRESS's format).
+        public static let otherAddress: UInt16 = 0x802C
         /// Types below this are comprehension-required (§14).
         public static let comprehensionOptionalFrom: UInt16 = 0x8000
     }
@@ -52,6 +56,14 @@ public enum RendezvousConstants {
     /// §15: the error code for a request with comprehension-required
     /// attributes the server does not understand.
     public static let unknownAttributeError = 420
+
+    // MARK: Specification (RFC 5780, NAT behaviour discovery)
+
+    /// §7.2: CHANGE-REQUEST's value is four bytes, the last holding these
+    /// flags (attribute types: `Attribute.changeRequest`, `.otherAddress`).
+    public static let changeIPFlag: UInt8 = 0x04
+    public static let changePortFlag: UInt8 = 0x02
+    public static let changeRequestSize = 4
 
     // MARK: Specification (lvbnode-protocol(7), RENDEZVOUS)
 
@@ -129,4 +141,13 @@ public enum RendezvousConstants {
 
     /// Unknown attributes listed in one 420 answer (the answer stays small).
     public static let maxListedUnknownAttributes = 4
+
+    /// `lvbnode netcheck`: a probe's unanswered Binding request is sent
+    /// again this often (a new transaction each time, so each answer times
+    /// its own round trip), and the answer to a change-port request is
+    /// awaited this long after the plain one came (a filtering NAT drops it).
+    public static let probeRetry: Duration = .milliseconds(250)
+    public static let filteringWait: Duration = .seconds(1)
+    /// How long `lvbnode netcheck` waits for each rendezvous by default.
+    public static let netcheckTimeout: Duration = .seconds(3)
 }

@@ -31,6 +31,11 @@ public struct RendezvousStats: Sendable, Equatable {
     public var unknownTypes = 0
     public var stunAnswered = 0
     public var stunDropped = 0
+    /// STUN answers sent from the port the request did not come in on
+    /// (RFC 5780 CHANGE-REQUEST), and datagrams on the alternate port that
+    /// were not STUN (counted and dropped: it answers STUN only).
+    public var stunOtherPort = 0
+    public var alternateNotSTUN = 0
     /// Requests and STUN messages over their source's rate, dropped unanswered.
     public var rateLimited = 0
 }
@@ -45,14 +50,17 @@ public final class RendezvousService {
     public let thumbnails = ThumbnailStore()
     /// The replays its peers hold, listed after the live rooms (replay channel).
     public let replays: ReplayDirectory
-    public private(set) var stats = RendezvousStats()
-    private let core: TransportCore
-    private let clock: Clock
-    private let stun = STUNResponder()
-    private let log = Log.logger("rendezvous")
+    public internal(set) var stats = RendezvousStats()
+    let core: TransportCore
+    let clock: Clock
+    /// The STUN responder, told of the alternate port by `useAlternatePort`.
+    var stun = STUNResponder()
+    /// Sends an answer from the alternate port (set with `useAlternatePort`).
+    var sendFromAlternate: (([UInt8], PeerAddress) -> Void)?
+    let log = Log.logger("rendezvous")
     /// Per-session budget of rendezvous messages, and per-IP budget of STUN.
     private var requests = RateLimiter<NodeID>(count: RendezvousConstants.requestRate, burst: RendezvousConstants.requestBurst)
-    private var stunSources = RateLimiter<PeerAddress.Host>(count: RendezvousConstants.stunRate, burst: RendezvousConstants.stunBurst)
+    var stunSources = RateLimiter<PeerAddress.Host>(count: RendezvousConstants.stunRate, burst: RendezvousConstants.stunBurst)
     /// The relay's budget in kbit/s (0: no relay), and the pairs it may relay
     /// for: introduced here, within `relayPairLifetime` of their last use.
     public let relayKbps: Int
@@ -81,23 +89,7 @@ public final class RendezvousService {
         totalBytes = RateLimiter(count: totalRate, burst: max(totalRate / 4, 2 * CoreConstants.maxDatagram))
         registry = RoomRegistry(clock: clock)
         replays = ReplayDirectory(core: core, clock: clock)
-        core.sideChannel = { [unowned self] bytes, source in
-            guard STUNMessage.looksLikeSTUN(bytes) else { return .notMine }
-            guard stunSources.allow(source.host, now: clock.now()) else {
-                stats.rateLimited += 1
-                return .consumed
-            }
-            switch stun.answer(bytes, from: source) {
-            case .notSTUN: return .notMine
-            case .answer(let reply):
-                stats.stunAnswered += 1
-                return .reply(reply)
-            case .dropped(let why):
-                stats.stunDropped += 1
-                log.debug("STUN from \(source) dropped: \(why)")
-                return .consumed
-            }
-        }
+        core.sideChannel = { [unowned self] bytes, source in stunOnPrimary(bytes, from: source) }
     }
 
     /// Feeds a transport event.

@@ -27,6 +27,16 @@ public enum STUNAddress {
         return make(bytes, port: port)
     }
 
+    /// A plain MAPPED-ADDRESS value (also OTHER-ADDRESS's, RFC 5780 §7.4).
+    public static func encode(_ address: PeerAddress) -> [UInt8] {
+        var w = ByteWriter(capacity: 20)
+        w.write(UInt8(0))
+        w.write(address.isIPv4 ? RendezvousConstants.familyIPv4 : RendezvousConstants.familyIPv6)
+        w.write(address.port)
+        w.write(bytes: addressBytes(address))
+        return w.bytes
+    }
+
     /// A plain MAPPED-ADDRESS value.
     public static func decode(_ value: [UInt8]) throws(STUNError) -> PeerAddress {
         guard value.count >= 4 else { throw .badAddress }

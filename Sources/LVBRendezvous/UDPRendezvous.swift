@@ -6,9 +6,13 @@ import NIOCore
 import NIOPosix
 
 /// The rendezvous role over a real UDP socket: sessions with hosts and
-/// viewers, STUN on the same port, the registry's timers on the loop.
+/// viewers, STUN on the same port (and on an alternate port, STUN only),
+/// the registry's timers on the loop.
 public final class UDPRendezvous: @unchecked Sendable {
     public let udp: UDPNode
+    /// The alternate STUN port's bound address, if it has one.
+    public var alternateAddress: PeerAddress? { alternate?.localAddress }
+    private var alternate: AlternatePort?
     /// Set once on the loop during `start`; read only on the loop.
     public private(set) var service: RendezvousService!
     private var ticker: RepeatedTask?
@@ -16,7 +20,9 @@ public final class UDPRendezvous: @unchecked Sendable {
     private init(udp: UDPNode) { self.udp = udp }
 
     /// Binds `listen` and starts answering. `onEvent` sees every session event on the loop.
-    public static func start(identity: Identity, listen: PeerAddress, agent: String, relayKbps: Int = 0,
+    /// With `alternatePort` (not 0), STUN is answered on that port of the
+    /// same IP too, and CHANGE-REQUEST's change-port is honoured (RFC 5780).
+    public static func start(identity: Identity, listen: PeerAddress, agent: String, relayKbps: Int = 0, alternatePort: UInt16? = nil,
                              onEvent: @escaping (TransportEvent) -> Void) async throws -> UDPRendezvous {
         var config = TransportConfig()
         config.hello = Hello(agent: agent, role: .rendezvous)
@@ -34,6 +40,22 @@ public final class UDPRendezvous: @unchecked Sendable {
             box.service = service
             node.service = service
         }
+        if let alternatePort, alternatePort != 0 {
+            do {
+                let alternate = try await AlternatePort.bind(udp.localAddress, port: alternatePort, on: udp.eventLoop) { bytes, source in
+                    box.service?.receiveOnAlternate(bytes, from: source)
+                }
+                node.alternate = alternate
+                try await udp.submit { _ in
+                    box.service?.useAlternatePort(alternate.localAddress.port, primary: udp.localAddress) { reply, target in
+                        alternate.send(reply, to: target)
+                    }
+                }
+            } catch {
+                await udp.close()
+                throw error
+            }
+        }
         node.ticker = udp.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in box.service?.tick() }
         return node
     }
@@ -47,6 +69,7 @@ public final class UDPRendezvous: @unchecked Sendable {
     public func close() async {
         ticker?.cancel()
         await udp.close()
+        await alternate?.close()
     }
 }
 

@@ -14,9 +14,16 @@ public enum LocalAddresses {
     public static func advertised(for bound: PeerAddress) -> [PeerAddress] {
         if case .v4(let a) = bound.host, a != 0 { return [bound] }
         if case .v6(let b) = bound.host, b.contains(where: { $0 != 0 }) { return [bound] }
+        guard let found = interfaceHosts() else { return [.ipv4(127, 0, 0, 1, port: bound.port)] }
+        return candidates(found, port: bound.port, dualStack: !bound.isIPv4)
+    }
+
+    /// Every up interface's IPv4 and IPv6 address, unfiltered (nil when
+    /// getifaddrs fails).
+    public static func interfaceHosts() -> [PeerAddress.Host]? {
         var found = [PeerAddress.Host]()
         var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0, let first = list else { return [.ipv4(127, 0, 0, 1, port: bound.port)] }
+        guard getifaddrs(&list) == 0, let first = list else { return nil }
         defer { freeifaddrs(list) }
         var cursor: UnsafeMutablePointer<ifaddrs>? = first
         while let ifa = cursor {
@@ -30,7 +37,7 @@ public enum LocalAddresses {
                 }))
             }
         }
-        return candidates(found, port: bound.port, dualStack: !bound.isIPv4)
+        return found
     }
 
     /// Of the interfaces' addresses, those a ticket lists, in its order

@@ -12,8 +12,8 @@ struct LVBNode: AsyncParsableCommand {
             ticket; `lvbnode join TICKET` (or IP:PORT) joins it over an encrypted UDP session. \
             `lvbnode rendezvous` lists live rooms (and answers STUN); hosts announce to it with \
             --rendezvous, `lvbnode rooms` shows the list and `lvbnode join ROOM-ID --rendezvous ADDR` \
-            joins one. See lvbnode(1) and lvbnode-protocol(7).
+            joins one; `lvbnode netcheck --rendezvous ADDR` reports this machine's NAT. See lvbnode(1) and lvbnode-protocol(7).
             """,
         version: CoreConstants.version,
-        subcommands: [HostCommand.self, JoinCommand.self, RendezvousCommand.self, RoomsCommand.self, ReplaysCommand.self, IdCommand.self, ImpairCommand.self, MeshCommand.self])
+        subcommands: [HostCommand.self, JoinCommand.self, RendezvousCommand.self, RoomsCommand.self, NetcheckCommand.self, ReplaysCommand.self, IdCommand.self, ImpairCommand.self, MeshCommand.self])
 }

@@ -24,11 +24,23 @@ struct RendezvousCommand: AsyncParsableCommand {
             address from the same port. It introduces nodes that ask to be introduced (a joiner and the \
             host, a viewer and its relay parent, gossip neighbours) so that both dial at once through their \
             NATs. With --relay-kbps it also relays the sealed datagrams of pairs it introduced that cannot \
-            reach each other directly (both behind NATs whose mappings depend on the destination).
+            reach each other directly (both behind NATs whose mappings depend on the destination). \
+            An alternate UDP port on the same IP (default: the port + 1) answers STUN Binding only, so \
+            `lvbnode netcheck` can tell a node its NAT's mapping and filtering (RFC 5780: OTHER-ADDRESS in \
+            every answer, CHANGE-REQUEST's change-port honoured; change-IP is refused with error 420).
             """)
 
     /// (`--relay-kbps` is among them: a rendezvous relays nothing unless given it.)
     @OptionGroup var node: NodeOptions
+
+    @Option(name: .long, help: ArgumentHelp("A second UDP port on the same IP that answers STUN Binding only, for NAT behaviour discovery (`lvbnode netcheck`); 0: none. Default: the listen port + 1 (none when that is 0; when that port is taken, a warning and none).", valueName: "port"))
+    var alternatePort: Int?
+
+    func validate() throws {
+        if let alternatePort, !(0...65535).contains(alternatePort) {
+            throw ValidationError("--alternate-port must be from 0 to 65535 (0: none)")
+        }
+    }
 
     func run() async throws {
         LoggingSystem.bootstrap { label in
@@ -44,19 +56,33 @@ struct RendezvousCommand: AsyncParsableCommand {
         }
         let listen = try node.listenAddress(defaultPort: RendezvousConstants.defaultPort)
         let termination = Termination(duration: node.duration, parent: node.parentPid)
+        let alternate = UInt16(alternatePort ?? (listen.port == 0 || listen.port == UInt16.max ? 0 : Int(listen.port) + 1))
+        if alternate != 0, alternate == listen.port {
+            Output.fail("--alternate-port \(alternate) is the listen port; choose another port, or 0 for none")
+            throw ExitCode(1)
+        }
+        let agent = "lvbnode/\(CoreConstants.version)", relayKbps = node.relayKbps ?? 0
         let server: UDPRendezvous
         do {
-            server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: "lvbnode/\(CoreConstants.version)",
-                                                   relayKbps: node.relayKbps ?? 0) { _ in }
+            do {
+                server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: agent, relayKbps: relayKbps, alternatePort: alternate) { _ in }
+            } catch where alternatePort == nil && alternate != 0 {
+                // The default alternate port taken: a rendezvous without one still lists rooms and answers STUN.
+                Output.warn("cannot listen on STUN port \(alternate) (\(describeSocketError(error))); going on without an alternate port (choose one with --alternate-port)")
+                server = try await UDPRendezvous.start(identity: identity, listen: listen, agent: agent, relayKbps: relayKbps, alternatePort: 0) { _ in }
+            }
         } catch {
-            Output.fail("cannot listen on \(listen): \(describeSocketError(error)); choose another address or port with --listen")
+            let ports = alternatePort.map { $0 == 0 ? "" : " and STUN port \($0)" } ?? ""
+            Output.fail("cannot listen on \(listen)\(ports): \(describeSocketError(error)); choose other ports with --listen\(ports.isEmpty ? "" : " and --alternate-port (0: none)")")
             throw ExitCode(1)
         }
         var ready = JSONLine(event: "ready")
         ready.add("id", identity.nodeID.text)
         ready.add("listen", server.udp.localAddress.description)
         ready.add("role", NodeRole.rendezvous.name)
-        out.emit(ready, human: "rendezvous \(identity.nodeID.text) listening on \(server.udp.localAddress) (rooms and STUN)", kind: "ready")
+        ready.add("alternate", server.alternateAddress?.description)
+        let alternateText = server.alternateAddress.map { ", STUN also on \($0)" } ?? ""
+        out.emit(ready, human: "rendezvous \(identity.nodeID.text) listening on \(server.udp.localAddress) (rooms and STUN\(alternateText))", kind: "ready")
         let reason = await termination.wait()
         let stats = try? await server.submit { service, core in (service.stats, service.registry.count, core.stats, service.replays.stats, service.replays.entries.count) }
         await server.close()
@@ -89,6 +115,8 @@ struct RendezvousCommand: AsyncParsableCommand {
             o.add("unknown_types", s.unknownTypes)
             o.add("stun_answered", s.stunAnswered)
             o.add("stun_dropped", s.stunDropped)
+            o.add("stun_other_port", s.stunOtherPort)
+            o.add("alternate_not_stun", s.alternateNotSTUN)
             bye.addRaw("rendezvous", o.text)
             bye.addRaw("stats", StatsJSON.encode(transport))
         }
