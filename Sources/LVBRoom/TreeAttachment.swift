@@ -135,8 +135,11 @@ final class TreeAttachment {
             }
         }
         let heard = media.lastHeard(from: room.host)
-        // No new children without a parent, or while our own stream has stopped for half a silence.
-        tree.setAdopting(parent != nil && heard.map { now - $0 < RoomConstants.parentSilence / 2 } ?? false)
+        // No new children without a parent, or while our own stream has
+        // stopped for half a silence (unless we just moved: our children
+        // subscribe again from our new address, and the stream comes back).
+        let moving = movedAt.map { now - $0 < RoomConstants.parentSilence * 2 } ?? false
+        tree.setAdopting(parent != nil && (moving || heard.map { now - $0 < RoomConstants.parentSilence / 2 } ?? false))
         if let t = trying {
             if let heard, heard > t.since {
                 note("fed by \(t.id.short)", now: now)
@@ -163,7 +166,6 @@ final class TreeAttachment {
         }
         // (Just moved: the parent is being punched again, and it is as
         // likely to come back first as any other.)
-        let moving = movedAt.map { now - $0 < RoomConstants.parentSilence * 2 } ?? false
         let silent = !moving && (heard.map { now - $0 >= RoomConstants.parentSilence } ?? true)
         if trying == nil, let heard, now - heard >= RoomConstants.parentSilence / 2 {
             // Maybe it is not the parent but us: a new outside address.

@@ -113,7 +113,10 @@ extension TransportCore {
         }
         let coordinators = addressCoordinators()
         for peer in peersByID.values where peer.established && (port != nil || peer.endpoint.isIPv4 == ipv4) {
-            guard let id = peer.id, !RelayPath.isRelay(peer.endpoint) || peer.role == .rendezvous else { continue }
+            // (A session over a relay is introduced again too: the peer
+            // hears that we moved rather than taking our pause for a death,
+            // and the punch may find the direct path this time.)
+            guard let id = peer.id else { continue }
             if peer.role == .rendezvous {
                 sendPing(peer)
                 continue

@@ -8,9 +8,9 @@ import Testing
 /// relay slot, viewer 2 its child and viewer 3 viewer 2's child, each
 /// behind its own ordinary NAT, the rendezvous relaying. Viewer 2's home
 /// is renumbered. Viewer 2 notices (the rendezvous sees it elsewhere),
-/// moves to a new socket and has every session punched again: it waits
-/// at most 2 s for a new picture, its parent link is direct again within
-/// 5 s (not left on the rendezvous's relay), viewer 3 plays again, and
+/// moves to a new socket and has every session punched again: neither
+/// viewer waits more than 2 s for a new picture, viewer 2's parent link
+/// is direct again within 5 s (not left on the rendezvous's relay), and
 /// chat goes both ways.
 @Suite(.serialized, .ownThread, .enabled(if: NATLab.available)) struct NATAddressChangeProcessTests {
     static let fps = 15
@@ -71,9 +71,7 @@ import Testing
         #expect((moved?["to"] as? String)?.hasPrefix("\(lab.internet.rawValue).2.3:") ?? false,
                 "viewer 2 never noticed its new address: \(String(describing: moved))")
         #expect(stall[0] <= 2, "viewer 2 waited \(stall[0]) s for a picture")
-        // Viewer 3, a child of the moved node: it plays again (within 1.0-1.8 s
-        // in most runs, later in some: issue 48 leaves this open).
-        #expect(last[1] > 0 && lastNew[1] > movedAt, "viewer 3 never played again after the move")
+        #expect(stall[1] <= 2, "viewer 3 waited \(stall[1]) s for a picture")
         #expect(directAgain.map { $0 <= 5 } ?? false, "viewer 2's parent link not direct again within 5 s")
 
         // Chat both ways across the moved home.

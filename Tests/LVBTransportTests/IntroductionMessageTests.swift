@@ -24,6 +24,8 @@ import Testing
         let messages: [IntroductionMessage] = [
             .request(request: 9, peer: Self.peer, addresses: [Self.lan, v6]),
             .introduction(request: 9, peer: Self.peer, relay: false, addresses: Array(repeating: Self.lan, count: 8)),
+            .introduction(request: 0, peer: Self.peer, relay: true, again: true, addresses: [Self.lan]),
+            .again(request: 7, peer: Self.peer, addresses: [Self.lan, v6]),
             .relay(peer: Self.peer, piece: RelayPiece(id: 513, index: 0, count: 1, bytes: [9, 9])),
             .relayed(peer: Self.peer, piece: RelayPiece(id: 1, index: 1, count: 2, bytes: [1])),
         ]
@@ -33,14 +35,14 @@ import Testing
     @Test func malformedMessagesAreRefused() {
         let good = IntroductionMessage.introduction(request: 1, peer: Self.peer, relay: true, addresses: [Self.lan]).encoded
         var badRelay = good
-        badRelay[37] = 2
+        badRelay[37] = 4  // flags: relay 1, again 2, nothing else
         var tooMany = IntroductionMessage.request(request: 1, peer: Self.peer, addresses: []).encoded
         tooMany[tooMany.count - 1] = 9
         let relay = IntroductionMessage.relay(peer: Self.peer, piece: RelayPiece(id: 1, index: 0, count: 1, bytes: [5])).encoded
         var badPart = relay
         badPart[35] = 0x22  // piece 2 of 2
         let cases: [[UInt8]] = [
-            [], [0], [5] + good.dropFirst(), good + [0], Array(good.dropLast()), badRelay, tooMany,
+            [], [0], [6] + good.dropFirst(), good + [0], Array(good.dropLast()), badRelay, tooMany,
             Array(relay.dropLast()),  // an empty piece
             badPart,
         ]
