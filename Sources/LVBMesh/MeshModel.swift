@@ -60,6 +60,8 @@ public final class MeshModel {
         public var parentPath: String?
         /// Where the parent is (`tree.parent_address`): an IPv6 one in brackets.
         public var parentAddress: String?
+        /// The kind of that link (`tree.parent_link`): "direct IPv4", "direct IPv6", "rendezvous relay via ID", "member relay via ID".
+        public var parentLink: String?
         /// Its established sessions straight to the peer, and through a relay (its last stats line).
         public var sessionsDirect: Int?
         public var sessionsRelayed: Int?
@@ -192,7 +194,9 @@ public final class MeshModel {
         if path == "direct", node.parentAddress?.hasPrefix("[") == true { return "direct IPv6" }
         guard path.hasPrefix(prefix) else { return path }
         let id = String(path.dropFirst(prefix.count))
-        return "relay via " + (name(of: id) ?? String(id.prefix(8)))
+        // Whose relay: the rendezvous's, or a member's (`parent_link`).
+        let whose = node.parentLink?.hasPrefix("member") == true ? " (member)" : node.parentLink?.hasPrefix("rendezvous") == true ? " (rendezvous)" : ""
+        return "relay via " + (name(of: id) ?? String(id.prefix(8))) + whose
     }
 
     public func nodes(in room: Int) -> [Node] {
@@ -358,6 +362,7 @@ public final class MeshModel {
             if let parent = tree["parent"]?.string { node.parent = parent }
             node.parentPath = tree["parent_path"]?.string
             node.parentAddress = tree["parent_address"]?.string
+            node.parentLink = tree["parent_link"]?.string
         }
         // (Once the mesh stops, sessions end one by one: the counts as it ran stand.)
         if let sessions = value["sessions"], !isStopping {

@@ -294,6 +294,9 @@ public final class RelayTree: LiveRole {
     var publishedPosition: RelayPosition? { published }
 
     func publishIfChanged(_ position: RelayPosition, now: Instant) {
+        // (With what this node's NAT does, once it knows.)
+        var position = position
+        position.nat = core.config.nat
         // Unchanged, the position goes again every `positionRefresh`: it
         // is how the room knows the relay is still there.
         let due = lastPublished.map { now - $0 >= RoomConstants.positionRefresh } ?? true

@@ -56,6 +56,9 @@ final class TreeAttachment {
     private var hostAsked: Instant?
     /// Nodes silenced because they did not answer a subscription in time, and when.
     private var unanswered: [NodeID: Instant] = [:]
+    /// This node's NAT and whether it has a global IPv6 address: placement
+    /// ranks first the parents it can reach without a relay.
+    private var asker: (nat: NATKind, ipv6: Bool) { (core.config.nat, tree.addresses.contains(where: \.isGlobalIPv6)) }
     /// When this node's outside address last changed (`TransportEvent.moved`).
     private var movedAt: Instant?
     /// A parent punched again after a move: subscribed to again once heard
@@ -179,7 +182,7 @@ final class TreeAttachment {
             // the live ones count as heard lately and the dead ones do not.
             lastCandidateProbe = now
             let quiet = Set(silenced.keys).union(parent.map { [$0] } ?? [])
-            let candidates = placement.candidates(for: core.nodeID, excluding: Set(excluded.keys), silent: quiet)
+            let candidates = placement.candidates(for: core.nodeID, excluding: Set(excluded.keys), silent: quiet, asker: asker)
             for id in candidates where id != room.host && core.isEstablished(with: id) && !heardLately(id, now: now) {
                 core.probeRoundTrip(to: id)
             }
@@ -214,7 +217,7 @@ final class TreeAttachment {
             // with: relays die together, a dead one still looks established
             // and costs `attachTimeoutLive` each, and the sessions an orphan
             // holds are mostly with relays it once tried, killed with its parent.
-            let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent) { reachedDirectly($0, now: now) }
+            let ranked = placement.candidates(for: core.nodeID, excluding: excluding, silent: silent, asker: asker) { reachedDirectly($0, now: now) }
             let live = backup.flatMap { isAlive($0, now: now) && placement.isCandidate($0, for: core.nodeID, excluding: excluding, silent: silent) ? $0 : nil }
             // After a silence, one heard from within a parent's silence
             // first (relays die together, and each dead one that still
@@ -378,7 +381,7 @@ final class TreeAttachment {
         if let b = backup, placement.isCandidate(b, for: core.nodeID, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent) {
             return
         }
-        backup = placement.backup(for: core.nodeID, parent: parent, excluding: excluding, silent: silent)
+        backup = placement.backup(for: core.nodeID, parent: parent, excluding: excluding, silent: silent, asker: asker)
         if let b = backup, b != room.host, !core.isEstablished(with: b), !core.isReaching(b) {
             core.reach(b, at: placement.tree[b]?.addresses ?? [], via: [room.host])
         }
@@ -415,7 +418,7 @@ final class TreeAttachment {
     private func askAgain(_ placement: TreePlacement, excluding: Set<NodeID>, now: Instant) -> NodeID? {
         let retry = Set(unanswered.filter { now - $0.value >= RoomConstants.askAgainAfter }.keys)
         guard !retry.isEmpty else { return nil }
-        let again = placement.candidates(for: core.nodeID, excluding: excluding, silent: Set(silenced.keys).subtracting(retry))
+        let again = placement.candidates(for: core.nodeID, excluding: excluding, silent: Set(silenced.keys).subtracting(retry), asker: asker)
         guard let next = again.first(where: retry.contains) ?? again.first else { return nil }
         unanswered[next] = nil
         silenced[next] = nil

@@ -1,6 +1,7 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBTransport
 
 /// Where a node attaches in the room's media tree, read from the relay
 /// positions a member holds (`RoomState.tree`: on the host, everyone's; on a member, what `TreeView` passed it). Pure: the same view gives
@@ -50,8 +51,11 @@ public struct TreePlacement: Sendable {
     }
 
     /// Parents `me` may attach to, best first: nodes with a free slot whose
-    /// chain reaches the host without passing through `me`, least depth
-    /// first, then those `me` already reaches directly (`direct`: a session
+    /// chain reaches the host without passing through `me`; those `me` can
+    /// reach without a relay first (`asker`: its NAT and whether it has a
+    /// global IPv6 address, against each one's position: `RelayPosition.reachable`,
+    /// so a node behind a hard NAT is a leaf to all but IPv6 and open
+    /// nodes); then least depth, then those `me` already reaches directly (`direct`: a session
     /// up, not through a relay: no punch to wait for, no relay to spend),
     /// then most free slots; equals in an order of their own for each
     /// asker (a hash of both keys), so joiners arriving together spread out.
@@ -61,13 +65,15 @@ public struct TreePlacement: Sendable {
     /// host gone quiet towards us says nothing of its other children (one
     /// lost answer to a joiner's subscription left it no parent for 10 s).
     public func candidates(for me: NodeID, excluding: Set<NodeID> = [], silent: Set<NodeID> = [],
-                           direct: (NodeID) -> Bool = { _ in false }) -> [NodeID] {
-        var ranked: [(id: NodeID, depth: Int, direct: Bool, free: Int, tie: UInt64)] = []
+                           asker: (nat: NATKind, ipv6: Bool)? = nil, direct: (NodeID) -> Bool = { _ in false }) -> [NodeID] {
+        var ranked: [(id: NodeID, reachable: Bool, depth: Int, direct: Bool, free: Int, tie: UInt64)] = []
         for id in Set(tree.keys).union([host]) {
             guard let chain = chain(ifCandidate: id, for: me, excluding: excluding, silent: silent) else { continue }
-            ranked.append((id, chain.count, direct(id), free(id), Self.tie(me, id)))
+            let reachable = asker.map { a in tree[id]?.reachable(from: a.nat, ipv6: a.ipv6) ?? true } ?? true
+            ranked.append((id, reachable, chain.count, direct(id), free(id), Self.tie(me, id)))
         }
         ranked.sort { a, b in
+            if a.reachable != b.reachable { return a.reachable }
             if a.depth != b.depth { return a.depth < b.depth }
             if a.direct != b.direct { return a.direct }
             if a.free != b.free { return a.free > b.free }
@@ -94,8 +100,8 @@ public struct TreePlacement: Sendable {
     /// failure that silences the parent is unlikely to silence the backup;
     /// else the best other candidate.
     public func backup(for me: NodeID, parent: NodeID?, excluding: Set<NodeID> = [], silent: Set<NodeID> = [],
-                       direct: (NodeID) -> Bool = { _ in false }) -> NodeID? {
-        let options = candidates(for: me, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent, direct: direct)
+                       asker: (nat: NATKind, ipv6: Bool)? = nil, direct: (NodeID) -> Bool = { _ in false }) -> NodeID? {
+        let options = candidates(for: me, excluding: excluding.union(parent.map { [$0] } ?? []), silent: silent, asker: asker, direct: direct)
         guard let parent else { return options.first }
         let branch = self.branch(of: parent)
         return options.first { id in !isBelow(id, parent) && (branch == nil || self.branch(of: id) != branch) }

@@ -385,14 +385,3 @@ extension TransportCore {
         }
     }
 }
-
-extension TransportCore {
-    /// How the session with `id` runs, for people and scripts: "direct",
-    /// "relay via ID" (through that node), "relay" (through a relay not
-    /// known here), or "none".
-    public func path(to id: NodeID) -> String {
-        guard let p = peersByID[id] else { return "none" }
-        guard RelayPath.isRelay(p.endpoint) else { return "direct" }
-        return relay(of: id).map { "relay via \($0.text)" } ?? "relay"
-    }
-}

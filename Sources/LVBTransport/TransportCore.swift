@@ -22,6 +22,8 @@ public struct TransportConfig: Sendable {
     /// many kbit/s in all, each pair up to `IntroductionConstants.relayPairKbps`
     /// of it (0: relays nothing; a rendezvous's `--relay-kbps`). Read once, at start.
     public var relayKbps = 0
+    /// What this node's NAT does, once measured (`NATKind`).
+    public var nat = NATKind.unknown
     public init() {}
 }
 

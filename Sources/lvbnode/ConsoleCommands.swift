@@ -237,6 +237,7 @@ struct ConsoleCommands: Sendable {
                 o.add("address", p.endpoint.description)
                 o.add("established", p.established)
                 o.add("path", node.core.path(to: p.id))
+                o.add("link", node.core.link(to: p.id))
                 if let rtt = p.rtt { o.add("rtt_ms", rtt.milliseconds) }
                 if let age = p.keyAge { o.add("key_age_s", age.seconds) }
                 o.add("tree", treeRole(p.id))
@@ -246,7 +247,7 @@ struct ConsoleCommands: Sendable {
             l.addRaw("peers", json)
             if let t = reporters.tree.json(node, final: true) { l.addRaw("tree", t) }
             var human = peers.isEmpty ? "no sessions" : peers.map { p in
-                "\(p.id.text) \(p.endpoint) \(node.core.path(to: p.id)) rtt \(p.rtt.map { $0.millisecondsText + " ms" } ?? "?")" + (treeRole(p.id).map { " · tree \($0)" } ?? "")
+                "\(p.id.text) \(p.endpoint) \(node.core.link(to: p.id)) rtt \(p.rtt.map { $0.millisecondsText + " ms" } ?? "?")" + (treeRole(p.id).map { " · tree \($0)" } ?? "")
             }.joined(separator: "\n    ")
             if let line = TreeStatsReporter.describe(node) { human += "\n    " + line }
             out.emit(l, human: human, kind: "peers")
@@ -259,6 +260,7 @@ struct ConsoleCommands: Sendable {
             var l = JSONLine(event: "stats")
             l.addRaw("transport", StatsJSON.encode(transport))
             l.addRaw("room", StatsJSON.encode(room: node.room))
+            l.add("nat", node.core.config.nat.name)
             if let media { l.addRaw("media", media) }
             if let tree = reporters.tree.json(node, final: true) { l.addRaw("tree", tree) }
             var human = StatsText.describe(transport: transport, room: node.room, node: node)

@@ -158,6 +158,18 @@ struct NodeRunner {
             }
         }
         guard !rendezvous.isEmpty else { return }
+        // What this node's NAT does, from a rendezvous's two ports (placement uses it).
+        let watch = NATWatch(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared,
+                             server: rendezvous.first(where: \.isIPv4) ?? rendezvous[0])
+        watch.onResult = { kind, report in
+            var l = JSONLine(event: "nat")
+            l.add("nat", kind.name)
+            l.add("mapping", report.mapping.rawValue)
+            l.addRaw("reflexive", "[" + report.reflexive.map { JSONLine.quote($0.description) }.joined(separator: ",") + "]")
+            let seen = report.reflexive.map(\.description).joined(separator: ", ")
+            out.emit(l, human: "this node's NAT: \(kind == .hard ? "hard (a new port for every destination)" : kind.name) (seen at \(seen))", kind: "session")
+        }
+        node.register(watch)
         // The console's /rooms, over the sessions with the rendezvous servers.
         let browser = RoomBrowser(core: node.core, clock: SystemClock.shared, random: SodiumRandom.shared)
         node.register(browser)

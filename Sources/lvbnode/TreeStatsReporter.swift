@@ -21,6 +21,7 @@ final class TreeStatsReporter {
         // How the stream comes: straight from the parent, or through a relay (and whose).
         if let parent = tree.parent, parent != node.core.nodeID {
             o.add("parent_path", node.core.path(to: parent))
+            o.add("parent_link", node.core.link(to: parent))
             if let address = node.core.endpoint(of: parent) { o.add("parent_address", address.description) }
         }
         if let depth = tree.depth { o.add("depth", depth) } else { o.addRaw("depth", "null") }

@@ -73,6 +73,11 @@ import Testing
         let paths = stats.dropFirst().map { Self.tree($0)?["parent_path"] as? String ?? "none" }
         print("NAT room (\(variant)): parents \(parents.map { $0.map { String($0.prefix(6)) } ?? "none" }), paths \(paths)")
         #expect(parents.allSatisfy { $0 != nil }, "(\(variant)) viewers without a parent: \(parents)")
+        // Each node knows its NAT (from the rendezvous's two ports): random-port homes are hard.
+        let nats = stats.map { $0?["nat"] as? String ?? "?" }
+        let expected = (1...(1 + Self.viewers)).map { variant.hard.contains($0) ? "hard" : "endpoint-independent" }
+        print("NAT room (\(variant)): NATs \(nats), links \(stats.dropFirst().map { Self.tree($0)?["parent_link"] as? String ?? "none" })")
+        #expect(nats == expected, "(\(variant)) the nodes' NATs: \(nats)")
         #expect((Self.tree(stats[0])?["children"] as? Int ?? .max) <= Self.hostSlots, "host: \(String(describing: Self.tree(stats[0])))")
         #expect(parents.contains { $0 != nil && $0 != hostID }, "(\(variant)) no viewer takes the stream from another viewer")
         if variant != .hardNATsRelayed {

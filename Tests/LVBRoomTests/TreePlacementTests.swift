@@ -3,6 +3,7 @@ import LVBCrypto
 import LVBGossip
 import LVBRoom
 import LVBTestSupport
+import LVBTransport
 import Testing
 
 /// Placement in the media tree, from gossiped relay positions only.
@@ -56,6 +57,50 @@ import Testing
         // One reached directly goes first among the equally deep (1 before 2), never before a shallower one (3 stays after both).
         #expect(p.candidates(for: ids[20], direct: { $0 == ids[1] || $0 == ids[3] }) == [ids[1], ids[2], ids[3], ids[5]])
         #expect(p.backup(for: ids[20], parent: nil, direct: { $0 == ids[1] }) == ids[1])
+    }
+
+    /// Issue 48: a parent the asker can reach without a relay goes first,
+    /// however deep: behind a hard NAT (a new port for every destination)
+    /// only an open or an IPv6 node is reachable, and a hard node is a leaf
+    /// to all others.
+    @Test func reachableParentsComeFirstByNAT() {
+        var tree = sample
+        tree[ids[2]]?.nat = .hard
+        tree[ids[1]]?.nat = .easy
+        tree[ids[3]]?.nat = .easy
+        tree[ids[5]]?.nat = .open
+        let p = TreePlacement(host: host, tree: tree)
+        // An easy asker: 1, 3, 5 (reachable, by depth), then the hard 2.
+        #expect(p.candidates(for: ids[20], asker: (.easy, false)) == [ids[1], ids[3], ids[5], ids[2]])
+        // A hard asker: only the open 5 is reachable.
+        #expect(p.candidates(for: ids[20], asker: (.hard, false)).first == ids[5])
+        // Unknown (not measured) meets easy and hard... as easy does; no asker: depth first as before.
+        #expect(p.candidates(for: ids[20], asker: (.unknown, false)) == [ids[1], ids[3], ids[5], ids[2]])
+        #expect(p.candidates(for: ids[20]) == [ids[2], ids[1], ids[3], ids[5]])
+        // A hard node with a global IPv6 address is reachable over IPv6 by an asker that has one.
+        tree[ids[2]]?.addresses = [PeerAddress(host: .v6([0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [2]), port: 7400)]
+        let q = TreePlacement(host: host, tree: tree)
+        #expect(q.candidates(for: ids[20], asker: (.hard, true)).first == ids[2])
+        #expect(q.candidates(for: ids[20], asker: (.hard, false)).first == ids[5])
+        #expect(NATKind.hard.meets(.open) && !NATKind.hard.meets(.easy) && !NATKind.hard.meets(.hard) && NATKind.easy.meets(.unknown))
+    }
+
+    /// The NAT rides in the position's flags byte, and other flag bits are refused.
+    @Test func thePositionCarriesItsNAT() throws {
+        let author = Author(2)
+        for nat in NATKind.allCases {
+            let position = RelayPosition(parent: host, depth: 1, slots: 2, children: 1, addresses: here, nat: nat)
+            let bytes = author.event(.relay(position)).encoded
+            #expect(try RoomEvent.parse(bytes[...], kinds: RoomEvents.table).body.as(RelayPosition.self) == position)
+        }
+        // Flag bit 3 set: the signature no longer matters, the body is refused first or the event is.
+        var bad = author.event(.relay(RelayPosition(parent: host, depth: 1, slots: 2, children: 1, addresses: here))).encoded
+        guard let at = bad.indices.dropLast(32 + 3 + 2).first(where: { i in bad[i] == 1 && Array(bad[(i + 1)...].prefix(32)) == host.publicKey }) else {
+            Issue.record("no flags byte before the parent")
+            return
+        }
+        bad[at] |= 0x08
+        #expect(throws: EventError.self) { try RoomEvent.parse(bad[...], kinds: RoomEvents.table) }
     }
 
     @Test func equalCandidatesAreOrderedPerAsker() {

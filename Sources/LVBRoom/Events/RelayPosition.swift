@@ -1,14 +1,17 @@
 import LVBCore
 import LVBCrypto
 import LVBGossip
+import LVBTransport
 
 /// Where a member sits in the room's media tree: the node it takes the
 /// host's stream from, how far from the host, how many children it takes and
 /// has, and where children reach it. Latest wins per author.
 ///
-///     body: hasParent(1: 0 or 1) ‖ [parent(32)] ‖ depth(1) ‖ slots(1) ‖
+///     body: flags(1) ‖ [parent(32)] ‖ depth(1) ‖ slots(1) ‖
 ///           children(1) ‖ count(1: 0...4) ‖ address × count
-///           (an address: family(1: 4 or 6) ‖ 4 or 16 bytes ‖ port(2))
+///           (flags: bit 0 a parent follows, bits 1-2 its NAT (`NATKind`:
+///           0 unknown, 1 none, 2 endpoint-independent, 3 hard), no others;
+///           an address: family(1: 4 or 6) ‖ 4 or 16 bytes ‖ port(2))
 public struct RelayPosition: Equatable, Sendable {
     /// The node it receives the stream from; nil for the host (the root).
     public var parent: NodeID?
@@ -19,13 +22,22 @@ public struct RelayPosition: Equatable, Sendable {
     public var children: UInt8
     /// Where a child dials it (its own view: local, advertised, reflexive).
     public var addresses: [PeerAddress]
+    /// What its NAT does, as far as it knows (placement puts children where they can reach it).
+    public var nat: NATKind
 
-    public init(parent: NodeID?, depth: UInt8, slots: UInt8, children: UInt8, addresses: [PeerAddress]) {
+    public init(parent: NodeID?, depth: UInt8, slots: UInt8, children: UInt8, addresses: [PeerAddress], nat: NATKind = .unknown) {
         self.parent = parent
         self.depth = depth
         self.slots = slots
         self.children = children
         self.addresses = addresses
+        self.nat = nat
+    }
+
+    /// Whether a node behind `nat` (with a global IPv6 address: `ipv6`)
+    /// can reach this one directly: both over IPv6, or by an IPv4 punch.
+    public func reachable(from nat: NATKind, ipv6: Bool) -> Bool {
+        (ipv6 && addresses.contains(where: \.isGlobalIPv6)) || nat.meets(self.nat)
     }
 
     /// Slots not taken.
@@ -50,7 +62,7 @@ extension RelayPosition: EventContent {
     }
 
     public func encode(into w: inout ByteWriter) {
-        w.write(UInt8(parent == nil ? 0 : 1))
+        w.write(UInt8(parent == nil ? 0 : 1) | nat.rawValue << 1)
         if let parent { w.write(bytes: parent.publicKey) }
         w.write(depth)
         w.write(slots)
@@ -60,13 +72,15 @@ extension RelayPosition: EventContent {
     }
 
     public static func decode(_ r: inout RoomEventReader) throws(EventError) -> RelayPosition {
-        let parent = try r.flag("relay parent") ? try r.nodeID() : nil
+        let flags = try r.uint8()
+        guard flags & ~0x07 == 0, let nat = NATKind(rawValue: flags >> 1) else { throw .badValue("relay flags \(flags)") }
+        let parent = flags & 1 == 1 ? try r.nodeID() : nil
         let depth = try r.uint8(), slots = try r.uint8(), children = try r.uint8()
         let count = Int(try r.uint8())
         guard count <= maxAddresses else { throw .badValue("relay lists \(count) addresses (at most 4)") }
         var addresses: [PeerAddress] = []
         for _ in 0..<count { addresses.append(try r.address()) }
-        return RelayPosition(parent: parent, depth: depth, slots: slots, children: children, addresses: addresses)
+        return RelayPosition(parent: parent, depth: depth, slots: slots, children: children, addresses: addresses, nat: nat)
     }
 }
 

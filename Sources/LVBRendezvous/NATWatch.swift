@@ -1,0 +1,77 @@
+import LVBCore
+import LVBCrypto
+import LVBRoom
+import LVBTransport
+
+/// Learns what this node's NAT does (issue 48, "know your NAT") from its
+/// own socket: a `NATProbe` of a rendezvous's two ports (the mapping test
+/// alone: one socket cannot test filtering without spoiling it), at start
+/// and again after the node moved. Two reflexive addresses from two
+/// destinations tell endpoint-independent from endpoint-dependent mapping;
+/// the node's own address seen means no NAT. The result goes into the
+/// transport's config (`TransportConfig.nat`), which the node's relay
+/// position carries to placement. STUN answers are taken from the
+/// transport's side channel (chained, as `STUNClient` does).
+public final class NATWatch: LiveRole {
+    /// The result of each probe (a kind, and what the classifier saw).
+    public var onResult: ((NATKind, NATReport) -> Void)?
+
+    private let core: TransportCore
+    private let clock: Clock
+    private let random: RandomSource
+    private let server: PeerAddress
+    private var probe: NATProbe?
+    private var stopped = false
+
+    /// How long a probe runs before it settles for what it has.
+    static let probeTime: Duration = .seconds(3)
+
+    public init(core: TransportCore, clock: Clock, random: RandomSource, server: PeerAddress) {
+        self.core = core
+        self.clock = clock
+        self.random = random
+        self.server = server
+        let previous = core.sideChannel
+        core.sideChannel = { [unowned self] bytes, source in
+            if take(bytes, from: source) { return .consumed }
+            return previous?(bytes, source) ?? .notMine
+        }
+        probe = NATProbe(server: server, deadline: clock.now() + Self.probeTime, testFiltering: false)
+    }
+
+    public func handle(_ event: NodeEvent) {
+        // A new address (and perhaps a new NAT): measure again.
+        if case .transport(.moved) = event, !stopped {
+            probe = NATProbe(server: server, deadline: clock.now() + Self.probeTime, testFiltering: false)
+        }
+    }
+
+    public func tick() {
+        guard !stopped, var p = probe else { return }
+        for out in p.tick(now: clock.now(), random: random) { core.sendRaw(out.bytes, to: out.to) }
+        probe = p
+        if p.isDone { finish(p) }
+    }
+
+    public func leave() { stopped = true }
+    public func stop() { stopped = true }
+
+    private func take(_ bytes: ArraySlice<UInt8>, from source: PeerAddress) -> Bool {
+        guard probe != nil, STUNMessage.looksLikeSTUN(bytes), let message = try? STUNMessage.parse(bytes) else { return false }
+        return probe?.consume(message, from: source, now: clock.now()) ?? false
+    }
+
+    private func finish(_ p: NATProbe) {
+        probe = nil
+        let port = core.config.ownAddresses.first?.port ?? 0
+        let report = NATClassifier.classify([p.observation], localPort: port, localHosts: Set(LocalAddresses.interfaceHosts() ?? []))
+        let kind: NATKind = switch report.mapping {
+        case .none: .open
+        case .endpointIndependent: .easy
+        case .endpointDependent: .hard
+        case .unknown: core.config.nat
+        }
+        core.config.nat = kind
+        onResult?(kind, report)
+    }
+}
