@@ -66,6 +66,11 @@ public enum RoomConstants {
     public static let parentSilence: Duration = .seconds(1)
     /// A parent that refused us or went silent is left out of placement this long.
     public static let refusedFor: Duration = .seconds(10)
+    /// A parent link through a relay moves to a parent reachable without
+    /// one (`TreeAttachment.tickRelink`) after this long on the relay (at
+    /// once when the NATs cannot meet), at most every `relinkInterval`.
+    public static let relinkAfter: Duration = .seconds(5)
+    public static let relinkInterval: Duration = .seconds(10)
     /// A parent that sent media its host did not seal is blamed this long
     /// after, unless it said its own parent lied to it (`MediaTrust`).
     static let blameGrace: Duration = .milliseconds(300)

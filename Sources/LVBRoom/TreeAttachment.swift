@@ -30,14 +30,14 @@ final class TreeAttachment {
     private static let logLength = 12
 
     private unowned let tree: RelayTree
-    private var room: RoomNode { tree.room }
-    private var media: NodeMedia { tree.media }
-    private var core: TransportCore { tree.core }
-    private var clock: Clock { tree.clock }
+    var room: RoomNode { tree.room }
+    var media: NodeMedia { tree.media }
+    var core: TransportCore { tree.core }
+    var clock: Clock { tree.clock }
     /// The node asked for the stream, not yet heard from.
     var asking: NodeID? { trying?.id }
     /// Asked, not yet heard from: who and since when.
-    private var trying: (id: NodeID, since: Instant, sessionUp: Bool, asked: Instant, orphaned: Bool)?
+    var trying: (id: NodeID, since: Instant, sessionUp: Bool, asked: Instant, orphaned: Bool)?
     /// When the backup (or the node asked) last answered anything: the
     /// backup is probed, so a dead one is passed over when it is needed.
     private var heardFrom: [NodeID: Instant] = [:]
@@ -46,25 +46,28 @@ final class TreeAttachment {
     private var lastCandidateProbe: Instant?
     /// Left out of placement until then: nodes that refused us, and nodes
     /// that went silent (these with everything below them).
-    private var excluded: [NodeID: Exclusion] = [:]
-    private var silenced: [NodeID: Instant] = [:]
+    var excluded: [NodeID: Exclusion] = [:]
+    var silenced: [NodeID: Instant] = [:]
     /// Moved down by our parent: no children until then.
     private var demotedUntil: Instant?
     /// Children full nodes named when they refused us, until then (`RelaySignal.redirect`).
-    private var redirects: [NodeID: Instant] = [:]
+    var redirects: [NodeID: Instant] = [:]
     /// When we last asked the host for lack of anyone else (`askHost`).
-    private var hostAsked: Instant?
+    var hostAsked: Instant?
     /// Nodes silenced because they did not answer a subscription in time, and when.
-    private var unanswered: [NodeID: Instant] = [:]
+    var unanswered: [NodeID: Instant] = [:]
     /// This node's NAT and whether it has a global IPv6 address: placement
     /// ranks first the parents it can reach without a relay.
-    private var asker: (nat: NATKind, ipv6: Bool) { (core.config.nat, tree.addresses.contains(where: \.isGlobalIPv6)) }
+    var asker: (nat: NATKind, ipv6: Bool) { (core.config.nat, tree.addresses.contains(where: \.isGlobalIPv6)) }
     /// When this node's outside address last changed (`TransportEvent.moved`).
-    private var movedAt: Instant?
+    var movedAt: Instant?
     /// A parent punched again after a move: subscribed to again once heard
     /// from after then (a subscription sent before goes to the old address,
     /// and the parent may have let us go meanwhile).
-    private var refeed: (id: NodeID, at: Instant, sent: Instant?)?
+    var refeed: (id: NodeID, at: Instant, sent: Instant?)?
+    /// Since when the parent link has run through a relay, and when we last moved off one (`tickRelink`).
+    var relayedSince: Instant?
+    var lastRelink: Instant?
 
     init(tree: RelayTree) { self.tree = tree }
 
@@ -78,22 +81,8 @@ final class TreeAttachment {
             // Passed over while its session was coming up: it is alive after all.
             unanswered[info.id] = nil
             silenced[info.id] = nil
-        case .moved:
-            // Our own address changed: the silences were ours, and every
-            // session is being punched again; the parent gets a moment more.
-            silenced.removeAll()
-            unanswered.removeAll()
-            movedAt = clock.now()
-            if let parent { refeed = (parent, clock.now(), nil) }
-        case .peerMoved(let id):
-            // Its silence was its move, not its death: a parent keeps its
-            // place (as after our own move) and hears our subscription again.
-            silenced[id] = nil
-            unanswered[id] = nil
-            guard id == parent else { break }
-            movedAt = clock.now()
-            if let t = trying, t.id != id { trying = nil }
-            refeed = (id, clock.now(), nil)
+        case .moved, .peerMoved:
+            handleMove(event)
         case .rtt(let peer, _), .message(let peer, _, _):
             if peer == backup || peer == trying?.id { heardFrom[peer] = clock.now() }
         default:
@@ -126,17 +115,7 @@ final class TreeAttachment {
         // A leaf that decodes nothing takes no stream at all.
         guard slots > 0 || media.receivers[room.host] != nil else { return leaveTree() }
         let placement = TreePlacement(host: room.host, tree: state.tree)
-        if let r = refeed {
-            // (Until its stream is back: the first may reach it while it
-            // has no stream itself and takes no children.)
-            if r.id != parent || media.lastHeard(from: room.host).map({ $0 > r.at }) ?? false || now - r.at >= RoomConstants.refusedFor {
-                refeed = nil
-            } else if let heard = core.lastHeard(from: r.id), heard > r.at,
-                      r.sent.map({ now - $0 >= RoomConstants.attachResubscribe }) ?? true {
-                refeed?.sent = now
-                media.feed(room.host, from: r.id)
-            }
-        }
+        tickRefeed(now: now)
         let heard = media.lastHeard(from: room.host)
         // No new children without a parent, or while our own stream has
         // stopped for half a silence (unless we just moved: our children
@@ -243,6 +222,7 @@ final class TreeAttachment {
                 ?? askHost(now: now)
             if let next { attach(to: next, placement: placement, now: now) }
         }
+        tickRelink(placement, silent: silent, now: now)
         keepBackup(placement)
         if let b = backup, lastBackupProbe.map({ now - $0 >= RoomConstants.backupProbeInterval }) ?? true {
             lastBackupProbe = now
@@ -271,26 +251,6 @@ final class TreeAttachment {
         tree.publishIfChanged(RelayPosition(parent: room.host, depth: 1, slots: 0, children: 0, addresses: tree.addresses), now: now)
     }
 
-    /// A node left out of placement for a while.
-    private struct Exclusion {
-        var until: Instant
-        /// Kept for the whole time whatever it publishes (it moved us down).
-        var sticky = false
-        /// Its position said it was full since it refused us.
-        var sawFull = false
-
-        /// Whether a node that refused us has since said it was full, then
-        /// that it has a free slot again (a child of its left): worth asking
-        /// again before the time is up, or a node whose every candidate once
-        /// refused waits out `refusedFor` without a stream. (A refusal often
-        /// meets a position that said "free" before the slot was taken.)
-        mutating func hasRoomAgain(_ position: RelayPosition?) -> Bool {
-            guard !sticky, let position else { return false }
-            if position.free <= 0 { sawFull = true }
-            return sawFull && position.free > 0
-        }
-    }
-
     /// Children this node offers now: none while moved down.
     private var openSlots: Int { demotedUntil == nil ? tree.slots : 0 }
 
@@ -309,7 +269,7 @@ final class TreeAttachment {
         }
     }
 
-    private func note(_ step: String, now: Instant) {
+    func note(_ step: String, now: Instant) {
         log.append((now, step))
         if log.count > Self.logLength { log.removeFirst(log.count - Self.logLength) }
     }
@@ -344,7 +304,7 @@ final class TreeAttachment {
     }
 
     /// Subscribes with `next` (dialling it first unless it is the host or a session is up).
-    private func attach(to next: NodeID, placement: TreePlacement, now: Instant) {
+    func attach(to next: NodeID, placement: TreePlacement, now: Instant) {
         let how = next == backup ? "backup" : core.isEstablished(with: next) ? heardLately(next, now: now) ? "heard" : "session" : "new"
         note("asks \(next.short) (\(how), depth \(placement.depth(of: next).map(String.init) ?? "?"))", now: now)
         trying = (next, now, core.isEstablished(with: next), now, parent != nil)
@@ -409,41 +369,5 @@ final class TreeAttachment {
         trying = nil
         // Asked again with the node's next tick, not the tree's next one.
         tree.tickSoon()
-    }
-
-    /// With no candidate at all, one that merely did not answer in time, a
-    /// while ago (under loss a subscription and its answers can all be lost,
-    /// or our pass reach it late): asked again rather than waiting out
-    /// `refusedFor` with no stream. Nodes silenced with a dead parent stay out.
-    private func askAgain(_ placement: TreePlacement, excluding: Set<NodeID>, now: Instant) -> NodeID? {
-        let retry = Set(unanswered.filter { now - $0.value >= RoomConstants.askAgainAfter }.keys)
-        guard !retry.isEmpty else { return nil }
-        let again = placement.candidates(for: core.nodeID, excluding: excluding, silent: Set(silenced.keys).subtracting(retry), asker: asker)
-        guard let next = again.first(where: retry.contains) ?? again.first else { return nil }
-        unanswered[next] = nil
-        silenced[next] = nil
-        return next
-    }
-
-    /// With nowhere else to go, the host, at most every `hostAskedEvery`
-    /// whatever it said last: a full host sends its directory with its
-    /// refusal (our view holds only what our parent passed us, and the
-    /// positions of those that turned us away).
-    private func askHost(now: Instant) -> NodeID? {
-        if let last = hostAsked, now - last < RoomConstants.hostAskedEvery { return nil }
-        hostAsked = now
-        excluded[room.host] = nil
-        silenced[room.host] = nil
-        return room.host
-    }
-
-    /// A node a full one sent us to, when placement has none to offer:
-    /// never ourselves, one left out, nor one the view puts below us.
-    private func redirect(_ placement: TreePlacement, now: Instant) -> NodeID? {
-        redirects = redirects.filter { $0.value > now }
-        let me = core.nodeID
-        return redirects.keys.sorted { $0.text < $1.text }.first {
-            excluded[$0] == nil && silenced[$0] == nil && !placement.isBelow($0, me)
-        }
     }
 }

@@ -2,6 +2,7 @@ import LVBCore
 import LVBCrypto
 import LVBGossip
 import LVBRoom
+import LVBTransport
 import TestAssertions
 import Testing
 
@@ -144,8 +145,11 @@ import Testing
                     RelayPosition(parent: target, depth: 1, slots: 2, children: 0, addresses: Array(repeating: loopback, count: 5))] {
             expectError("\(bad)", badValue) { () throws(EventError) in try make(.relay(bad)) }
         }
-        // On the wire: a flag other than 0/1, an unknown address family, a count above 4, a short body.
-        for (body, truncated) in [([2, 0, 0, 0, 0], false), ([0, 0, 0, 0, 1, 5, 1, 2, 3, 4, 0, 0], false),
+        // The flags byte: bit 0 a parent, bits 1-2 the author's NAT (3: hard).
+        let hard = try make(.relay(RelayPosition(parent: target, depth: 2, slots: 4, children: 1, addresses: [loopback], nat: .hard)))
+        #expect(hard.encoded == signedWire(kind: 12, body: [7] + target.publicKey + [2, 4, 1, 1, 4, 127, 0, 0, 1, 0x1C, 0xE8]))
+        // On the wire: another flag bit, an unknown address family, a count above 4, a short body.
+        for (body, truncated) in [([8, 0, 0, 0, 0], false), ([0, 0, 0, 0, 1, 5, 1, 2, 3, 4, 0, 0], false),
                                   ([0, 0, 0, 0, 5] + Array(repeating: 0, count: 35), false), ([1] + target.publicKey + [1, 1], true),
                                   ([0, 0, 0, 0, 1, 4, 127, 0], true)] as [([UInt8], Bool)] {
             let wire = signedWire(kind: 12, body: body)
