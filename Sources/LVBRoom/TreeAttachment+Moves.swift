@@ -51,9 +51,12 @@ extension TreeAttachment {
     /// one, no more than a level deeper: move there, as planned as a move
     /// to a backup (the old parent feeds us until the new one does). Not
     /// before `relinkAfter` on the relay, unless the two NATs cannot meet
-    /// (the direct probes get their chance), and at most every `relinkInterval`.
+    /// (the direct probes get their chance), and at most every `relinkInterval`;
+    /// only once the node knows its NAT (`NATWatch`).
     func tickRelink(_ placement: TreePlacement, silent: Bool, now: Instant) {
-        guard trying == nil, !silent, let parent, core.isRelayed(parent) else {
+        // (Only a node that knows its NAT: not knowing, every candidate looks
+        // reachable, and moving among them would only cost pictures.)
+        guard asker.nat != .unknown, trying == nil, !silent, let parent, core.isRelayed(parent) else {
             relayedSince = nil
             return
         }
@@ -68,6 +71,19 @@ extension TreeAttachment {
         guard let next = options.first(where: { c in
             (placement.tree[c]?.reachable(from: me.nat, ipv6: me.ipv6) ?? true) && !core.isRelayed(c) && (placement.depth(of: c) ?? Int.max) <= depth + 1
         }) else { return }
+        // Only over a session already up and direct: the stream keeps
+        // coming from the old parent until then (a punch first, through
+        // the host's introduction; the move waits for the next tick).
+        guard core.isEstablished(with: next) else {
+            if !core.isReaching(next) { core.reach(next, at: placement.tree[next]?.addresses ?? [], via: [room.host]) }
+            if relinkReachSince == nil { relinkReachSince = now }
+            if let since = relinkReachSince, now - since >= RoomConstants.relinkAfter {
+                lastRelink = now  // (it never came up: not again for a while)
+                relinkReachSince = nil
+            }
+            return
+        }
+        relinkReachSince = nil
         lastRelink = now
         note("\(parent.short) only through a relay; \(next.short) reachable", now: now)
         attach(to: next, placement: placement, now: now)

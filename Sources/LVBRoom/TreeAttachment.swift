@@ -68,6 +68,7 @@ final class TreeAttachment {
     /// Since when the parent link has run through a relay, and when we last moved off one (`tickRelink`).
     var relayedSince: Instant?
     var lastRelink: Instant?
+    var relinkReachSince: Instant?
 
     init(tree: RelayTree) { self.tree = tree }
 
