@@ -31,11 +31,7 @@ public final class NATWatch: LiveRole {
         self.clock = clock
         self.random = random
         self.server = server
-        let previous = core.sideChannel
-        core.sideChannel = { [unowned self] bytes, source in
-            if take(bytes, from: source) { return .consumed }
-            return previous?(bytes, source) ?? .notMine
-        }
+        core.addSideChannel { [unowned self] bytes, source in take(bytes, from: source) }
         probe = NATProbe(server: server, deadline: clock.now() + Self.probeTime, testFiltering: false)
     }
 

@@ -28,11 +28,7 @@ public final class STUNClient: LiveRole {
         self.clock = clock
         self.random = random
         self.servers = servers
-        let previous = core.sideChannel
-        core.sideChannel = { [unowned self] bytes, source in
-            if take(bytes, from: source) { return .consumed }
-            return previous?(bytes, source) ?? .notMine
-        }
+        core.addSideChannel { [unowned self] bytes, source in take(bytes, from: source) }
         for server in servers { ask(server) }
     }
 

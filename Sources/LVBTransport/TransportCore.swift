@@ -39,6 +39,13 @@ public final class TransportCore {
     /// Another protocol sharing the socket (STUN on a rendezvous): sees every
     /// datagram first and claims its own.
     public var sideChannel: ((ArraySlice<UInt8>, PeerAddress) -> SideChannelVerdict)?
+
+    /// Puts `claims` in front of the side channel the core has: it sees
+    /// each datagram first and takes its own (true); the rest go on.
+    public func addSideChannel(_ claims: @escaping (ArraySlice<UInt8>, PeerAddress) -> Bool) {
+        let previous = sideChannel
+        sideChannel = { bytes, source in claims(bytes, source) ? .consumed : previous?(bytes, source) ?? .notMine }
+    }
     /// Sends a datagram along a relay path (`RelayPath`) that is not one of
     /// the transport's own; without it such datagrams are dropped.
     public var relaySend: ((PeerAddress, [UInt8]) -> Void)?
