@@ -97,6 +97,11 @@ final class NodeProcess: @unchecked Sendable {
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning {
             process.terminate()
+            // (Not every program stops on SIGTERM: gst-launch-1.0 outlived
+            // the test run, one per run, until killed.)
+            let grace = Date().addingTimeInterval(1)
+            while process.isRunning && Date() < grace { Thread.sleep(forTimeInterval: 0.02) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             return nil
         }
         // Let the pipe handlers drain what the process wrote last.
