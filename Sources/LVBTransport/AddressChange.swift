@@ -13,8 +13,8 @@ struct AddressWatch {
     /// When this node last asked where it is seen, and last moved.
     var lastCheck: Instant?
     var lastMove: Instant?
-    /// Sessions this node asked to be introduced again after it moved, with the request.
-    var again: [NodeID: (request: UInt32, at: Instant)] = [:]
+    /// Sessions this node asked to be introduced again after it moved: the request.
+    var again: [NodeID: UInt32] = [:]
 }
 
 /// An address that changes (lvbnode-protocol(7), INTRODUCTIONS, "A node
@@ -54,14 +54,8 @@ extension TransportCore {
         }
     }
 
-    /// This node's reflexive addresses: where each coordinator last saw it.
-    public var reflexiveAddresses: [NodeID: PeerAddress] { addressWatch.observed }
-
     /// Coordinators that can say where they see this node: rendezvous and room hosts with a session up.
-    func addressCoordinators() -> [NodeID] {
-        peersByID.values.filter { ($0.role == .rendezvous || $0.role == .host) && $0.established }
-            .compactMap(\.id).sorted { $0.text < $1.text }
-    }
+    func addressCoordinators() -> [NodeID] { establishedPeers(in: [.rendezvous, .host]) }
 
     /// A coordinator says where it sees this node (its answer to a request
     /// naming us: the first one, after each session with it comes up, sets
@@ -105,13 +99,12 @@ extension TransportCore {
     /// on any authenticated datagram, and learns the new address), and
     /// every other session asks to be introduced again.
     func rebound(port: UInt16?, family ipv4: Bool) {
-        let now = clock.now()
         log.info("on port \(port.map(String.init) ?? "unchanged"): punching every session again")
         if let port {
             stats.socketsRebound += 1
             config.ownAddresses = config.ownAddresses.map { PeerAddress(host: $0.host, port: port) }
         }
-        let coordinators = addressCoordinators()
+        let rendezvous = rendezvousPeers()
         for peer in peersByID.values where peer.established && (port != nil || peer.endpoint.isIPv4 == ipv4) {
             // (A session over a relay is introduced again too: the peer
             // hears that we moved rather than taking our pause for a death,
@@ -121,7 +114,7 @@ extension TransportCore {
                 sendPing(peer)
                 continue
             }
-            let via = coordinators.filter { $0 != id && peersByID[$0]?.role == .rendezvous }
+            let via = rendezvous.filter { $0 != id }
             guard !via.isEmpty else {
                 // Nobody to introduce us: straight to where it was (it roams to us).
                 peer.holdDirectUntil = nil
@@ -129,7 +122,7 @@ extension TransportCore {
                 continue
             }
             let request = random.uint32()
-            addressWatch.again[id] = (request, now)
+            addressWatch.again[id] = request
             stats.introductionsAsked += 1
             for c in via { sendIntroduce(.again(request: request, peer: id, addresses: config.ownAddresses), to: c) }
         }
@@ -142,19 +135,19 @@ extension TransportCore {
     /// addresses given, the session and its keys going on meanwhile.
     func introducedAgain(to other: NodeID, at addresses: [PeerAddress], relay: Bool, request: UInt32, by coordinator: NodeID) {
         if request != 0 {
-            guard addressWatch.again[other]?.request == request else { return }
+            guard addressWatch.again[other] == request else { return }
             addressWatch.again[other] = nil
         }
         guard let peer = peersByID[other], !addresses.isEmpty else { return }
+        let path = relay ? [relayPath(to: other, via: coordinator)] : []
         guard peer.established else {
             // (A session that died meanwhile: an ordinary introduction.)
-            return connect(to: addresses + (relay ? [relayPath(to: other, via: coordinator)] : []), expecting: other, punch: true)
+            return connect(to: addresses + path, expecting: other, punch: true)
         }
         stats.introductionsTaken += 1
         log.debug("introduced again to \(other.short) at \(addresses)")
         if request == 0 { emit(.peerMoved(other)) }
-        let candidates = (addresses.filter { !RelayPath.isRelay($0) } + (relay ? [relayPath(to: other, via: coordinator)] : []))
-            .uniqued(limit: TransportConstants.maxCandidates)
+        let candidates = (addresses.filter { !RelayPath.isRelay($0) } + path).uniqued(limit: TransportConstants.maxCandidates)
         peer.candidates = Array(candidates)
         noteDirectCandidates(Array(candidates), of: peer)
         peer.punchAttempts = 0

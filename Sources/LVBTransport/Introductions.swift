@@ -123,8 +123,11 @@ extension TransportCore {
     }
 
     /// Every rendezvous this node holds a session with, in a stable order.
-    func rendezvousPeers() -> [NodeID] {
-        peersByID.values.filter { $0.role == .rendezvous && $0.established }.compactMap(\.id).sorted { $0.text < $1.text }
+    func rendezvousPeers() -> [NodeID] { establishedPeers(in: [.rendezvous]) }
+
+    /// The peers of these roles with a session up, in a stable order.
+    func establishedPeers(in roles: Set<NodeRole>) -> [NodeID] {
+        peersByID.values.filter { $0.established && $0.role.map(roles.contains) == true }.compactMap(\.id).sorted { $0.text < $1.text }
     }
 
     /// Coordinators for reaching `id`: those named, then every rendezvous,
@@ -158,7 +161,7 @@ extension TransportCore {
         case let .introduction(request, other, relay, again, addresses):
             if other == nodeID {
                 observed(addresses, by: from, request: request)
-            } else if again || addressWatch.again[other]?.request == request && request != 0 {
+            } else if again || addressWatch.again[other] == request && request != 0 {
                 introducedAgain(to: other, at: addresses, relay: relay && isRendezvous(from), request: request, by: from)
             } else {
                 introduced(to: other, at: addresses, relay: relay, request: request, by: from)
