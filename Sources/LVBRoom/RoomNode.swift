@@ -328,7 +328,7 @@ public final class RoomNode {
             gossip.peerDown(id)
             countForget(id)
             linkMicPeerGone(id)
-        case .message, .rtt, .hello, .rekeyed, .connectFailed, .moved, .peerMoved:
+        case .message, .rtt, .hello, .rekeyed, .connectFailed, .moved, .peerMoved, .birthday:
             break
         }
     }

@@ -34,6 +34,49 @@ public final class VirtualEndpoint: DatagramSink {
         isClosed = true
         onReceive = nil
         network?.remove(self)
+        closeSpares(Array(spares.keys))
+    }
+
+    // MARK: Spare sockets (birthday punching)
+
+    /// Spare endpoints at this endpoint's IPv4 address, other ports, by number.
+    public private(set) var spares: [UInt32: VirtualEndpoint] = [:]
+    private var nextSpare: UInt32 = 0
+
+    public func openSpares(count: Int, receive: @escaping (inout [UInt8], PeerAddress) -> Void,
+                           _ done: @escaping ([UInt32]) -> Void) -> Bool {
+        guard let network, !isClosed, address.isIPv4 else { return false }
+        var opened = [UInt32]()
+        var port = address.port
+        for _ in 0..<count {
+            // The next free port above this endpoint's own (wrapping past 65535 to 1024).
+            var tries = 0
+            repeat {
+                port = port == .max ? 1024 : port + 1
+                tries += 1
+            } while network.hasEndpoint(at: PeerAddress(host: address.host, port: port)) && tries < 65536
+            nextSpare += 1
+            let number = nextSpare
+            let spare = network.makeEndpoint(address: PeerAddress(host: address.host, port: port))
+            spare.onReceive = { datagram, from in
+                guard let path = SparePath.address(spare: number, remote: from) else { return }
+                var bytes = datagram
+                receive(&bytes, path)
+            }
+            spares[number] = spare
+            opened.append(number)
+        }
+        done(opened)
+        return true
+    }
+
+    public func sendSpare(_ datagram: [UInt8], spare: UInt32, to address: PeerAddress, hopLimit: Int?) {
+        guard let endpoint = spares[spare] else { return }
+        if let hopLimit { endpoint.send(datagram, to: address, hopLimit: hopLimit) } else { endpoint.send(datagram, to: address) }
+    }
+
+    public func closeSpares(_ numbers: [UInt32]) {
+        for number in numbers { spares.removeValue(forKey: number)?.close() }
     }
 
     func deliver(_ datagram: [UInt8], from: PeerAddress) {

@@ -46,6 +46,9 @@ public final class VirtualNetwork {
         return endpoint
     }
 
+    /// Whether an open endpoint is at `address`.
+    func hasEndpoint(at address: PeerAddress) -> Bool { endpoints[address].map { !$0.isClosed } ?? false }
+
     private func nextFreeAddress() -> PeerAddress {
         while true {
             let i = nextAutoAddress

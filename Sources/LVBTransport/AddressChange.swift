@@ -90,7 +90,7 @@ extension TransportCore {
         guard !rebinding else { return }
         // On the same socket only the family that moved is held (a firewall
         // of the other family knows this port).
-        for peer in held where peer.endpoint.isIPv4 != new.isIPv4 { peer.holdDirectUntil = nil }
+        for peer in held where SparePath.outside(peer.endpoint).isIPv4 != new.isIPv4 { peer.holdDirectUntil = nil }
         rebound(port: nil, family: new.isIPv4)
     }
 
@@ -105,7 +105,7 @@ extension TransportCore {
             config.ownAddresses = config.ownAddresses.map { PeerAddress(host: $0.host, port: port) }
         }
         let rendezvous = rendezvousPeers()
-        for peer in peersByID.values where peer.established && (port != nil || peer.endpoint.isIPv4 == ipv4) {
+        for peer in peersByID.values where peer.established && (port != nil || SparePath.outside(peer.endpoint).isIPv4 == ipv4) {
             // (A session over a relay is introduced again too: the peer
             // hears that we moved rather than taking our pause for a death,
             // and the punch may find the direct path this time.)

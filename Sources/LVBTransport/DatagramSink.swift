@@ -21,6 +21,16 @@ public protocol DatagramSink: AnyObject {
     /// (nil: it stayed where it was). False when it cannot: a port the user
     /// chose is kept, and so is a virtual endpoint.
     func rebind(_ done: @escaping (UInt16?) -> Void) -> Bool
+    /// Opens up to `count` spare IPv4 sockets on ports the system picks
+    /// (birthday punching's hard side, `Birthday`): a datagram from R
+    /// arriving on spare n reaches `receive` as from
+    /// `SparePath.address(spare: n, remote: R)`. `done` gets the numbers
+    /// of those that opened, on the node's loop. False: this sink has none.
+    func openSpares(count: Int, receive: @escaping (inout [UInt8], PeerAddress) -> Void,
+                    _ done: @escaping ([UInt32]) -> Void) -> Bool
+    /// Sends from spare socket `spare` to `address`, with an IP hop limit when given.
+    func sendSpare(_ datagram: [UInt8], spare: UInt32, to address: PeerAddress, hopLimit: Int?)
+    func closeSpares(_ spares: [UInt32])
 }
 
 extension DatagramSink {
@@ -28,6 +38,11 @@ extension DatagramSink {
     public func flush() {}
 
     public func rebind(_ done: @escaping (UInt16?) -> Void) -> Bool { false }
+
+    public func openSpares(count: Int, receive: @escaping (inout [UInt8], PeerAddress) -> Void,
+                           _ done: @escaping ([UInt32]) -> Void) -> Bool { false }
+    public func sendSpare(_ datagram: [UInt8], spare: UInt32, to address: PeerAddress, hopLimit: Int?) {}
+    public func closeSpares(_ spares: [UInt32]) {}
 
     public func send(_ datagram: [UInt8], to address: PeerAddress, hopLimit: Int) { send(datagram, to: address) }
 

@@ -21,6 +21,14 @@ import LVBCrypto
 ///                     A → C: as request, for a peer A holds a session
 ///                     with that no longer reaches it (A's address
 ///                     changed): C tells both sides with flag 2.
+///     6 birthday      flags (1) ‖ count (2)
+///                     B → A (flag 0, an offer): B, behind a hard NAT,
+///                     opened `count` spare sockets, each of which sent a
+///                     hop-limited datagram to A's outside address;
+///                     A → B (flag 1, the answer): A sends `count` probes
+///                     to random ports of B's outside IPv4 address (0: it
+///                     declines). Both over the session, relayed
+///                     (`Birthday`).
 ///
 /// An address is family (1: 4 or 6) ‖ address (4 or 16) ‖ port (2); at
 /// most `maxAddresses`. `part` is index << 4 | count (`RelayPiece`).
@@ -30,9 +38,10 @@ public enum IntroductionMessage: Equatable, Sendable {
     case relay(peer: NodeID, piece: RelayPiece)
     case relayed(peer: NodeID, piece: RelayPiece)
     case again(request: UInt32, peer: NodeID, addresses: [PeerAddress])
+    case birthday(answer: Bool, count: UInt16)
 
     public enum Kind: UInt8, Sendable {
-        case request = 1, introduction, relay, relayed, again
+        case request = 1, introduction, relay, relayed, again, birthday
     }
 
     /// The introduction's flags.
@@ -58,6 +67,10 @@ public enum IntroductionMessage: Equatable, Sendable {
         case let .relay(peer, piece), let .relayed(peer, piece):
             if case .relay = self { w.write(Kind.relay.rawValue) } else { w.write(Kind.relayed.rawValue) }
             piece.write(peer: peer, into: &w)
+        case let .birthday(answer, count):
+            w.write(Kind.birthday.rawValue)
+            w.write(UInt8(answer ? 1 : 0))
+            w.write(count)
         }
         return w.bytes
     }
@@ -86,6 +99,10 @@ public enum IntroductionMessage: Equatable, Sendable {
             case .relay, .relayed:
                 guard let (peer, piece) = try RelayPiece.read(&r) else { throw TransportError.malformed("relay piece") }
                 message = kind == .relay ? .relay(peer: peer, piece: piece) : .relayed(peer: peer, piece: piece)
+            case .birthday:
+                let flags = try r.readUInt8()
+                guard flags <= 1 else { throw TransportError.malformed("birthday flags \(flags)") }
+                message = .birthday(answer: flags == 1, count: try r.readUInt16())
             }
             try r.expectEnd()
             return message

@@ -42,6 +42,9 @@ struct IntroductionState {
     var told: [Pair: Instant] = [:]
     /// The local-scope addresses each peer claimed for itself in its requests.
     var claimed: [NodeID: [PeerAddress]] = [:]
+    /// Where a coordinator last said it sees each peer (the first address
+    /// of its introduction): what birthday punching aims at (`Birthday`).
+    var seen: [NodeID: PeerAddress] = [:]
     var routes: [UInt32: Route] = [:]
     var routeIndex: [Route: UInt32] = [:]
     var nextRoute: UInt32 = 0
@@ -159,6 +162,9 @@ extension TransportCore {
         case let .again(request, target, addresses):
             coordinate(request: request, target: target, claimed: addresses, again: true, from: peer, id: from)
         case let .introduction(request, other, relay, again, addresses):
+            if other != nodeID, let first = addresses.first, peer.role == .rendezvous || peer.role == .host {
+                noteSeen(other, at: first)
+            }
             if other == nodeID {
                 observed(addresses, by: from, request: request)
             } else if again || addressWatch.again[other] == request && request != 0 {
@@ -170,6 +176,8 @@ extension TransportCore {
             forwardRelay(piece, from: from, to: to)
         case let .relayed(origin, piece):
             receiveRelayed(piece, from: origin, via: from)
+        case let .birthday(answer, count):
+            handleBirthday(answer: answer, count: count, from: peer)
         }
     }
 
@@ -189,7 +197,7 @@ extension TransportCore {
         if introductions.claimed.count > TransportConstants.maxPeers {
             introductions.claimed = introductions.claimed.filter { peersByID[$0.key] != nil }
         }
-        let requesterSeen = RelayPath.isRelay(peer.endpoint) ? [] : [peer.endpoint]
+        let requesterSeen = RelayPath.isRelay(peer.endpoint) ? [] : [SparePath.outside(peer.endpoint)]
         if target == requester {
             sendIntroduce(.introduction(request: request, peer: requester, relay: false, addresses: requesterSeen), to: requester)
             return
@@ -198,7 +206,7 @@ extension TransportCore {
             sendIntroduce(.introduction(request: request, peer: target, relay: false, addresses: []), to: requester)
             return
         }
-        let targetSeen = RelayPath.isRelay(other.endpoint) ? [] : [other.endpoint]
+        let targetSeen = RelayPath.isRelay(other.endpoint) ? [] : [SparePath.outside(other.endpoint)]
         let toRequester = (targetSeen + (introductions.claimed[target] ?? [])).uniqued(limit: IntroductionMessage.maxAddresses)
         let toTarget = (requesterSeen + (introductions.claimed[requester] ?? [])).uniqued(limit: IntroductionMessage.maxAddresses)
         guard !toRequester.isEmpty, !toTarget.isEmpty else {
@@ -249,6 +257,15 @@ extension TransportCore {
     }
 
     func isRendezvous(_ id: NodeID) -> Bool { peersByID[id]?.role == .rendezvous }
+
+    /// A rendezvous or host named where it sees `other` (the first address
+    /// of an introduction): the only address birthday punching sends to.
+    private func noteSeen(_ other: NodeID, at address: PeerAddress) {
+        introductions.seen[other] = address
+        if introductions.seen.count > TransportConstants.maxPeers {
+            introductions.seen = introductions.seen.filter { peersByID[$0.key] != nil }
+        }
+    }
 
     // MARK: Relay
 

@@ -24,6 +24,9 @@ final class Peer {
     /// This node moved (`AddressChange`): nothing of the session goes to the
     /// peer's direct address until the peer is heard from there, or until then.
     var holdDirectUntil: Instant?
+    /// The direct path birthday punching found (`Birthday`): a spare
+    /// socket's path on the hard side, the outside port it hit on the easy one.
+    var birthdayPath: PeerAddress?
     /// Keep the session up and retry until `rekeyAttemptTime` (we dialled it).
     let persistent: Bool
     /// The address it was dialled at without knowing who answers there (XX,

@@ -95,7 +95,7 @@ extension TransportCore {
         roam(peer, to: source, now: now)
         if !peer.established, let id = peer.id {
             peer.established = true
-            emit(.established(PeerInfo(id: id, endpoint: peer.endpoint, established: true, rtt: nil, keyAge: .zero,
+            emit(.established(PeerInfo(id: id, endpoint: SparePath.outside(peer.endpoint), established: true, rtt: nil, keyAge: .zero,
                                        initiatedCurrentKeys: peer.current?.isInitiator ?? false)))
             sendHello(peer)
             sendPing(peer)

@@ -13,6 +13,7 @@ extension TransportCore {
             tick(peer, now: now)
         }
         tickIntroductions(now)
+        tickBirthday(now)
     }
 
     private func tick(_ peer: Peer, now: Instant) {

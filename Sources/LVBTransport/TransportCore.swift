@@ -73,6 +73,7 @@ public final class TransportCore {
     var loadMeter = LoadMeter()
     var introductions: IntroductionState
     var addressWatch = AddressWatch()
+    var birthday = BirthdayState()
     /// Unknown-session packets: sent, per source host; taken, in all (each costs a look through the sessions).
     var unknownSessionAnswers = RateLimiter<PeerAddress.Host>(count: TransportConstants.unknownSessionRate,
                                                               burst: TransportConstants.unknownSessionBurst)
@@ -167,6 +168,10 @@ public final class TransportCore {
             peer.lastDirectIn = now
             peer.holdDirectUntil = nil
         }
+        if birthday.run != nil || birthday.probing != nil, peer.endpoint != source {
+            peer.endpoint = source
+            birthdayRoamed(peer, to: source)
+        }
         peer.endpoint = source
     }
 
@@ -217,7 +222,7 @@ public final class TransportCore {
         let now = clock.now()
         return peersByID.values.compactMap { p in
             guard let id = p.id else { return nil }
-            return PeerInfo(id: id, endpoint: p.endpoint, established: p.established, rtt: p.rtt,
+            return PeerInfo(id: id, endpoint: SparePath.outside(p.endpoint), established: p.established, rtt: p.rtt,
                             keyAge: p.current.map { now - $0.created }, initiatedCurrentKeys: p.current?.isInitiator ?? false,
                             relayVia: relay(of: id))
         }.sorted { $0.id.text < $1.id.text }
@@ -232,7 +237,7 @@ public final class TransportCore {
     public func knows(_ id: NodeID) -> Bool { peersByID[id] != nil }
 
     /// The address `id`'s authenticated packets come from (or the one being dialled).
-    public func endpoint(of id: NodeID) -> PeerAddress? { peersByID[id]?.endpoint }
+    public func endpoint(of id: NodeID) -> PeerAddress? { peersByID[id].map { SparePath.outside($0.endpoint) } }
 
     /// The handshake hash of the current session with `id` (64 bytes), the
     /// same on both sides and unknowable to anyone else: proofs bound to it
@@ -279,13 +284,17 @@ public final class TransportCore {
             if !sendAlongOwnRelay(datagram, to: address) { relaySend?(address, datagram) }
             return
         }
+        if let (spare, remote) = SparePath.parse(address) {
+            sink.sendSpare(datagram, spare: spare, to: remote, hopLimit: hopLimit)
+            return
+        }
         if let hopLimit { sink.send(datagram, to: address, hopLimit: hopLimit) } else { sink.send(datagram, to: address) }
     }
 
     /// `transmit` for a datagram written in place (a sealed transport
     /// packet): the sink's own buffer, unless it goes along a relay path.
     func transmit(count: Int, to address: PeerAddress, fill: (UnsafeMutableRawBufferPointer) -> Void) {
-        guard !RelayPath.isRelay(address) else {
+        guard !RelayPath.isRelay(address), !SparePath.isSpare(address) else {
             var datagram = [UInt8](repeating: 0, count: count)
             datagram.withUnsafeMutableBytes(fill)
             return transmit(datagram, to: address)

@@ -23,6 +23,9 @@ public enum TransportEvent: Sendable {
     /// A peer's address changed and the pair is being punched again (a
     /// coordinator said so): its silence meanwhile was not its death.
     case peerMoved(NodeID)
+    /// Birthday punching with `peer` ended (`Birthday`): met (the session
+    /// runs direct now) or not, this long after it began on this side.
+    case birthday(NodeID, met: Bool, after: Duration)
 }
 
 /// Why a session ended.
@@ -112,6 +115,16 @@ public struct TransportStats: Sendable, Equatable {
     public var addressChanges = 0
     public var socketsRebound = 0
     public var heldAfterMove = 0
+    /// Birthday punching (`Birthday`): attempts this node began as the hard
+    /// side, spare sockets it opened, attempts that found a direct path (on
+    /// either side), that did not (hard side), offers it declined and
+    /// probes it sent (easy side).
+    public var birthdayRuns = 0
+    public var birthdaySpares = 0
+    public var birthdayMet = 0
+    public var birthdayFailed = 0
+    public var birthdayDeclined = 0
+    public var birthdayProbes = 0
     public var keepalivesIn = 0
     public var messagesIn = 0
     public var messagesOut = 0

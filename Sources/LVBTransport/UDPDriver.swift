@@ -193,8 +193,7 @@ final class ChannelSink: DatagramSink {
     func send(_ datagram: [UInt8], to address: PeerAddress, hopLimit: Int) {
         guard let channel, let options = channel.syncOptions else { return send(datagram, to: address) }
         flushIfNeeded()
-        let ttl = ChannelOptions.Types.SocketOption(level: NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_IP)),
-                                                    name: NIOBSDSocket.Option(rawValue: CInt(IP_TTL)))
+        let ttl = Self.ttl
         let hops = ChannelOptions.Types.SocketOption(level: NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_IPV6)),
                                                      name: NIOBSDSocket.Option(rawValue: CInt(IPV6_UNICAST_HOPS)))
         let limited = [ttl, hops].filter { (try? options.setOption($0, value: hopLimit)) != nil }
@@ -208,6 +207,64 @@ final class ChannelSink: DatagramSink {
     }
 
     func flush() { flushIfNeeded() }
+
+    // MARK: Spare sockets (birthday punching)
+
+    /// Spare IPv4 sockets by number, and the socket address each last sent to.
+    private var spares: [UInt32: (channel: Channel, to: PeerAddress?, address: SocketAddress?)] = [:]
+    private var nextSpare: UInt32 = 0
+
+    func openSpares(count: Int, receive: @escaping (inout [UInt8], PeerAddress) -> Void,
+                    _ done: @escaping ([UInt32]) -> Void) -> Bool {
+        guard let channel else { return false }
+        let loop = channel.eventLoop
+        let any = PeerAddress.ipv4(0, 0, 0, 0, port: 0).socketAddress
+        let opening = (0..<count).map { _ -> EventLoopFuture<(UInt32, Channel)> in
+            nextSpare &+= 1
+            let number = nextSpare
+            return DatagramBootstrap(group: loop)
+                .channelInitializer { spare in
+                    spare.eventLoop.makeCompletedFuture {
+                        try spare.pipeline.syncOperations.addHandler(SpareHandler(number: number, sink: self, receive: receive))
+                    }
+                }
+                .bind(to: any).map { (number, $0) }
+        }
+        EventLoopFuture.whenAllComplete(opening, on: loop).whenSuccess { results in
+            var opened = [UInt32]()
+            for case .success(let (number, spare)) in results {
+                self.spares[number] = (spare, nil, nil)
+                opened.append(number)
+            }
+            done(opened)
+        }
+        return true
+    }
+
+    func sendSpare(_ datagram: [UInt8], spare number: UInt32, to address: PeerAddress, hopLimit: Int?) {
+        guard var spare = spares[number], address.isIPv4 else { return }
+        if spare.to != address {
+            spare.to = address
+            spare.address = address.socketAddress
+            spares[number] = spare
+        }
+        guard let socketAddress = spare.address else { return }
+        let envelope = AddressedEnvelope(remoteAddress: socketAddress, data: spare.channel.allocator.buffer(bytes: datagram))
+        guard let hopLimit, let options = spare.channel.syncOptions else {
+            spare.channel.writeAndFlush(envelope, promise: nil)
+            return
+        }
+        try? options.setOption(Self.ttl, value: hopLimit)
+        spare.channel.writeAndFlush(envelope, promise: nil)
+        try? options.setOption(Self.ttl, value: TransportConstants.defaultTTL)
+    }
+
+    func closeSpares(_ numbers: [UInt32]) {
+        for number in numbers { spares.removeValue(forKey: number)?.channel.close(promise: nil) }
+    }
+
+    static let ttl = ChannelOptions.Types.SocketOption(level: NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_IP)),
+                                                       name: NIOBSDSocket.Option(rawValue: CInt(IP_TTL)))
 
     func flushIfNeeded() {
         if pendingFlush {
@@ -250,4 +307,35 @@ final class DatagramHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         // ICMP port-unreachable and friends surface here; UDP carries on.
     }
+}
+
+/// Hands what arrives on a spare socket to the core, as from the spare's path.
+final class SpareHandler: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    private let number: UInt32
+    private unowned let sink: ChannelSink
+    private let receive: (inout [UInt8], PeerAddress) -> Void
+    private var scratch: [UInt8] = []
+
+    init(number: UInt32, sink: ChannelSink, receive: @escaping (inout [UInt8], PeerAddress) -> Void) {
+        self.number = number
+        self.sink = sink
+        self.receive = receive
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        guard let source = PeerAddress(envelope.remoteAddress), let path = SparePath.address(spare: number, remote: source) else { return }
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: envelope.data.readableBytesView)
+        sink.batching = true
+        receive(&scratch, path)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        sink.batching = false
+        sink.flushIfNeeded()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {}
 }

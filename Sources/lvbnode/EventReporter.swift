@@ -74,6 +74,14 @@ final class EventReporter: @unchecked Sendable {
             var l = JSONLine(event: "peer_moved")
             l.add("peer", id.text)
             out.emit(l, human: "\(id.short) moved: punching its session again", kind: "moved", toPage: false)
+        case let .birthday(id, met, after):
+            var l = JSONLine(event: "birthday")
+            l.add("peer", id.text)
+            l.add("met", met)
+            l.add("ms", Int(after.milliseconds))
+            let human = met ? "\(id.short): birthday punch met after \(Int(after.milliseconds)) ms: the link is direct"
+                : "\(id.short): birthday punch did not meet in \(Int(after.milliseconds)) ms: the link stays relayed"
+            out.emit(l, human: human, kind: "moved", toPage: false)
         case .message:
             break  // the room layer consumes data channels (RoomNode.handle)
         }
@@ -130,6 +138,8 @@ enum StatsJSON {
             ("dropped_unknown_session", s.droppedUnknownSession),
             ("direct_probes", s.directProbes), ("address_checks", s.addressChecks), ("address_changes", s.addressChanges),
             ("sockets_rebound", s.socketsRebound), ("held_after_move", s.heldAfterMove),
+            ("birthday_runs", s.birthdayRuns), ("birthday_spares", s.birthdaySpares), ("birthday_met", s.birthdayMet),
+            ("birthday_failed", s.birthdayFailed), ("birthday_declined", s.birthdayDeclined), ("birthday_probes", s.birthdayProbes),
         ]
         return "{" + fields.map { "\(JSONLine.quote($0.0)):\($0.1)" }.joined(separator: ",") + "}"
     }

@@ -19,6 +19,11 @@ import Testing
         #expect(bytes == [2, 0, 0, 0, 0] + Self.peer.publicKey + [1, 0])
     }
 
+    @Test func aBirthdayMessageIsFlagsAndCount() {
+        #expect(IntroductionMessage.birthday(answer: false, count: 256).encoded == [6, 0, 1, 0])
+        #expect(IntroductionMessage.birthday(answer: true, count: 2048).encoded == [6, 1, 8, 0])
+    }
+
     @Test func everyKindRoundTrips() throws {
         let v6 = PeerAddress(host: .v6([0xFD] + [UInt8](repeating: 7, count: 15)), port: 1)
         let messages: [IntroductionMessage] = [
@@ -28,6 +33,8 @@ import Testing
             .again(request: 7, peer: Self.peer, addresses: [Self.lan, v6]),
             .relay(peer: Self.peer, piece: RelayPiece(id: 513, index: 0, count: 1, bytes: [9, 9])),
             .relayed(peer: Self.peer, piece: RelayPiece(id: 1, index: 1, count: 2, bytes: [1])),
+            .birthday(answer: false, count: 256),
+            .birthday(answer: true, count: 0),
         ]
         for m in messages { #expect(try IntroductionMessage.parse(m.encoded[...]) == m) }
     }
@@ -42,7 +49,9 @@ import Testing
         var badPart = relay
         badPart[35] = 0x22  // piece 2 of 2
         let cases: [[UInt8]] = [
-            [], [0], [6] + good.dropFirst(), good + [0], Array(good.dropLast()), badRelay, tooMany,
+            [], [0], [7] + good.dropFirst(),
+            [6, 2, 1, 0],  // birthday flags: answer 1, nothing else
+            [6, 0, 1], [6, 0, 1, 0, 0], good + [0], Array(good.dropLast()), badRelay, tooMany,
             Array(relay.dropLast()),  // an empty piece
             badPart,
         ]

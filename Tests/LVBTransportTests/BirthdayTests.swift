@@ -1,0 +1,109 @@
+import LVBCore
+import LVBCrypto
+import LVBTestSupport
+import Testing
+@testable import LVBTransport
+
+/// Birthday punching (`Birthday`) on the virtual network: a node behind a
+/// NAT that gives every destination a new random port (Linux's
+/// `random,fully-random`, `NATMix.symmetricRandom`) and one behind a
+/// masquerade that keeps one port (`NATMix.linuxMasquerade`), introduced
+/// by a public rendezvous that relays them; both know their NATs.
+@Suite struct BirthdayTests {
+    struct Pair {
+        let net: VirtualNetwork
+        let rendezvous: SimulatedNode, easy: SimulatedNode, hard: SimulatedNode
+    }
+
+    /// Sets the pair up and has the easy side reach the hard one through the rendezvous.
+    static func pair(seed: UInt64, easyKind: NATKind = .easy, easy easyNAT: NATBehavior = NATMix.linuxMasquerade,
+                     hard hardNAT: NATBehavior = NATMix.symmetricRandom) -> Pair {
+        let net = VirtualNetwork(seed: seed, defaultImpairment: Impairment(delay: .milliseconds(15)))
+        var rendezvousConfig = TransportConfig()
+        rendezvousConfig.hello = Hello(agent: "test", role: .rendezvous)
+        rendezvousConfig.relayKbps = 5000
+        let hardNAT = hardNAT.with { $0.portAllocation = .random(startPort: 1024, seed: seed) }
+        let nodes = net.makeNodes(behind: [nil, net.makeNAT(behavior: easyNAT), net.makeNAT(behavior: hardNAT)], seed: seed)
+        let (rendezvous, easy, hard) = (nodes[0], nodes[1], nodes[2])
+        rendezvous.core.config = rendezvousConfig
+        // (TransportCore reads relayKbps at init: a rendezvous made with it.)
+        let relay = SimulatedNode(network: net, identity: rendezvous.core.identity, random: SeededRandom(seed: seed ^ 7),
+                                  config: rendezvousConfig, address: rendezvous.address)
+        rendezvous.crash()
+        easy.core.config.nat = easyKind
+        hard.core.config.nat = .hard
+        for n in [easy, hard] { n.core.connect(to: relay.address, expecting: relay.id) }
+        _ = net.run(until: { easy.established(with: relay) && hard.established(with: relay) }, timeout: .seconds(5))
+        net.run(for: .milliseconds(500))  // hellos: each knows the rendezvous by its role
+        easy.core.reach(hard.id, at: [])
+        return Pair(net: net, rendezvous: relay, easy: easy, hard: hard)
+    }
+
+    static func birthdays(_ node: SimulatedNode) -> [(met: Bool, after: Duration)] {
+        node.events.compactMap { if case let .birthday(_, met, after) = $0 { (met, after) } else { nil } }
+    }
+
+    @Test func aHardAndAnEasyNATMeetWithoutTheRelay() {
+        var met = 0, times: [Int] = [], probes: [Int] = []
+        let runs = 20
+        for seed in 1...UInt64(runs) {
+            let p = Self.pair(seed: seed)
+            #expect(p.net.run(until: { p.easy.established(with: p.hard) }, timeout: .seconds(5)), "seed \(seed): no session")
+            #expect(p.easy.core.isRelayed(p.hard.id), "seed \(seed): the ordinary punch cannot meet a random-port NAT")
+            let direct = p.net.run(until: { !p.easy.core.isRelayed(p.hard.id) && !p.hard.core.isRelayed(p.easy.id) }, timeout: .seconds(15))
+            guard direct else { continue }
+            met += 1
+            #expect(p.hard.core.link(to: p.easy.id) == "birthday IPv4")
+            #expect(p.easy.core.link(to: p.hard.id) == "birthday IPv4")
+            #expect(p.hard.core.stats.birthdayMet == 1 && p.easy.core.stats.birthdayMet == 1)
+            #expect(p.hard.endpoint.spares.count == 1, "the other spares are closed")
+            // The session goes on direct: the relay passes nothing more
+            // (once what was in flight along it has arrived).
+            p.net.run(for: .seconds(1))
+            let relayed = p.rendezvous.core.stats.relayedBytes
+            try? p.easy.core.send(Array("after".utf8), channel: .gossip, to: p.hard.id)
+            try? p.hard.core.send(Array("back".utf8), channel: .gossip, to: p.easy.id)
+            p.net.run(for: .seconds(20))
+            #expect(p.hard.received.contains { $0.2 == Array("after".utf8) } && p.easy.received.contains { $0.2 == Array("back".utf8) })
+            #expect(p.rendezvous.core.stats.relayedBytes == relayed)
+            #expect(p.easy.core.link(to: p.hard.id) == "birthday IPv4", "keepalives hold the path")
+            times += Self.birthdays(p.hard).filter(\.met).map { Int($0.after.milliseconds) }
+            probes.append(p.easy.core.stats.birthdayProbes)
+        }
+        print("birthday punching, virtual network: met in \(met) of \(runs) pairs; hard side's ms \(times.sorted()); probes sent \(probes.sorted())")
+        // 2,048 probes against 256 spares meet with 99.97 %.
+        #expect(met >= runs - 1)
+        #expect(abs(BirthdayConstants.chance() - 0.9997) < 0.0002)
+        #expect(abs(BirthdayConstants.chance(probes: 1024) - 0.983) < 0.002)
+    }
+
+    @Test func twoHardNATsDeclineAndCloseTheirSpares() {
+        let p = Self.pair(seed: 40, easyKind: .hard, easy: NATMix.symmetricRandom)
+        #expect(p.net.run(until: { p.easy.established(with: p.hard) }, timeout: .seconds(5)))
+        p.net.run(for: .seconds(4))
+        // Both offered (each is hard), each declined the other's offer: no probes, no spares left.
+        #expect(p.easy.core.stats.birthdayDeclined + p.hard.core.stats.birthdayDeclined >= 1)
+        #expect(p.easy.core.stats.birthdayProbes == 0 && p.hard.core.stats.birthdayProbes == 0)
+        p.net.run(for: .seconds(8))
+        #expect(p.easy.endpoint.spares.isEmpty && p.hard.endpoint.spares.isEmpty)
+        #expect(p.easy.core.isRelayed(p.hard.id))
+        #expect(p.hard.core.stats.birthdayFailed >= 1)
+        // Backed off: not offered again within the retry gap.
+        let runs = p.hard.core.stats.birthdayRuns
+        p.net.run(for: .seconds(10))
+        #expect(p.hard.core.stats.birthdayRuns == runs)
+    }
+
+    @Test func anOfferOverADirectSessionIsDeclined() {
+        // Two public nodes: no relay, no coordinator named an address; an
+        // offer (a peer asking to be probed) gets no probes.
+        let net = VirtualNetwork(seed: 9)
+        let nodes = net.makeNodes(2, seed: 9)
+        nodes[0].core.connect(to: nodes[1].address, expecting: nodes[1].id)
+        #expect(net.run(until: { nodes[0].established(with: nodes[1]) }, timeout: .seconds(3)))
+        nodes[0].core.sendIntroduce(.birthday(answer: false, count: 256), to: nodes[1].id)
+        net.run(for: .seconds(2))
+        #expect(nodes[1].core.stats.birthdayDeclined == 1)
+        #expect(nodes[1].core.stats.birthdayProbes == 0)
+    }
+}
