@@ -71,6 +71,7 @@ public final class RoomAnnouncer: LiveRole {
             case let .introduction(_, peer, relayed, addresses):
                 guard !done, !addresses.isEmpty, peer != core.nodeID, dials.allow(0, now: clock.now()) else { return }
                 introductionsDialled += 1
+                core.noteIntroduction(of: peer, seenAt: addresses[0], by: id)
                 // Direct addresses and the relay path at once: whichever answers first carries the session.
                 let viaRelay = relayed ? relay.map { [$0.path(to: peer, via: id)] } ?? [] : []
                 core.connect(to: addresses + viaRelay, expecting: peer, punch: true)

@@ -90,6 +90,7 @@ public final class RoomIntroducer: LiveRole {
                       !core.isEstablished(with: host) else { return }
                 introduction?.found = found
                 reintroduced += 1
+                core.noteIntroduction(of: host, seenAt: found[0], by: id)
                 let viaRelay = relayPath(relayed, via: id)
                 core.connect(to: found + viaRelay, expecting: host, punch: true)
                 return
@@ -103,6 +104,7 @@ public final class RoomIntroducer: LiveRole {
                 return
             }
             introduction = (clock.now(), found, id)
+            core.noteIntroduction(of: host, seenAt: found[0], by: id)
             let viaRelay = relayPath(relayed, via: id)
             core.connect(to: found + viaRelay, expecting: host, punch: true)
         case let .gone(id, _):

@@ -11,20 +11,28 @@ public enum BirthdayConstants {
     /// Probes the easy side sends each round (one tick), and the most in all.
     public static let probesPerRound = 64
     public static let probes = 2048
+    /// Peers the easy side probes for at once (a host with several hard
+    /// viewers): at most 4 × 640 probes a second.
+    public static let probingAtOnce = 4
     /// The ports probed: Linux's NAT gives a flow from a port above 1023 a
     /// port in 1024–65535 (`random,fully-random` draws them uniformly).
     public static let firstPort: UInt16 = 1024
     /// A session relayed this long (its ordinary punch had its chance) is
     /// offered a birthday by its hard side.
     public static let after: Duration = .seconds(1)
-    /// The hard side keeps its spares this long after its offer, then gives
-    /// up (the probes take 3.2 s; round trips over the relay add to it).
+    /// The hard side keeps its spares this long after saying they are
+    /// ready, then gives up (the probes take 3.2 s; round trips over the
+    /// relay add to it); an offer or an acceptance not followed up within
+    /// `answerWithin` lapses.
     public static let sparesLifetime: Duration = .seconds(6)
+    public static let answerWithin: Duration = .seconds(3)
     /// A pair that did not meet is offered again after this, then twice as
     /// late each time up to `retryMax`; an easy side probes for one peer at
     /// most once per `retry`.
     public static let retry: Duration = .seconds(30)
     public static let retryMax: Duration = .seconds(480)
+    /// An easy side busy probing for others: offered again after this.
+    public static let busyRetry: Duration = .seconds(2)
 
     /// The chance that `probes` probes to distinct random ports among
     /// `ports` hit one of `spares` mapped ports: 1 − C(ports − spares,
@@ -43,21 +51,24 @@ struct BirthdayState {
         let peer: NodeID
         /// The peer's outside address, as a coordinator introduced it: what the spares aim at.
         let target: PeerAddress
-        let started: Instant
+        /// When the offer went, and (once accepted) the spares opened and readiness said.
+        let offered: Instant
+        var accepted: Instant?
         var spares: [UInt32] = []
-        var offered: Instant?
+        var ready: Instant?
     }
-    /// The easy side's probing (one peer at a time).
+    /// The easy side's probing for one peer: accepted, and once the peer
+    /// is ready, probes going out.
     struct Probing {
-        let peer: NodeID
         /// The peer's outside IPv4 address, as a coordinator introduced it.
         let host: PeerAddress.Host
-        let started: Instant
+        let accepted: Instant
+        var started: Instant?
         var sent = 0
         var tried: Set<UInt16> = []
     }
     var run: Run?
-    var probing: Probing?
+    var probing: [NodeID: Probing] = [:]
     /// Spares that carry a session now, by peer.
     var kept: [NodeID: UInt32] = [:]
     /// Sessions of the hard side seen relayed, since when.
@@ -72,45 +83,55 @@ struct BirthdayState {
 /// new random port (hard) and one that keeps one port for all
 /// (endpoint-independent) meets without a relay the way Tailscale's
 /// magicsock does, after `danderson/nat-birthday-paradox`. Once their
-/// session runs over a relay, the hard side opens `spares` spare sockets,
-/// each sending one hop-limited datagram (dead before the peer's NAT) to
-/// the easy side's outside address, so its NAT maps `spares` random ports
-/// towards it; then it says so over the session (an offer). The easy side
-/// probes random ports of the hard side's outside IPv4 address from its
-/// own socket, 64 every 100 ms, each probe a sealed keepalive of the
-/// session: a probe that lands on one of those ports passes the hard
-/// NAT's filter (the spare sent to exactly that address) and reaches the
-/// spare, where it authenticates, and the hard side's session roams onto
-/// the spare (`SparePath`) as on any authenticated datagram; its answer
-/// from there passes the easy NAT (the probe opened it) and the easy side
-/// roams too. 2,048 probes against 256 spares in 64,512 ports meet with
-/// 99.97 % (`BirthdayConstants.chance`).
+/// session has run over a relay for `after`, the hard side offers (over
+/// the session); an easy side accepts; the hard side opens `spares` spare
+/// sockets, each sending one hop-limited datagram (dead before the peer's
+/// NAT) to the easy side's outside address, so its NAT maps `spares`
+/// random ports towards it, and says it is ready. The easy side probes
+/// random ports of the hard side's outside IPv4 address from its own
+/// socket, 64 every 100 ms, each probe a sealed keepalive of the session:
+/// a probe that lands on one of those ports passes the hard NAT's filter
+/// (the spare sent to exactly that address) and reaches the spare, where
+/// it authenticates, and the hard side's session roams onto the spare
+/// (`SparePath`) as on any authenticated datagram; its answer from there
+/// passes the easy NAT (the probe opened it) and the easy side roams too.
+/// 2,048 probes against 256 spares in 64,512 ports meet with 99.97 %
+/// (`BirthdayConstants.chance`). Nobody opens spares for a peer that
+/// cannot probe (a hard one declines the offer first).
 extension TransportCore {
     /// Called from `tick()`.
     func tickBirthday(_ now: Instant) {
         keepSpares()
         if config.nat == .hard, !birthday.unsupported { tickOffers(now) }
-        if birthday.probing != nil { tickProbes(now) }
+        for id in birthday.probing.keys { tickProbes(id, now: now) }
     }
 
-    /// Whether a session that runs over a relay may try: a coordinator
-    /// introduced the peer at an outside IPv4 address.
+    /// Where a session that runs over a relay may meet its peer directly:
+    /// the outside IPv4 address a coordinator introduced the peer at.
     private func birthdayTarget(_ peer: Peer) -> PeerAddress? {
         guard peer.established, peer.role != .rendezvous, RelayPath.isRelay(peer.endpoint), let id = peer.id,
               let seen = introductions.seen[id], seen.isIPv4 else { return nil }
         return seen
     }
 
+    private func mayTry(_ id: NodeID, now: Instant) -> Bool { birthday.backoff[id].map { now >= $0.at } ?? true }
+
     // MARK: Hard side
 
     private func tickOffers(_ now: Instant) {
         if let run = birthday.run {
-            // Nothing came in time (or the peer declined: `answered`).
-            if let offered = run.offered, now - offered >= BirthdayConstants.sparesLifetime { endRun(keeping: nil, now: now) }
-            else if now - run.started >= BirthdayConstants.sparesLifetime * 2 { endRun(keeping: nil, now: now) }
+            if let ready = run.ready {
+                // The probes had their time.
+                if now - ready >= BirthdayConstants.sparesLifetime { endRun(keeping: nil, now: now) }
+            } else if now - (run.accepted ?? run.offered) >= BirthdayConstants.answerWithin {
+                // No answer (or the spares never opened): offered again later.
+                birthday.run = nil
+                sink.closeSpares(run.spares)
+                backOff(run.peer, now: now)
+            }
             return
         }
-        var candidates: [(Peer, PeerAddress)] = []
+        var longest: (Peer, PeerAddress, Instant)?
         for peer in peersByID.values {
             guard let id = peer.id else { continue }
             guard let target = birthdayTarget(peer) else {
@@ -119,14 +140,22 @@ extension TransportCore {
             }
             let since = birthday.relayedSince[id] ?? now
             birthday.relayedSince[id] = since
-            if now - since >= BirthdayConstants.after, birthday.backoff[id].map({ now >= $0.at }) ?? true {
-                candidates.append((peer, target))
+            if now - since >= BirthdayConstants.after, mayTry(id, now: now), longest.map({ since < $0.2 }) ?? true {
+                longest = (peer, target, since)
             }
         }
-        // The longest relayed first.
-        guard let (peer, target) = candidates.min(by: { birthday.relayedSince[$0.0.id!]! < birthday.relayedSince[$1.0.id!]! }),
-              let id = peer.id else { return }
-        birthday.run = BirthdayState.Run(peer: id, target: target, started: now)
+        guard let (peer, target, _) = longest, let id = peer.id else { return }
+        birthday.run = BirthdayState.Run(peer: id, target: target, offered: now)
+        stats.birthdayOffers += 1
+        sendIntroduce(.birthday(step: .offer, count: UInt16(BirthdayConstants.spares)), to: id)
+    }
+
+    /// The peer accepted: open the spares, then each sends its opener and
+    /// the peer hears that they are ready.
+    private func accepted(by id: NodeID, now: Instant) {
+        guard var run = birthday.run, run.peer == id, run.accepted == nil else { return }
+        run.accepted = now
+        birthday.run = run
         stats.birthdayRuns += 1
         let opening = sink.openSpares(count: BirthdayConstants.spares, receive: { [weak self] datagram, source in
             self?.receive(reusing: &datagram, from: source)
@@ -134,13 +163,11 @@ extension TransportCore {
         if !opening {
             birthday.unsupported = true
             birthday.run = nil
-            stats.birthdayRuns -= 1
         }
     }
 
-    /// The spares are open: each sends its opener, then the offer goes.
     private func sparesOpened(_ spares: [UInt32], for id: NodeID) {
-        guard var run = birthday.run, run.peer == id else { return sink.closeSpares(spares) }
+        guard var run = birthday.run, run.peer == id, run.ready == nil else { return sink.closeSpares(spares) }
         run.spares = spares
         stats.birthdaySpares += spares.count
         guard let peer = peersByID[id], !spares.isEmpty, let opener = sealedKeepalive(peer) else {
@@ -148,9 +175,9 @@ extension TransportCore {
             return endRun(keeping: nil, now: clock.now())
         }
         for spare in spares { sink.sendSpare(opener, spare: spare, to: run.target, hopLimit: TransportConstants.punchOpenerHops) }
-        run.offered = clock.now()
+        run.ready = clock.now()
         birthday.run = run
-        sendIntroduce(.birthday(answer: false, count: UInt16(clamping: spares.count)), to: id)
+        sendIntroduce(.birthday(step: .ready, count: UInt16(clamping: spares.count)), to: id)
     }
 
     /// The attempt ends: met (one spare now carries the session, the rest
@@ -166,16 +193,18 @@ extension TransportCore {
             stats.birthdayFailed += 1
             backOff(run.peer, now: now)
         }
-        emit(.birthday(run.peer, met: spare != nil, after: now - run.started))
+        emit(.birthday(run.peer, met: spare != nil, after: now - (run.accepted ?? run.offered)))
     }
 
     private func backOff(_ id: NodeID, now: Instant) {
-        let gap = birthday.backoff[id].map { min($0.gap * 2, BirthdayConstants.retryMax) } ?? BirthdayConstants.retry
+        let gap = birthday.backoff[id].map { min(max($0.gap * 2, BirthdayConstants.retry), BirthdayConstants.retryMax) }
+            ?? BirthdayConstants.retry
         birthday.backoff[id] = (now + gap, gap)
     }
 
     /// The session with `peer` roamed to a new address: onto one of the
-    /// run's spares (a probe landed), or off a spare it kept.
+    /// run's spares (a probe landed), or, probing, to the peer's outside
+    /// address (its answer from the spare came).
     func birthdayRoamed(_ peer: Peer, to address: PeerAddress) {
         guard let id = peer.id else { return }
         if let (spare, _) = SparePath.parse(address), let run = birthday.run, run.peer == id, run.spares.contains(spare) {
@@ -184,11 +213,11 @@ extension TransportCore {
             endRun(keeping: spare, now: clock.now())
             // Our answer from the spare opens the way back: the easy side roams on it.
             sendPing(peer)
-        } else if let probing = birthday.probing, probing.peer == id, address.host == probing.host {
+        } else if let probing = birthday.probing[id], let started = probing.started, address.host == probing.host {
             stats.birthdayMet += 1
             peer.birthdayPath = address
-            birthday.probing = nil
-            emit(.birthday(id, met: true, after: clock.now() - probing.started))
+            birthday.probing[id] = nil
+            emit(.birthday(id, met: true, after: clock.now() - started))
         }
     }
 
@@ -201,44 +230,76 @@ extension TransportCore {
         }
     }
 
-    // MARK: Easy side
+    // MARK: Messages
 
-    /// A message of the birthday exchange from `peer` (over the session).
-    func handleBirthday(answer: Bool, count: UInt16, from peer: Peer) {
+    /// A step of the birthday exchange from `peer` (over the session).
+    func handleBirthday(_ step: BirthdayStep, count: UInt16, from peer: Peer) {
         guard let id = peer.id else { return }
         let now = clock.now()
-        if answer {
-            // The easy side declined: the spares are of no use.
-            if count == 0, let run = birthday.run, run.peer == id { endRun(keeping: nil, now: now) }
-            return
+        switch step {
+        case .offer:
+            offered(by: peer, id: id, now: now)
+        case .accept:
+            accepted(by: id, now: now)
+        case .decline, .busy:
+            guard let run = birthday.run, run.peer == id, run.accepted == nil else { return }
+            birthday.run = nil
+            if step == .decline {
+                backOff(id, now: now)
+            } else {
+                birthday.backoff[id] = (now + BirthdayConstants.busyRetry, birthday.backoff[id]?.gap ?? .zero)
+            }
+        case .ready:
+            guard var probing = birthday.probing[id], probing.started == nil else { return }
+            probing.started = now
+            birthday.probing[id] = probing
+            tickProbes(id, now: now)
         }
-        // An offer: probe if we can meet a hard NAT (ours is not hard), no
-        // other probing runs, and the peer is not asking too often.
-        guard config.nat != .hard, birthday.probing == nil, count > 0, let target = birthdayTarget(peer),
-              birthday.backoff[id].map({ now >= $0.at }) ?? true else {
+    }
+
+    // MARK: Easy side
+
+    /// An offer: accepted if this node can meet a hard NAT (its own is not
+    /// hard), a coordinator named the peer's outside IPv4 address, it is
+    /// not probing for too many others, and the peer does not offer too often.
+    private func offered(by peer: Peer, id: NodeID, now: Instant) {
+        let target = birthdayTarget(peer)
+        let step: BirthdayStep
+        if config.nat == .hard || target == nil || birthday.probing[id] != nil || !mayTry(id, now: now) {
+            step = .decline
+        } else if birthday.probing.count >= BirthdayConstants.probingAtOnce {
+            step = .busy
+        } else {
+            step = .accept
+        }
+        guard step == .accept, let target else {
             stats.birthdayDeclined += 1
-            sendIntroduce(.birthday(answer: true, count: 0), to: id)
+            sendIntroduce(.birthday(step: step, count: 0), to: id)
             return
         }
         birthday.backoff[id] = (now + BirthdayConstants.retry, BirthdayConstants.retry)
-        birthday.probing = BirthdayState.Probing(peer: id, host: target.host, started: now)
-        sendIntroduce(.birthday(answer: true, count: UInt16(BirthdayConstants.probes)), to: id)
-        tickProbes(now)
+        birthday.probing[id] = BirthdayState.Probing(host: target.host, accepted: now)
+        sendIntroduce(.birthday(step: .accept, count: UInt16(BirthdayConstants.probes)), to: id)
     }
 
     /// One round of probes: the same sealed keepalive to the next ports.
-    private func tickProbes(_ now: Instant) {
-        guard var probing = birthday.probing else { return }
-        guard let peer = peersByID[probing.peer], peer.established, RelayPath.isRelay(peer.endpoint) else {
+    private func tickProbes(_ id: NodeID, now: Instant) {
+        guard var probing = birthday.probing[id] else { return }
+        guard let peer = peersByID[id], peer.established, RelayPath.isRelay(peer.endpoint) else {
             // Direct now (a probe landed and the answer came: `birthdayRoamed`), or gone.
-            birthday.probing = nil
+            birthday.probing[id] = nil
+            return
+        }
+        guard let started = probing.started else {
+            // Accepted, and the peer never said it was ready.
+            if now - probing.accepted >= BirthdayConstants.answerWithin { birthday.probing[id] = nil }
             return
         }
         guard probing.sent < BirthdayConstants.probes else {
             // The last answers had a round trip to come back.
-            if now - probing.started >= BirthdayConstants.sparesLifetime {
-                birthday.probing = nil
-                emit(.birthday(probing.peer, met: false, after: now - probing.started))
+            if now - started >= BirthdayConstants.sparesLifetime {
+                birthday.probing[id] = nil
+                emit(.birthday(id, met: false, after: now - started))
             }
             return
         }
@@ -254,7 +315,7 @@ extension TransportCore {
         }
         probing.sent += round
         stats.birthdayProbes += round
-        birthday.probing = probing
+        birthday.probing[id] = probing
     }
 
     /// A keepalive sealed under the session's current keys, to send to any address.

@@ -21,14 +21,19 @@ import LVBCrypto
 ///                     A → C: as request, for a peer A holds a session
 ///                     with that no longer reaches it (A's address
 ///                     changed): C tells both sides with flag 2.
-///     6 birthday      flags (1) ‖ count (2)
-///                     B → A (flag 0, an offer): B, behind a hard NAT,
-///                     opened `count` spare sockets, each of which sent a
-///                     hop-limited datagram to A's outside address;
-///                     A → B (flag 1, the answer): A sends `count` probes
-///                     to random ports of B's outside IPv4 address (0: it
-///                     declines). Both over the session, relayed
-///                     (`Birthday`).
+///     6 birthday      step (1) ‖ count (2)
+///                     birthday punching over a relayed session (`Birthday`):
+///                     0 offer   B → A: B's NAT is hard; it would open
+///                               `count` spare sockets
+///                     1 accept  A → B: A will send `count` probes to
+///                               random ports of B's outside IPv4 address
+///                     2 decline A → B, count 0: A cannot (its NAT is
+///                               hard too) or B offered too soon
+///                     3 busy    A → B, count 0: A probes for others now;
+///                               offer again in 2 s
+///                     4 ready   B → A: `count` spares are open, each sent
+///                               a hop-limited datagram to A's outside
+///                               address: probe now
 ///
 /// An address is family (1: 4 or 6) ‖ address (4 or 16) ‖ port (2); at
 /// most `maxAddresses`. `part` is index << 4 | count (`RelayPiece`).
@@ -38,7 +43,7 @@ public enum IntroductionMessage: Equatable, Sendable {
     case relay(peer: NodeID, piece: RelayPiece)
     case relayed(peer: NodeID, piece: RelayPiece)
     case again(request: UInt32, peer: NodeID, addresses: [PeerAddress])
-    case birthday(answer: Bool, count: UInt16)
+    case birthday(step: BirthdayStep, count: UInt16)
 
     public enum Kind: UInt8, Sendable {
         case request = 1, introduction, relay, relayed, again, birthday
@@ -67,9 +72,9 @@ public enum IntroductionMessage: Equatable, Sendable {
         case let .relay(peer, piece), let .relayed(peer, piece):
             if case .relay = self { w.write(Kind.relay.rawValue) } else { w.write(Kind.relayed.rawValue) }
             piece.write(peer: peer, into: &w)
-        case let .birthday(answer, count):
+        case let .birthday(step, count):
             w.write(Kind.birthday.rawValue)
-            w.write(UInt8(answer ? 1 : 0))
+            w.write(step.rawValue)
             w.write(count)
         }
         return w.bytes
@@ -100,9 +105,14 @@ public enum IntroductionMessage: Equatable, Sendable {
                 guard let (peer, piece) = try RelayPiece.read(&r) else { throw TransportError.malformed("relay piece") }
                 message = kind == .relay ? .relay(peer: peer, piece: piece) : .relayed(peer: peer, piece: piece)
             case .birthday:
-                let flags = try r.readUInt8()
-                guard flags <= 1 else { throw TransportError.malformed("birthday flags \(flags)") }
-                message = .birthday(answer: flags == 1, count: try r.readUInt16())
+                let value = try r.readUInt8()
+                let count = try r.readUInt16()
+                guard let step = BirthdayStep(rawValue: value) else { throw TransportError.malformed("birthday step \(value)") }
+                // A refusal names nothing; the other steps name spares or probes.
+                guard (count == 0) == (step == .decline || step == .busy) else {
+                    throw TransportError.malformed("birthday \(step) with count \(count)")
+                }
+                message = .birthday(step: step, count: count)
             }
             try r.expectEnd()
             return message
@@ -124,4 +134,9 @@ public enum IntroductionMessage: Equatable, Sendable {
         guard count <= maxAddresses else { throw TransportError.malformed("\(count) addresses") }
         return try (0..<count).map { _ in try r.readAddress() }
     }
+}
+
+/// The steps of birthday punching's exchange (introduce message 6).
+public enum BirthdayStep: UInt8, Sendable {
+    case offer = 0, accept, decline, busy, ready
 }

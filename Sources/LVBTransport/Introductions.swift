@@ -176,8 +176,8 @@ extension TransportCore {
             forwardRelay(piece, from: from, to: to)
         case let .relayed(origin, piece):
             receiveRelayed(piece, from: origin, via: from)
-        case let .birthday(answer, count):
-            handleBirthday(answer: answer, count: count, from: peer)
+        case let .birthday(step, count):
+            handleBirthday(step, count: count, from: peer)
         }
     }
 
@@ -257,6 +257,14 @@ extension TransportCore {
     }
 
     func isRendezvous(_ id: NodeID) -> Bool { peersByID[id]?.role == .rendezvous }
+
+    /// A rendezvous (`by`) introduced `other` in its own protocol (a
+    /// joiner to a host, a host to a joiner), naming first where it sees
+    /// it: kept as for the transport's own introductions.
+    public func noteIntroduction(of other: NodeID, seenAt address: PeerAddress, by coordinator: NodeID) {
+        guard isRendezvous(coordinator), !RelayPath.isRelay(address) else { return }
+        noteSeen(other, at: address)
+    }
 
     /// A rendezvous or host named where it sees `other` (the first address
     /// of an introduction): the only address birthday punching sends to.

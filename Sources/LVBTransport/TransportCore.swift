@@ -168,7 +168,7 @@ public final class TransportCore {
             peer.lastDirectIn = now
             peer.holdDirectUntil = nil
         }
-        if birthday.run != nil || birthday.probing != nil, peer.endpoint != source {
+        if birthday.run != nil || !birthday.probing.isEmpty, peer.endpoint != source {
             peer.endpoint = source
             birthdayRoamed(peer, to: source)
         }

@@ -115,10 +115,12 @@ public struct TransportStats: Sendable, Equatable {
     public var addressChanges = 0
     public var socketsRebound = 0
     public var heldAfterMove = 0
-    /// Birthday punching (`Birthday`): attempts this node began as the hard
-    /// side, spare sockets it opened, attempts that found a direct path (on
-    /// either side), that did not (hard side), offers it declined and
-    /// probes it sent (easy side).
+    /// Birthday punching (`Birthday`): offers this node made and attempts
+    /// an easy peer accepted (hard side), spare sockets it opened,
+    /// attempts that found a direct path (either side), accepted attempts
+    /// that did not (hard side), offers it declined (also for being busy)
+    /// and probes it sent (easy side).
+    public var birthdayOffers = 0
     public var birthdayRuns = 0
     public var birthdaySpares = 0
     public var birthdayMet = 0

@@ -138,7 +138,7 @@ enum StatsJSON {
             ("dropped_unknown_session", s.droppedUnknownSession),
             ("direct_probes", s.directProbes), ("address_checks", s.addressChecks), ("address_changes", s.addressChanges),
             ("sockets_rebound", s.socketsRebound), ("held_after_move", s.heldAfterMove),
-            ("birthday_runs", s.birthdayRuns), ("birthday_spares", s.birthdaySpares), ("birthday_met", s.birthdayMet),
+            ("birthday_offers", s.birthdayOffers), ("birthday_runs", s.birthdayRuns), ("birthday_spares", s.birthdaySpares), ("birthday_met", s.birthdayMet),
             ("birthday_failed", s.birthdayFailed), ("birthday_declined", s.birthdayDeclined), ("birthday_probes", s.birthdayProbes),
         ]
         return "{" + fields.map { "\(JSONLine.quote($0.0)):\($0.1)" }.joined(separator: ",") + "}"

@@ -20,8 +20,9 @@ import Testing
     }
 
     @Test func aBirthdayMessageIsFlagsAndCount() {
-        #expect(IntroductionMessage.birthday(answer: false, count: 256).encoded == [6, 0, 1, 0])
-        #expect(IntroductionMessage.birthday(answer: true, count: 2048).encoded == [6, 1, 8, 0])
+        #expect(IntroductionMessage.birthday(step: .offer, count: 256).encoded == [6, 0, 1, 0])
+        #expect(IntroductionMessage.birthday(step: .accept, count: 2048).encoded == [6, 1, 8, 0])
+        #expect(IntroductionMessage.birthday(step: .ready, count: 250).encoded == [6, 4, 0, 250])
     }
 
     @Test func everyKindRoundTrips() throws {
@@ -33,8 +34,11 @@ import Testing
             .again(request: 7, peer: Self.peer, addresses: [Self.lan, v6]),
             .relay(peer: Self.peer, piece: RelayPiece(id: 513, index: 0, count: 1, bytes: [9, 9])),
             .relayed(peer: Self.peer, piece: RelayPiece(id: 1, index: 1, count: 2, bytes: [1])),
-            .birthday(answer: false, count: 256),
-            .birthday(answer: true, count: 0),
+            .birthday(step: .offer, count: 256),
+            .birthday(step: .accept, count: 2048),
+            .birthday(step: .decline, count: 0),
+            .birthday(step: .busy, count: 0),
+            .birthday(step: .ready, count: 255),
         ]
         for m in messages { #expect(try IntroductionMessage.parse(m.encoded[...]) == m) }
     }
@@ -50,7 +54,8 @@ import Testing
         badPart[35] = 0x22  // piece 2 of 2
         let cases: [[UInt8]] = [
             [], [0], [7] + good.dropFirst(),
-            [6, 2, 1, 0],  // birthday flags: answer 1, nothing else
+            [6, 5, 1, 0],  // birthday steps: 0-4
+            [6, 0, 0, 0], [6, 2, 0, 1], [6, 3, 1, 0], [6, 4, 0, 0],  // an offer or readiness names spares; refusals nothing
             [6, 0, 1], [6, 0, 1, 0, 0], good + [0], Array(good.dropLast()), badRelay, tooMany,
             Array(relay.dropLast()),  // an empty piece
             badPart,
