@@ -144,7 +144,7 @@ public enum MeshDashboard {
             "depths": "[" + depths.joined(separator: ",") + "]",
             "killed": s.killed.map(quote) ?? "null", "repairs": "[" + repairs.joined(separator: ",") + "]",
             "children_recovered": s.childrenRecovered ? "true" : "false",
-            "tree_links_direct": String(s.treeLinksDirect), "tree_links_ipv6": String(s.treeLinksIPv6), "tree_links_member_relay": String(s.treeLinksMemberRelay), "tree_links_relayed": String(s.treeLinksRelayed),
+            "tree_links_direct": String(s.treeLinksDirect), "tree_links_ipv6": String(s.treeLinksIPv6), "tree_links_birthday": String(s.treeLinksBirthday), "tree_links_member_relay": String(s.treeLinksMemberRelay), "tree_links_relayed": String(s.treeLinksRelayed),
             "sessions_direct": String(s.sessionsDirect), "sessions_relayed": String(s.sessionsRelayed),
             "gifts": String(s.gifts),
             "pk": s.pk.map { pk in

@@ -60,7 +60,7 @@ public final class MeshModel {
         public var parentPath: String?
         /// Where the parent is (`tree.parent_address`): an IPv6 one in brackets.
         public var parentAddress: String?
-        /// The kind of that link (`tree.parent_link`): "direct IPv4", "direct IPv6", "rendezvous relay via ID", "member relay via ID".
+        /// The kind of that link (`tree.parent_link`): "direct IPv4", "direct IPv6", "birthday IPv4", "rendezvous relay via ID", "member relay via ID".
         public var parentLink: String?
         /// Its established sessions straight to the peer, and through a relay (its last stats line).
         public var sessionsDirect: Int?
@@ -186,12 +186,13 @@ public final class MeshModel {
     }
 
     /// A node's link to its parent for people: "direct", "direct IPv6",
-    /// "relay via NAME" (the node relaying: the rendezvous, a member),
-    /// "relay"; nil when unknown.
+    /// "birthday" (direct, by birthday punching), "relay via NAME" (the
+    /// node relaying: the rendezvous, a member), "relay"; nil when unknown.
     public func link(of node: Node) -> String? {
         guard node.parent != nil, let path = node.parentPath else { return nil }
         let prefix = "relay via "
         if path == "direct", node.parentAddress?.hasPrefix("[") == true { return "direct IPv6" }
+        if path == "direct", node.parentLink == "birthday IPv4" { return "birthday" }
         guard path.hasPrefix(prefix) else { return path }
         let id = String(path.dropFirst(prefix.count))
         // Whose relay: the rendezvous's, or a member's (`parent_link`).

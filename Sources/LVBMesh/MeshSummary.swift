@@ -43,6 +43,8 @@ public struct MeshSummary: Equatable, Sendable {
     public let treeLinksRelayed: Int
     /// Of the direct ones, those over IPv6 (`--nat --ipv6`).
     public let treeLinksIPv6: Int
+    /// Of the direct ones, those birthday punching found (`--hard-nats`).
+    public let treeLinksBirthday: Int
     /// Of the relayed ones, those a member relays (the rest: a rendezvous).
     public let treeLinksMemberRelay: Int
     /// Every node's established sessions at its last stats line, by path (each session counted at both ends).
@@ -98,6 +100,7 @@ public struct MeshSummary: Equatable, Sendable {
         treeLinksRelayed = links.filter { $0.hasPrefix("relay") }.count
         treeLinksDirect = links.count - treeLinksRelayed
         treeLinksIPv6 = links.filter { $0 == "direct IPv6" }.count
+        treeLinksBirthday = links.filter { $0 == "birthday" }.count
         treeLinksMemberRelay = links.filter { $0.hasPrefix("relay") && $0.hasSuffix("(member)") }.count
         sessionsDirect = running.reduce(0) { $0 + ($1.sessionsDirect ?? 0) }
         sessionsRelayed = running.reduce(0) { $0 + ($1.sessionsRelayed ?? 0) }
@@ -128,7 +131,7 @@ public struct MeshSummary: Equatable, Sendable {
             out.append("  first picture after joining: min \(Self.ms(lo)), median \(Self.ms(mid)), max \(Self.ms(hi))")
         }
         if treeLinksDirect + treeLinksRelayed + sessionsDirect + sessionsRelayed > 0 {
-            out.append("  links    tree: \(treeLinksDirect) direct\(treeLinksIPv6 > 0 ? " (\(treeLinksIPv6) over IPv6)" : ""), \(treeLinksRelayed) relayed\(treeLinksMemberRelay > 0 ? " (\(treeLinksMemberRelay) by a member)" : "");"
+            out.append("  links    tree: \(treeLinksDirect) direct\(treeLinksIPv6 > 0 ? " (\(treeLinksIPv6) over IPv6)" : "")\(treeLinksBirthday > 0 ? " (\(treeLinksBirthday) by birthday punching)" : ""), \(treeLinksRelayed) relayed\(treeLinksMemberRelay > 0 ? " (\(treeLinksMemberRelay) by a member)" : "");"
                        + " sessions (counted at both ends): \(sessionsDirect) direct, \(sessionsRelayed) relayed")
         }
         for d in depths {

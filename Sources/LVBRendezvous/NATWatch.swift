@@ -67,7 +67,8 @@ public final class NATWatch: LiveRole {
         case .endpointDependent: .hard
         case .unknown: core.config.nat
         }
-        core.config.nat = kind
+        // (Peers at other addresses saw it mapped apart: hard, whatever one address's two ports say.)
+        core.config.nat = core.mappingVariesByDestination ? .hard : kind
         onResult?(kind, report)
     }
 }

@@ -65,8 +65,26 @@ extension TransportCore {
         let solicited = addressWatch.asked.removeValue(forKey: coordinator) == request
         log.debug("\(coordinator.short) sees us at \(seen)")
         let before = addressWatch.observed.updateValue(seen, forKey: coordinator)
-        guard solicited, let before, before != seen, before.isIPv4 == seen.isIPv4 else { return }
-        moved(from: before, to: seen)
+        if solicited, let before, before != seen, before.isIPv4 == seen.isIPv4 {
+            // (What the others saw was before the move.)
+            addressWatch.observed = [coordinator: seen]
+            return moved(from: before, to: seen)
+        }
+        noticeMapping(seen)
+    }
+
+    /// Two coordinators at different addresses see this node at the same
+    /// outside IPv4 address but different ports: its NAT maps each
+    /// destination apart (a rendezvous's two ports share its IP, so they
+    /// cannot tell an address-dependent NAT from an endpoint-independent
+    /// one; a room's host and a rendezvous can). Such a NAT meets no
+    /// other NAT's punch: the node counts as behind a hard one.
+    private func noticeMapping(_ seen: PeerAddress) {
+        guard seen.isIPv4, config.nat != .hard,
+              addressWatch.observed.values.contains(where: { $0.host == seen.host && $0.port != seen.port }) else { return }
+        log.info("coordinators see this node at \(addressWatch.observed.values.map(\.description).sorted()): its NAT maps each destination apart")
+        config.nat = .hard
+        mappingVariesByDestination = true
     }
 
     /// Our outside address changed: a new socket if we may take one, then

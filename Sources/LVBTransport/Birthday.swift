@@ -18,8 +18,14 @@ public enum BirthdayConstants {
     /// port in 1024–65535 (`random,fully-random` draws them uniformly).
     public static let firstPort: UInt16 = 1024
     /// A session relayed this long (its ordinary punch had its chance) is
-    /// offered a birthday by its hard side.
+    /// offered a birthday by its hard side; by a side whose NAT looked
+    /// endpoint-independent, after `afterEasy`: a punch between two such
+    /// NATs that failed shows that one maps by destination after all (an
+    /// address-dependent NAT looks endpoint-independent to one
+    /// rendezvous's two ports), and whichever side it is, one of the two
+    /// directions meets.
     public static let after: Duration = .seconds(1)
+    public static let afterEasy: Duration = .seconds(3)
     /// The hard side keeps its spares this long after saying they are
     /// ready, then gives up (the probes take 3.2 s; round trips over the
     /// relay add to it); an offer or an acceptance not followed up within
@@ -73,8 +79,10 @@ struct BirthdayState {
     var kept: [NodeID: UInt32] = [:]
     /// Sessions of the hard side seen relayed, since when.
     var relayedSince: [NodeID: Instant] = [:]
-    /// When each peer may be offered (or probed for) again, and the gap after that.
+    /// When each peer may be offered again, and the gap after that.
     var backoff: [NodeID: (at: Instant, gap: Duration)] = [:]
+    /// When this node last accepted each peer's offer.
+    var accepted: [NodeID: Instant] = [:]
     /// The sink has no spare sockets: never offer.
     var unsupported = false
 }
@@ -102,7 +110,7 @@ extension TransportCore {
     /// Called from `tick()`.
     func tickBirthday(_ now: Instant) {
         keepSpares()
-        if config.nat == .hard, !birthday.unsupported { tickOffers(now) }
+        if config.nat != .open, !birthday.unsupported { tickOffers(now) }
         for id in birthday.probing.keys { tickProbes(id, now: now) }
     }
 
@@ -131,7 +139,9 @@ extension TransportCore {
             }
             return
         }
+        if birthday.backoff.count > TransportConstants.maxPeers { birthday.backoff = birthday.backoff.filter { peersByID[$0.key] != nil } }
         var longest: (Peer, PeerAddress, Instant)?
+        let after = config.nat == .hard ? BirthdayConstants.after : BirthdayConstants.afterEasy
         for peer in peersByID.values {
             guard let id = peer.id else { continue }
             guard let target = birthdayTarget(peer) else {
@@ -140,7 +150,7 @@ extension TransportCore {
             }
             let since = birthday.relayedSince[id] ?? now
             birthday.relayedSince[id] = since
-            if now - since >= BirthdayConstants.after, mayTry(id, now: now), longest.map({ since < $0.2 }) ?? true {
+            if now - since >= after, mayTry(id, now: now), longest.map({ since < $0.2 }) ?? true {
                 longest = (peer, target, since)
             }
         }
@@ -263,9 +273,18 @@ extension TransportCore {
     /// hard), a coordinator named the peer's outside IPv4 address, it is
     /// not probing for too many others, and the peer does not offer too often.
     private func offered(by peer: Peer, id: NodeID, now: Instant) {
+        if config.nat != .hard, let run = birthday.run, run.peer == id, run.accepted == nil {
+            // Both offered at once (two NATs that look alike): the lower id's offer goes on.
+            if nodeID.text < id.text {
+                stats.birthdayDeclined += 1
+                return sendIntroduce(.birthday(step: .busy, count: 0), to: id)
+            }
+            birthday.run = nil
+        }
         let target = birthdayTarget(peer)
         let step: BirthdayStep
-        if config.nat == .hard || target == nil || birthday.probing[id] != nil || !mayTry(id, now: now) {
+        let tooSoon = birthday.accepted[id].map { now - $0 < BirthdayConstants.retry } ?? false
+        if config.nat == .hard || target == nil || birthday.probing[id] != nil || tooSoon {
             step = .decline
         } else if birthday.probing.count >= BirthdayConstants.probingAtOnce {
             step = .busy
@@ -277,7 +296,12 @@ extension TransportCore {
             sendIntroduce(.birthday(step: step, count: 0), to: id)
             return
         }
-        birthday.backoff[id] = (now + BirthdayConstants.retry, BirthdayConstants.retry)
+        birthday.accepted[id] = now
+        if birthday.accepted.count > TransportConstants.maxPeers { birthday.accepted = birthday.accepted.filter { peersByID[$0.key] != nil } }
+        // Should this direction fail, the other comes next (two NATs that
+        // look alike: only one direction can meet), before the peer's next offer.
+        let ours = now + BirthdayConstants.retry / 2
+        if birthday.backoff[id].map({ $0.at < ours }) ?? true { birthday.backoff[id] = (ours, birthday.backoff[id]?.gap ?? .zero) }
         birthday.probing[id] = BirthdayState.Probing(host: target.host, accepted: now)
         sendIntroduce(.birthday(step: .accept, count: UInt16(BirthdayConstants.probes)), to: id)
     }

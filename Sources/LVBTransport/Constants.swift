@@ -50,6 +50,10 @@ public enum TransportConstants {
     public static let punchOpenerHops = 2
     /// IPv4's usual TTL, restored after an opener.
     public static let defaultTTL = 64
+    /// Peers asked where they see this node, coordinators included, until
+    /// this many have answered (a second outside address tells an
+    /// address-dependent NAT apart).
+    public static let mappingWitnesses = 4
     /// A session that started over a relay path tries the direct addresses
     /// again after this, then twice as late each time up to `directProbeLast`,
     /// for `directProbeWindow`.

@@ -364,8 +364,18 @@ extension TransportCore {
     /// if the target had asked it for an introduction itself; without
     /// them, a requester never learned a target's IPv6 address, whose
     /// firewall then dropped the requester's punch.
+    ///
+    /// Any other peer whose session runs straight over IPv4 is asked the
+    /// same, while this node does not know its NAT to be hard: a second
+    /// outside address seeing it at another port shows an
+    /// address-dependent NAT, which one rendezvous's two ports cannot
+    /// (`noticeMapping`). A member answers as a coordinator does.
     func tellOwnAddresses(to coordinator: NodeID, role: NodeRole) {
-        guard role == .rendezvous || role == .host else { return }
+        guard role == .rendezvous || role == .host else {
+            guard config.nat != .hard, let peer = peersByID[coordinator], SparePath.outside(peer.endpoint).isIPv4,
+                  !RelayPath.isRelay(peer.endpoint), addressWatch.observed.count < TransportConstants.mappingWitnesses else { return }
+            return sendIntroduce(.request(request: random.uint32(), peer: nodeID, addresses: []), to: coordinator)
+        }
         addressWatch.observed[coordinator] = nil
         sendIntroduce(.request(request: random.uint32(), peer: nodeID, addresses: config.ownAddresses), to: coordinator)
     }

@@ -74,6 +74,10 @@ public final class TransportCore {
     var introductions: IntroductionState
     var addressWatch = AddressWatch()
     var birthday = BirthdayState()
+    /// Coordinators at two addresses saw this node at two ports of one
+    /// outside address (`noticeMapping`): its NAT is hard, whatever a probe
+    /// of one rendezvous's two ports said.
+    public internal(set) var mappingVariesByDestination = false
     /// Unknown-session packets: sent, per source host; taken, in all (each costs a look through the sessions).
     var unknownSessionAnswers = RateLimiter<PeerAddress.Host>(count: TransportConstants.unknownSessionRate,
                                                               burst: TransportConstants.unknownSessionBurst)

@@ -103,7 +103,8 @@ private final class Crowd {
         func kind(_ core: TransportCore, _ peer: NodeID?) -> String {
             guard let peer, core.isEstablished(with: peer) else { return "missing" }
             let link = core.link(to: peer)
-            return link.hasPrefix("direct") ? "direct" : link.hasPrefix("member") ? "member relay" : "rendezvous relay"
+            return link.hasPrefix("direct") ? "direct" : link.hasPrefix("birthday") ? "birthday"
+                : link.hasPrefix("member") ? "member relay" : "rendezvous relay"
         }
         var tree: [String: Int] = [:], gossip: [String: Int] = [:]
         for v in viewers.values {
@@ -202,6 +203,18 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
             let relayed = rv.sim.core.stats.relayedBytes + rv.service.stats.relayedBytes
             let sent = c.viewers.values.reduce(c.host.sim.core.stats.bytesOut) { $0 + $1.sim.core.stats.bytesOut }
             print("\(name): the rendezvous relayed \(relayed) bytes, \(Int(100 * Double(relayed) / Double(max(1, sent)))) % of the \(sent) bytes the members sent")
+            let cores = [c.host.sim.core] + c.viewers.values.map(\.sim.core)
+            let b = cores.reduce(into: [0, 0, 0, 0, 0]) { t, core in
+                for (i, n) in [core.stats.birthdayOffers, core.stats.birthdayRuns, core.stats.birthdayMet, core.stats.birthdayFailed,
+                               core.stats.birthdayDeclined].enumerated() { t[i] += n }
+            }
+            var pairs: [String: Int] = [:]
+            for v in c.viewers.values {
+                guard let parent = v.node.tree?.parent, v.sim.core.link(to: parent).contains("relay") else { continue }
+                pairs["\(c.natKind[v.id] ?? "?") under \(parent == c.host.id ? "host" : c.natKind[parent] ?? "?")", default: 0] += 1
+            }
+            print("\(name): relayed tree links by NATs (child under parent): \(pairs)")
+            print("\(name): birthday offers \(b[0]), accepted \(b[1]), met \(b[2]) (counted by both sides), failed \(b[3]), declined \(b[4])")
         }
         // Ten viewers chat: every member gets every line.
         let speakers = Array(c.viewers.values.sorted { $0.id.text < $1.id.text }.prefix(10))

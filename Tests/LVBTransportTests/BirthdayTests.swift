@@ -77,6 +77,23 @@ import Testing
         #expect(abs(BirthdayConstants.chance(probes: 1024) - 0.983) < 0.002)
     }
 
+    @Test(arguments: [false, true])
+    func anAddressDependentNATThatLooksEasyMeetsToo(addressDependentIsTheRequester: Bool) {
+        // An address-dependent NAT (a port per destination IP) looks
+        // endpoint-independent to one rendezvous's two ports: both sides
+        // think themselves easy, the punch fails, and after 3 s on the
+        // relay one of them offers; whichever direction can meet does.
+        let adm = NATBehavior.addressDependent, masquerade = NATMix.linuxMasquerade
+        let p = Self.pair(seed: addressDependentIsTheRequester ? 50 : 51, easyKind: .easy,
+                          easy: addressDependentIsTheRequester ? adm : masquerade, hard: addressDependentIsTheRequester ? masquerade : adm)
+        p.hard.core.config.nat = .easy  // (it looks so)
+        #expect(p.net.run(until: { p.easy.established(with: p.hard) }, timeout: .seconds(5)))
+        #expect(p.easy.core.isRelayed(p.hard.id))
+        #expect(p.net.run(until: { p.easy.core.link(to: p.hard.id) == "birthday IPv4" && p.hard.core.link(to: p.easy.id) == "birthday IPv4" },
+                          timeout: .seconds(60)))
+        print("address-dependent NAT behind \(addressDependentIsTheRequester ? "the requester" : "the target"): offers \(p.easy.core.stats.birthdayOffers) + \(p.hard.core.stats.birthdayOffers), met after \(Self.birthdays(p.easy) + Self.birthdays(p.hard))")
+    }
+
     @Test func twoHardNATsDeclineWithoutOpeningSpares() {
         let p = Self.pair(seed: 40, easyKind: .hard, easy: NATMix.symmetricRandom)
         #expect(p.net.run(until: { p.easy.established(with: p.hard) }, timeout: .seconds(5)))
