@@ -73,15 +73,17 @@ extension TransportCore {
         noticeMapping(seen)
     }
 
-    /// Two coordinators at different addresses see this node at the same
-    /// outside IPv4 address but different ports: its NAT maps each
-    /// destination apart (a rendezvous's two ports share its IP, so they
-    /// cannot tell an address-dependent NAT from an endpoint-independent
-    /// one; a room's host and a rendezvous can). Such a NAT meets no
-    /// other NAT's punch: the node counts as behind a hard one.
+    /// Three or more peers see this node at the same outside IPv4 address,
+    /// each at a port of its own: its NAT maps each destination apart (a
+    /// rendezvous's two ports share its IP, so they cannot tell an
+    /// address-dependent NAT from an endpoint-independent one; peers at
+    /// other addresses can). Such a NAT meets no other NAT's punch: the
+    /// node counts as behind a hard one. (One peer at another port is not
+    /// enough: a punch whose conntrack entry clashed was given another
+    /// port by an endpoint-independent NAT too.)
     private func noticeMapping(_ seen: PeerAddress) {
-        guard seen.isIPv4, config.nat != .hard,
-              addressWatch.observed.values.contains(where: { $0.host == seen.host && $0.port != seen.port }) else { return }
+        let ports = addressWatch.observed.values.filter { $0.host == seen.host }.map(\.port)
+        guard seen.isIPv4, config.nat != .hard, ports.count >= 3, Set(ports).count == ports.count else { return }
         log.info("coordinators see this node at \(addressWatch.observed.values.map(\.description).sorted()): its NAT maps each destination apart")
         config.nat = .hard
         mappingVariesByDestination = true

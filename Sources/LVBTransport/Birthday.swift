@@ -110,7 +110,8 @@ extension TransportCore {
     /// Called from `tick()`.
     func tickBirthday(_ now: Instant) {
         keepSpares()
-        if config.nat != .open, !birthday.unsupported { tickOffers(now) }
+        // (Offers need a NAT measured: one not yet known, or none, offers nothing.)
+        if config.nat == .hard || config.nat == .easy, !birthday.unsupported { tickOffers(now) }
         for id in birthday.probing.keys { tickProbes(id, now: now) }
     }
 

@@ -51,7 +51,7 @@ public enum TransportConstants {
     /// IPv4's usual TTL, restored after an opener.
     public static let defaultTTL = 64
     /// Peers asked where they see this node, coordinators included, until
-    /// this many have answered (a second outside address tells an
+    /// this many have answered (three that each see another port tell an
     /// address-dependent NAT apart).
     public static let mappingWitnesses = 4
     /// A session that started over a relay path tries the direct addresses
@@ -133,4 +133,9 @@ public enum IntroductionConstants {
     /// long after its introduction or last relayed datagram a pair may use it.
     public static let relayPairKbps = 2500
     public static let relayPairLifetime: Duration = .seconds(600)
+    /// A session on a rendezvous's relay this long (its punch and birthday
+    /// punching had their chance) asks the room's host to relay it instead,
+    /// again at most every `memberRelayRetry` (`MemberRelay`).
+    public static let memberRelayFirstAfter: Duration = .seconds(10)
+    public static let memberRelayRetry: Duration = .seconds(60)
 }

@@ -165,6 +165,8 @@ extension TransportCore {
             if other != nodeID, let first = addresses.first, peer.role == .rendezvous || peer.role == .host {
                 noteSeen(other, at: first)
             }
+            if other != nodeID,
+               memberRelayIntroduced(to: other, offersRelay: relay, addresses: addresses, request: request, by: from) { return }
             if other == nodeID {
                 observed(addresses, by: from, request: request)
             } else if again || addressWatch.again[other] == request && request != 0 {
@@ -366,13 +368,13 @@ extension TransportCore {
     /// firewall then dropped the requester's punch.
     ///
     /// Any other peer whose session runs straight over IPv4 is asked the
-    /// same, while this node does not know its NAT to be hard: a second
-    /// outside address seeing it at another port shows an
+    /// same while this node's NAT looked endpoint-independent: three
+    /// outside addresses each seeing it at a port of its own show an
     /// address-dependent NAT, which one rendezvous's two ports cannot
     /// (`noticeMapping`). A member answers as a coordinator does.
     func tellOwnAddresses(to coordinator: NodeID, role: NodeRole) {
         guard role == .rendezvous || role == .host else {
-            guard config.nat != .hard, let peer = peersByID[coordinator], SparePath.outside(peer.endpoint).isIPv4,
+            guard config.nat == .easy, let peer = peersByID[coordinator], SparePath.outside(peer.endpoint).isIPv4,
                   !RelayPath.isRelay(peer.endpoint), addressWatch.observed.count < TransportConstants.mappingWitnesses else { return }
             return sendIntroduce(.request(request: random.uint32(), peer: nodeID, addresses: []), to: coordinator)
         }

@@ -27,6 +27,10 @@ final class Peer {
     /// The direct path birthday punching found (`Birthday`): a spare
     /// socket's path on the hard side, the outside port it hit on the easy one.
     var birthdayPath: PeerAddress?
+    /// A member's relay path the session moved to (`MemberRelay`), and when
+    /// a datagram last came along it.
+    var memberRelayPath: PeerAddress?
+    var lastMemberRelayIn: Instant?
     /// Keep the session up and retry until `rekeyAttemptTime` (we dialled it).
     let persistent: Bool
     /// The address it was dialled at without knowing who answers there (XX,

@@ -14,6 +14,7 @@ extension TransportCore {
         }
         tickIntroductions(now)
         tickBirthday(now)
+        tickMemberRelays(now)
     }
 
     private func tick(_ peer: Peer, now: Instant) {

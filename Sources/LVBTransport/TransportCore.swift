@@ -74,6 +74,7 @@ public final class TransportCore {
     var introductions: IntroductionState
     var addressWatch = AddressWatch()
     var birthday = BirthdayState()
+    var memberRelays = MemberRelayState()
     /// Coordinators at two addresses saw this node at two ports of one
     /// outside address (`noticeMapping`): its NAT is hard, whatever a probe
     /// of one rendezvous's two ports said.
@@ -164,10 +165,18 @@ public final class TransportCore {
     /// The session with `peer` follows an authenticated datagram or
     /// handshake to where it came from, as WireGuard's roaming does; but a
     /// relay path does not take it off a direct path that carried something
-    /// within `directPathQuiet`.
+    /// within `directPathQuiet`, nor a rendezvous's relay path off a
+    /// member's that did (`MemberRelay`).
     func roam(_ peer: Peer, to source: PeerAddress, now: Instant) {
         if RelayPath.isRelay(source) {
             if !RelayPath.isRelay(peer.endpoint), let last = peer.lastDirectIn, now - last < TransportConstants.directPathQuiet { return }
+            if source == peer.memberRelayPath {
+                peer.lastMemberRelayIn = now
+            } else if keepsMemberRelay(peer, against: source, now: now) {
+                return
+            } else if source != peer.endpoint, noteMemberRelay(peer, at: source) {
+                peer.lastMemberRelayIn = now
+            }
         } else {
             peer.lastDirectIn = now
             peer.holdDirectUntil = nil

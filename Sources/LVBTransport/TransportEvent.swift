@@ -121,6 +121,10 @@ public struct TransportStats: Sendable, Equatable {
     /// that did not (hard side), offers it declined (also for being busy)
     /// and probes it sent (easy side).
     public var birthdayOffers = 0
+    /// Sessions on a rendezvous's relay this node asked a host to relay
+    /// instead, and that it moved there (`MemberRelay`).
+    public var memberRelayAsks = 0
+    public var memberRelayMoves = 0
     public var birthdayRuns = 0
     public var birthdaySpares = 0
     public var birthdayMet = 0

@@ -138,6 +138,7 @@ enum StatsJSON {
             ("dropped_unknown_session", s.droppedUnknownSession),
             ("direct_probes", s.directProbes), ("address_checks", s.addressChecks), ("address_changes", s.addressChanges),
             ("sockets_rebound", s.socketsRebound), ("held_after_move", s.heldAfterMove),
+            ("member_relay_asks", s.memberRelayAsks), ("member_relay_moves", s.memberRelayMoves),
             ("birthday_offers", s.birthdayOffers), ("birthday_runs", s.birthdayRuns), ("birthday_spares", s.birthdaySpares), ("birthday_met", s.birthdayMet),
             ("birthday_failed", s.birthdayFailed), ("birthday_declined", s.birthdayDeclined), ("birthday_probes", s.birthdayProbes),
         ]

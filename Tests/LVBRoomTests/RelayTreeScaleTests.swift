@@ -47,7 +47,10 @@ private final class Crowd {
         let mix = behindNATs ? NATMix(network: network) : nil
         self.mix = mix
         rendezvous = behindNATs ? Self.rendezvous(on: network, seed: seed ^ 0xAD, relayKbps: 50_000) : nil
-        let sim = network.makeNodes(behind: [mix?.hostNAT], seed: seed)[0]
+        // (Behind NATs the host relays as the binary's does: `--relay-kbps`'s default for a host.)
+        var hostConfig = TransportConfig()
+        if mix != nil { hostConfig.relayKbps = RoomConstants.defaultHostRelayKbps }
+        let sim = network.makeNodes(behind: [mix?.hostNAT], seed: seed, config: hostConfig)[0]
         if mix != nil { sim.core.config.nat = .easy }
         let policy = AdmissionPolicy(room: room, host: sim.core.identity, mode: .open, clock: net.clock)
         var plan = NodePlan(part: .host(policy, info: RoomInfo(title: "crowd")))
