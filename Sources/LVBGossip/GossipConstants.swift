@@ -40,6 +40,8 @@ public enum GossipConstants {
     public static let tickInterval: Duration = .milliseconds(20)
     /// How often the views are maintained (promotions) and shuffled.
     public static let maintenanceInterval: Duration = .seconds(1)
+    /// A relayed neighbour gives way to a directly reached one at most this often.
+    public static let relayedSwapInterval: Duration = .seconds(5)
     /// A NEIGHBOR request unanswered this long is forgotten, so it (or one to
     /// another peer) can go again; a node with no neighbour at all looks this
     /// often rather than every `maintenanceInterval`. Both request and reply

@@ -64,6 +64,11 @@ public final class GossipNode {
     public var onInvalid: ((NodeID) -> Void)?
     /// Whether `id` may become a neighbour (private rooms admit first).
     public var mayNeighbor: ((NodeID) -> Bool)?
+    /// Whether this node reaches `id` without a relay (true), only through
+    /// one (false), or not known (nil): the session's path when it is up,
+    /// else what the two NATs allow (issue 48). Neighbours it reaches
+    /// directly are preferred, and a relayed one gives way to one of those.
+    public var reachesDirectly: ((NodeID) -> Bool?)?
     /// Authors whose progress every digest lists, whatever its range (the
     /// room's host: its census, room info and moderation matter to all).
     public var pinnedAuthors: () -> [NodeID] = { [] }
@@ -71,6 +76,9 @@ public final class GossipNode {
     public internal(set) var stats = GossipStats()
     public internal(set) var active: [NodeID] = []
     var passive: [PeerRecord] = []
+    /// When a relayed neighbour last gave way to a direct one, and the swap under way.
+    var lastSwap: Instant?
+    var swapping: (relayed: NodeID, direct: NodeID)?
     var eager: Set<NodeID> = []
     var lazy: Set<NodeID> = []
     var store = EventStore(capacity: GossipConstants.storeCapacity)

@@ -51,6 +51,7 @@ extension GossipNode {
         if now - lastMaintenance >= maintenance {
             lastMaintenance = now
             promoteIfNeeded(force: active.isEmpty)
+            swapRelayedNeighbour()
         }
         if now - lastShuffle >= GossipConstants.shuffleInterval {
             lastShuffle = now

@@ -64,8 +64,10 @@ extension GossipNode {
     func handleNeighborReply(accepted: Bool, from peer: NodeID) {
         pendingNeighbor[peer] = nil
         if accepted {
+            finishSwap(accepted: peer)
             addActive(peer)
         } else {
+            if swapping?.direct == peer { swapping = nil }
             removeActive(peer)
         }
     }
@@ -126,7 +128,9 @@ extension GossipNode {
         pendingNeighbor = pendingNeighbor.filter { now - $0.value < GossipConstants.neighborRequestTimeout }
         guard active.count + pendingNeighbor.count < GossipConstants.activeViewSize else { return }
         let candidates = passive.filter { pendingNeighbor[$0.id] == nil }
-        guard let record = pick(candidates) else {
+        // Those reached without a relay first (issue 48).
+        let direct = candidates.filter { reachesDirectly?($0.id) != false }
+        guard let record = pick(direct.isEmpty ? candidates : direct) else {
             // Nobody in reserve: fall back to the contact we joined through.
             if active.isEmpty, let contact { requestNeighbor(contact, high: true) }
             return
@@ -135,6 +139,33 @@ extension GossipNode {
         // neighbour a node hangs off the overlay by a single link, and low
         // requests to peers whose views are full can all be refused.
         requestNeighbor(record, high: force || active.count < GossipConstants.minimumNeighbours)
+    }
+
+    /// A neighbour whose session runs through a relay gives way, at most
+    /// once per `relayedSwapInterval`, to a passive peer this node reaches
+    /// directly (issue 48: a relayed link costs the relay its bytes). The
+    /// active view stays as full as it was: the new one is asked first at
+    /// high priority, the relayed one dropped once it accepts.
+    func swapRelayedNeighbour() {
+        guard let reaches = reachesDirectly, active.count >= GossipConstants.minimumNeighbours, pendingNeighbor.isEmpty else { return }
+        let now = clock.now()
+        if let last = lastSwap, now - last < GossipConstants.relayedSwapInterval { return }
+        guard let relayed = active.first(where: { $0 != contact?.id && reaches($0) == false }),
+              let record = pick(passive.filter { reaches($0.id) == true }) else { return }
+        lastSwap = now
+        swapping = (relayed, record.id)
+        requestNeighbor(record, high: true)
+    }
+
+    /// The peer a swap asked accepted: the relayed neighbour goes, making
+    /// room for it (rather than a random one).
+    func finishSwap(accepted peer: NodeID) {
+        guard let swap = swapping, swap.direct == peer else { return }
+        swapping = nil
+        guard active.contains(swap.relayed) else { return }
+        send(.disconnect, to: swap.relayed)
+        removeActive(swap.relayed)
+        if let address = transport.address(of: swap.relayed) { addPassive(PeerRecord(id: swap.relayed, address: address)) }
     }
 
     func shuffle() {

@@ -230,6 +230,11 @@ public final class RoomNode {
 
     private func wireGossip() {
         gossip.mayNeighbor = { [unowned self] peer in verified.contains(peer) || peer == host }
+        gossip.reachesDirectly = { [unowned self] peer in
+            if core.isEstablished(with: peer) { return !core.isRelayed(peer) }
+            guard core.config.nat != .unknown, let position = state?.tree[peer] else { return nil }
+            return position.reachable(from: core.config.nat, ipv6: core.config.ownAddresses.contains(where: \.isGlobalIPv6))
+        }
         gossip.pinnedAuthors = { [unowned self] in [host] }
         gossip.history = { [unowned self] in state?.retainedEvents() ?? [] }
         gossip.onInvalid = { [unowned self] peer in penalize(peer) }
