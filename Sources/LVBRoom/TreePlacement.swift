@@ -54,8 +54,8 @@ public struct TreePlacement: Sendable {
     /// chain reaches the host without passing through `me`; those `me` can
     /// reach without a relay first (`asker`: its NAT and whether it has a
     /// global IPv6 address, against each one's position: `RelayPosition.reachable`,
-    /// so a node behind a hard NAT is a leaf to all but IPv6 and open
-    /// nodes); then least depth, then those `me` already reaches directly (`direct`: a session
+    /// so a node behind a hard NAT is a leaf to other hard ones but
+    /// IPv6 ones); then least depth, then those `me` already reaches directly (`direct`: a session
     /// up, not through a relay: no punch to wait for, no relay to spend),
     /// then most free slots; equals in an order of their own for each
     /// asker (a hash of both keys), so joiners arriving together spread out.

@@ -17,14 +17,15 @@ public enum BirthdayConstants {
     /// The ports probed: Linux's NAT gives a flow from a port above 1023 a
     /// port in 1024–65535 (`random,fully-random` draws them uniformly).
     public static let firstPort: UInt16 = 1024
-    /// A session relayed this long (its ordinary punch had its chance) is
-    /// offered a birthday by its hard side; by a side whose NAT looked
+    /// A session relayed this long is offered a birthday by its hard side
+    /// (no ordinary punch of a hard NAT meets a NAT: only an open peer
+    /// could, and its session would not be on a relay); by a side whose NAT looked
     /// endpoint-independent, after `afterEasy`: a punch between two such
     /// NATs that failed shows that one maps by destination after all (an
     /// address-dependent NAT looks endpoint-independent to one
     /// rendezvous's two ports), and whichever side it is, one of the two
     /// directions meets.
-    public static let after: Duration = .seconds(1)
+    public static let after: Duration = .milliseconds(300)
     public static let afterEasy: Duration = .seconds(3)
     /// The hard side keeps its spares this long after saying they are
     /// ready, then gives up (the probes take 3.2 s; round trips over the

@@ -133,9 +133,10 @@ public enum IntroductionConstants {
     /// long after its introduction or last relayed datagram a pair may use it.
     public static let relayPairKbps = 2500
     public static let relayPairLifetime: Duration = .seconds(600)
-    /// A session on a rendezvous's relay this long (its punch and birthday
-    /// punching had their chance) asks the room's host to relay it instead,
-    /// again at most every `memberRelayRetry` (`MemberRelay`).
-    public static let memberRelayFirstAfter: Duration = .seconds(10)
+    /// A session on a rendezvous's relay this long (its punch, which the
+    /// relay raced, had its chance) asks the room's host to relay it
+    /// instead, again at most every `memberRelayRetry` (`MemberRelay`);
+    /// birthday punching goes on from the host's relay.
+    public static let memberRelayFirstAfter: Duration = .seconds(2)
     public static let memberRelayRetry: Duration = .seconds(60)
 }

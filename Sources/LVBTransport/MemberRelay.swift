@@ -16,8 +16,9 @@ struct MemberRelayState {
 }
 
 /// Members relay before the rendezvous (issue 48): a session that has run
-/// over a rendezvous's relay for `memberRelayFirstAfter` (the punch and
-/// birthday punching had their chance: the two NATs cannot meet) moves to
+/// over a rendezvous's relay for `memberRelayFirstAfter` (the punch, which
+/// the relay raced, had its chance; birthday punching goes on from the
+/// member's relay) moves to
 /// the relay of the room's host, a member both sides hold direct sessions
 /// with, whose relay budget (`--relay-kbps`, 2500 kbit/s by default for a
 /// host) is counted and capped as a rendezvous's is. The node asks the

@@ -24,12 +24,12 @@ public enum NATKind: UInt8, Sendable, CaseIterable {
     }
 
     /// Whether a node behind `self` and one behind `other` can meet
-    /// directly over IPv4 by punching: not when either side's NAT maps
-    /// each destination apart, unless the other has no NAT at all (the
-    /// NAT side's flow to it is the one the open side answers). Unknown
-    /// counts as easy: most NATs are.
+    /// directly over IPv4: by an ordinary punch unless a side's NAT maps
+    /// each destination apart; a hard side meets an endpoint-independent
+    /// one by birthday punching (`Birthday`, a second or so later) and an
+    /// open one by its own flow; two hard NATs never meet. Unknown counts
+    /// as easy: most NATs are.
     public func meets(_ other: NATKind) -> Bool {
-        if self == .open || other == .open { return true }
-        return self != .hard && other != .hard
+        !(self == .hard && other == .hard)
     }
 }

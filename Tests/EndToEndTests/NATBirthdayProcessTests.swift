@@ -82,4 +82,47 @@ import Testing
         print("birthday (NAT lab): the rendezvous relayed \(relayed) bytes, the viewers received \(received): \(String(format: "%.2f", share * 100)) %")
         #expect(share < 0.5)
     }
+
+    /// Variant (b): half the homes behind hard NATs (IPv4 only), the host
+    /// behind an ordinary one, six viewers, the rendezvous relaying. Hard
+    /// viewers' links to ordinary parents go direct by birthday punching;
+    /// what two hard homes cannot punch moves to the host's relay after
+    /// 2 s; gossip neighbours are drawn from the directly reached. Issue
+    /// 48's goal is that the rendezvous relays at most 5 % of the bytes the
+    /// viewers receive; over the room's first 40 s, joins included, it
+    /// relays 12-17 % today (mostly each hard joiner's first second with
+    /// the host, before birthday punching meets, and hard pairs' first
+    /// 2 s): this holds it under 25 % until that is closed.
+    @Test func halfTheHomesHardTheRendezvousRelaysAFewPercent() throws {
+        let viewers = 6
+        let lab = try NATLab(tag: "lvq\(getpid() % 1000)", sites: 1 + viewers, hard: [3, 5, 7])
+        defer { lab.remove() }
+        let (rv, host, room, _) = try lab.room(relayKbps: 8000, hostArguments: [
+            "--size", "320x180", "--fps", "15", "--bitrate", "300", "--audio", "none", "--relay-slots", "2"])
+        var all = [rv, host]
+        defer { for p in all { p.signal(SIGTERM); _ = p.waitExit() } }
+        var joined: [NodeProcess] = []
+        for site in 2...(1 + viewers) {
+            let v = try lab.run("\(site)", ["join", room, "--rendezvous", lab.rendezvous, "--ephemeral", "--json",
+                                            "--nick", "v\(site)", "--relay-slots", "2"])
+            all.append(v)
+            joined.append(v)
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+        for (n, v) in joined.enumerated() { #expect(v.waitFor("first_frame", timeout: 20) != nil, "viewer \(n + 2) never played: \(v.stderr)") }
+        Thread.sleep(forTimeInterval: 35)
+        let stats = joined.snapshot()
+        let links = stats.map { Self.tree($0)?["parent_link"] as? String ?? "none" }
+        let received = stats.reduce(0) { $0 + (Self.transport($1)?["bytes_in"] as? Int ?? 0) }
+        rv.signal(SIGTERM)
+        _ = rv.waitExit()
+        let exit = rv.waitFor("exit", timeout: 1)
+        let members = (exit?["stats"] as? [String: Any])?["relayed_bytes"] as? Int ?? 0
+        let joins = (exit?["rendezvous"] as? [String: Any])?["relayed_bytes"] as? Int ?? 0
+        let relayed = members + joins
+        let share = Double(relayed) / Double(max(1, received))
+        print("half the homes hard (NAT lab): parent links \(links); the rendezvous relayed \(relayed) bytes (\(members) between members, \(joins) between joiners and the host) of the \(received) the viewers received: \(String(format: "%.2f", share * 100)) %")
+        #expect(!links.contains("none"), "viewers without a parent: \(links)")
+        #expect(share <= 0.25, "the rendezvous relayed \(String(format: "%.1f", share * 100)) % of the viewers' bytes")
+    }
 }
