@@ -117,10 +117,13 @@ extension TransportCore {
     }
 
     /// Where a session that runs over a relay may meet its peer directly:
-    /// the outside IPv4 address a coordinator introduced the peer at.
+    /// the outside IPv4 address a coordinator introduced the peer at. Not
+    /// where both have a global IPv6 address: that path is punched as it
+    /// is and preferred (a birthday over IPv4 would take the session first).
     private func birthdayTarget(_ peer: Peer) -> PeerAddress? {
         guard peer.established, peer.role != .rendezvous, RelayPath.isRelay(peer.endpoint), let id = peer.id,
               let seen = introductions.seen[id], seen.isIPv4 else { return nil }
+        if config.ownAddresses.contains(where: \.isGlobalIPv6), peer.directCandidates.contains(where: \.isGlobalIPv6) { return nil }
         return seen
     }
 

@@ -121,8 +121,13 @@ extension TransportCore {
 
     /// The node a relayed session with `id` runs through (nil: direct, or no session).
     public func relay(of id: NodeID) -> NodeID? {
-        guard let p = peersByID[id], let i = RelayPath.index(of: p.endpoint) else { return nil }
-        return introductions.routes[i]?.via ?? relayOwner?(p.endpoint)
+        peersByID[id].flatMap { relayVia($0.endpoint) }
+    }
+
+    /// The node relay path `address` runs through (nil: not a relay path, or not known).
+    func relayVia(_ address: PeerAddress) -> NodeID? {
+        guard let i = RelayPath.index(of: address) else { return nil }
+        return introductions.routes[i]?.via ?? relayOwner?(address)
     }
 
     /// Every rendezvous this node holds a session with, in a stable order.

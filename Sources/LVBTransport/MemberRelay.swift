@@ -72,10 +72,8 @@ extension TransportCore {
     /// the rendezvous still in flight would take it back).
     func keepsMemberRelay(_ peer: Peer, against source: PeerAddress, now: Instant) -> Bool {
         guard let member = peer.memberRelayPath, peer.endpoint == member, source != member,
-              let last = peer.lastMemberRelayIn, now - last < TransportConstants.directPathQuiet,
-              let i = RelayPath.index(of: source) else { return false }
-        let via = introductions.routes[i]?.via ?? relayOwner?(source)
-        return via.map(isRendezvous) ?? true
+              let last = peer.lastMemberRelayIn, now - last < TransportConstants.directPathQuiet else { return false }
+        return relayVia(source).map(isRendezvous) ?? true
     }
 
     /// A session arrived on relay path `path`: true and noted when a member relays it.

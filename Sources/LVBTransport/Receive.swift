@@ -19,6 +19,7 @@ extension TransportCore {
         }
         stats.datagramsIn += 1
         stats.bytesIn += datagram.count
+        if RelayPath.isRelay(source), let via = relayVia(source), isRendezvous(via) { stats.bytesInViaRendezvous += datagram.count }
         if let sideChannel {
             switch sideChannel(datagram[...], source) {
             case .notMine: break

@@ -77,6 +77,8 @@ public struct PeerInfo: Sendable {
 public struct TransportStats: Sendable, Equatable {
     public var datagramsIn = 0
     public var bytesIn = 0
+    /// Of those, bytes that came over a relay path through a rendezvous.
+    public var bytesInViaRendezvous = 0
     public var datagramsOut = 0
     public var bytesOut = 0
     public var handshakesCompleted = 0

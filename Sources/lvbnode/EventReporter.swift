@@ -124,7 +124,7 @@ enum StatsJSON {
 
     static func encode(_ s: TransportStats) -> String {
         let fields: [(String, Int)] = [
-            ("datagrams_in", s.datagramsIn), ("bytes_in", s.bytesIn), ("datagrams_out", s.datagramsOut), ("bytes_out", s.bytesOut),
+            ("datagrams_in", s.datagramsIn), ("bytes_in", s.bytesIn), ("bytes_in_via_rendezvous", s.bytesInViaRendezvous), ("datagrams_out", s.datagramsOut), ("bytes_out", s.bytesOut),
             ("handshakes", s.handshakesCompleted), ("messages_in", s.messagesIn), ("messages_out", s.messagesOut),
             ("keepalives_in", s.keepalivesIn), ("cookie_replies", s.cookieRepliesSent), ("dropped", s.droppedTotal),
             ("dropped_malformed", s.droppedMalformed), ("dropped_mac1", s.droppedMAC1), ("dropped_decrypt", s.droppedDecrypt),
