@@ -34,6 +34,8 @@ struct GiftTally {
         let key = ComboKey(author: e.author, combo: g.combo)
         if var c = combos[key], c.gift == g.gift {
             c.count = max(c.count, g.comboCount)
+            // (Gossip may bring a combo's events out of order: the last first.)
+            c.first = min(c.first, g.comboCount)
             c.last = now
             combos[key] = c
         } else {

@@ -65,6 +65,19 @@ import Testing
         #expect(state.apply(gift(bob, "crown", combo: 300)) == .rejected(.authorMuted))
     }
 
+    /// Gossip may bring a combo's events out of order (the last one first,
+    /// over a shorter path): the combo still ends with its final count.
+    @Test func aComboWhoseLastEventCameFirstStillEnds() {
+        let state = RoomState(room: testRoom, host: host.id, clock: clock)
+        for n in [4, 1, 2, 3] {
+            #expect(state.apply(gift(bob, "rose", combo: 9, comboCount: UInt32(n))).changes != nil)
+            clock.advance(by: .milliseconds(100))
+        }
+        clock.advance(by: RoomConstants.giftComboWindow)
+        #expect(state.expirePresence().filter { if case .giftCombo = $0 { true } else { false } }
+                == [.giftCombo(author: bob.id, gift: 1, combo: 9, count: 4)])
+    }
+
     @Test func theRankIsTheHostsAloneLatestWinsAndInTheSnapshot() {
         let state = RoomState(room: testRoom, host: host.id, clock: clock)
         let forged = alice.event(.giftRank(GiftRank(total: 1000, top: [GiftRank.Entry(member: alice.id, points: 1000)])))
