@@ -33,7 +33,7 @@ extension TransportCore {
         var hosts: [NodeID]?
         for peer in peersByID.values {
             guard let id = peer.id else { continue }
-            guard peer.established, peer.role != .rendezvous, let via = relay(of: id), isRendezvous(via) else {
+            guard peer.established, peer.role != .rendezvous, let via = relayVia(peer.endpoint), isRendezvous(via) else {
                 memberRelays.since[id] = nil
                 continue
             }
@@ -58,7 +58,7 @@ extension TransportCore {
     func memberRelayIntroduced(to other: NodeID, offersRelay: Bool, addresses: [PeerAddress], request: UInt32, by coordinator: NodeID) -> Bool {
         guard request != 0, let ask = memberRelays.asked[other], ask.request == request, ask.via == coordinator else { return false }
         guard offersRelay, !addresses.isEmpty, let peer = peersByID[other], peer.established,
-              let via = relay(of: other), isRendezvous(via) else { return true }
+              let via = relayVia(peer.endpoint), isRendezvous(via) else { return true }
         let path = relayPath(to: other, via: coordinator)
         peer.memberRelayPath = path
         stats.memberRelayMoves += 1
@@ -81,5 +81,14 @@ extension TransportCore {
         guard let i = RelayPath.index(of: path), let via = introductions.routes[i]?.via, !isRendezvous(via) else { return false }
         peer.memberRelayPath = path
         return true
+    }
+
+    /// A peer is forgotten: what the path machinery kept for it goes
+    /// (a spare it kept closes on the next tick, `keepSpares`).
+    func forgetPath(of id: NodeID) {
+        memberRelays.since[id] = nil
+        memberRelays.asked[id] = nil
+        birthday.relayedSince[id] = nil
+        birthday.probing[id] = nil
     }
 }

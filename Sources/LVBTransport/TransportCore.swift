@@ -75,9 +75,9 @@ public final class TransportCore {
     var addressWatch = AddressWatch()
     var birthday = BirthdayState()
     var memberRelays = MemberRelayState()
-    /// Coordinators at two addresses saw this node at two ports of one
-    /// outside address (`noticeMapping`): its NAT is hard, whatever a probe
-    /// of one rendezvous's two ports said.
+    /// Three peers at other addresses each saw this node at a port of its
+    /// own on one outside address (`noticeMapping`): its NAT is hard,
+    /// whatever a probe of one rendezvous's two ports said.
     public internal(set) var mappingVariesByDestination = false
     /// Unknown-session packets: sent, per source host; taken, in all (each costs a look through the sessions).
     var unknownSessionAnswers = RateLimiter<PeerAddress.Host>(count: TransportConstants.unknownSessionRate,
@@ -181,11 +181,9 @@ public final class TransportCore {
             peer.lastDirectIn = now
             peer.holdDirectUntil = nil
         }
-        if birthday.run != nil || !birthday.probing.isEmpty, peer.endpoint != source {
-            peer.endpoint = source
-            birthdayRoamed(peer, to: source)
-        }
+        let moved = peer.endpoint != source
         peer.endpoint = source
+        if moved, birthday.run != nil || !birthday.probing.isEmpty { birthdayRoamed(peer, to: source) }
     }
 
     /// A fresh handshake with `id` to `addresses` while its session runs
@@ -345,7 +343,10 @@ public final class TransportCore {
         forget(peer)
         if let id = peer.id { addressWatch.observed[id] = nil }
         peer.established = false
-        if let id = peer.id, peersByID[id] === peer { peersByID[id] = nil }
+        if let id = peer.id, peersByID[id] === peer {
+            peersByID[id] = nil
+            forgetPath(of: id)
+        }
         anonymousPeers.removeAll { $0 === peer }
         if wasEstablished, let id = peer.id { emit(.gone(id, reason)) }
     }
