@@ -12,7 +12,12 @@ import LVBCrypto
 ///                     C → A (its request echoed) and C → B (request 0):
 ///                     dial `peer` now, there; flag 1: C relays the pair;
 ///                     flag 2: dial again even if you hold a session (the
-///                     other side moved). No addresses: C holds no session
+///                     other side moved); flag 4: the first address is
+///                     where C sees `peer` (C's session with it runs
+///                     straight over IP, not a relay), the rest what
+///                     `peer` claimed; without it every address is a
+///                     claim (a LAN's, a global IPv6 one), never a
+///                     target for birthday punching. No addresses: C holds no session
 ///                     with `peer`. Naming A itself, in answer to A's
 ///                     request naming A: where C sees A (its reflexive address).
 ///     3 relay         peer (32) ‖ id (2) ‖ part (1) ‖ piece      A → C
@@ -39,7 +44,7 @@ import LVBCrypto
 /// most `maxAddresses`. `part` is index << 4 | count (`RelayPiece`).
 public enum IntroductionMessage: Equatable, Sendable {
     case request(request: UInt32, peer: NodeID, addresses: [PeerAddress])
-    case introduction(request: UInt32, peer: NodeID, relay: Bool, again: Bool = false, addresses: [PeerAddress])
+    case introduction(request: UInt32, peer: NodeID, relay: Bool, again: Bool = false, seen: Bool = false, addresses: [PeerAddress])
     case relay(peer: NodeID, piece: RelayPiece)
     case relayed(peer: NodeID, piece: RelayPiece)
     case again(request: UInt32, peer: NodeID, addresses: [PeerAddress])
@@ -50,7 +55,7 @@ public enum IntroductionMessage: Equatable, Sendable {
     }
 
     /// The introduction's flags.
-    static let relayFlag: UInt8 = 1, againFlag: UInt8 = 2
+    static let relayFlag: UInt8 = 1, againFlag: UInt8 = 2, seenFlag: UInt8 = 4
 
     /// Addresses one request or introduction carries at most.
     public static let maxAddresses = 8
@@ -63,11 +68,11 @@ public enum IntroductionMessage: Equatable, Sendable {
             w.write(request)
             w.write(bytes: peer.publicKey)
             Self.write(addresses, into: &w)
-        case let .introduction(request, peer, relay, again, addresses):
+        case let .introduction(request, peer, relay, again, seen, addresses):
             w.write(Kind.introduction.rawValue)
             w.write(request)
             w.write(bytes: peer.publicKey)
-            w.write((relay ? Self.relayFlag : 0) | (again ? Self.againFlag : 0))
+            w.write((relay ? Self.relayFlag : 0) | (again ? Self.againFlag : 0) | (seen && !addresses.isEmpty ? Self.seenFlag : 0))
             Self.write(addresses, into: &w)
         case let .relay(peer, piece), let .relayed(peer, piece):
             if case .relay = self { w.write(Kind.relay.rawValue) } else { w.write(Kind.relayed.rawValue) }
@@ -98,9 +103,11 @@ public enum IntroductionMessage: Equatable, Sendable {
                 let request = try r.readUInt32()
                 let peer = try NodeID(publicKey: Array(try r.readBytes(32)))
                 let flags = try r.readUInt8()
-                guard flags & ~(relayFlag | againFlag) == 0 else { throw TransportError.malformed("introduction flags \(flags)") }
+                guard flags & ~(relayFlag | againFlag | seenFlag) == 0 else { throw TransportError.malformed("introduction flags \(flags)") }
+                let addresses = try readAddresses(&r)
+                guard flags & seenFlag == 0 || !addresses.isEmpty else { throw TransportError.malformed("introduction: seen, no address") }
                 message = .introduction(request: request, peer: peer, relay: flags & relayFlag != 0, again: flags & againFlag != 0,
-                                        addresses: try readAddresses(&r))
+                                        seen: flags & seenFlag != 0, addresses: addresses)
             case .relay, .relayed:
                 guard let (peer, piece) = try RelayPiece.read(&r) else { throw TransportError.malformed("relay piece") }
                 message = kind == .relay ? .relay(peer: peer, piece: piece) : .relayed(peer: peer, piece: piece)

@@ -166,8 +166,9 @@ extension TransportCore {
             coordinate(request: request, target: target, claimed: addresses, again: false, from: peer, id: from)
         case let .again(request, target, addresses):
             coordinate(request: request, target: target, claimed: addresses, again: true, from: peer, id: from)
-        case let .introduction(request, other, relay, again, addresses):
-            if other != nodeID, let first = addresses.first, peer.role == .rendezvous || peer.role == .host {
+        case let .introduction(request, other, relay, again, seen, addresses):
+            // Only where the coordinator sees `other` (never an address it merely claimed, a LAN's).
+            if other != nodeID, seen, let first = addresses.first, peer.role == .rendezvous || peer.role == .host {
                 noteSeen(other, at: first)
             }
             if other != nodeID,
@@ -206,7 +207,7 @@ extension TransportCore {
         }
         let requesterSeen = RelayPath.isRelay(peer.endpoint) ? [] : [SparePath.outside(peer.endpoint)]
         if target == requester {
-            sendIntroduce(.introduction(request: request, peer: requester, relay: false, addresses: requesterSeen), to: requester)
+            sendIntroduce(.introduction(request: request, peer: requester, relay: false, seen: true, addresses: requesterSeen), to: requester)
             return
         }
         guard target != nodeID, let other = peersByID[target], other.established else {
@@ -228,9 +229,11 @@ extension TransportCore {
         if again || introductions.told[pair].map({ now - $0 >= IntroductionConstants.retellAfter }) ?? true {
             introductions.told[pair] = now
             stats.introductionsMade += 1
-            sendIntroduce(.introduction(request: 0, peer: requester, relay: relay, again: again, addresses: toTarget), to: target)
+            sendIntroduce(.introduction(request: 0, peer: requester, relay: relay, again: again, seen: !requesterSeen.isEmpty,
+                                        addresses: toTarget), to: target)
         }
-        sendIntroduce(.introduction(request: request, peer: target, relay: relay, again: again, addresses: toRequester), to: requester)
+        sendIntroduce(.introduction(request: request, peer: target, relay: relay, again: again, seen: !targetSeen.isEmpty,
+                                    addresses: toRequester), to: requester)
     }
 
     /// Either side: a coordinator says where `other` is. Dial it now (a

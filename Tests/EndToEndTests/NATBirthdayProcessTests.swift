@@ -39,6 +39,7 @@ import Testing
         }
         Thread.sleep(forTimeInterval: 1)  // the first announcements
         var viewers: [(process: NodeProcess, host: String)] = []
+        let hosts = Array(all.dropFirst())
         for (n, site) in hardSites.sorted().enumerated() {
             let (room, host) = rooms[n % Self.rooms]
             let v = try lab.run("\(site)", ["join", room, "--rendezvous", lab.rendezvous, "--ephemeral", "--json",
@@ -55,6 +56,50 @@ import Testing
             let event = v.process.waitFor("birthday", timeout: 40) { $0["peer"] as? String == v.host && $0["met"] as? Bool == true }
             if let ms = event?["ms"] as? Int { met.append(ms) } else { missed.append("viewer \(n)") }
         }
+        // A miss, told in full: both sides' birthday steps and counters.
+        for (n, v) in viewers.enumerated() where missed.contains("viewer \(n)") {
+            let viewerID = v.process.waitFor("ready", timeout: 1)?["id"] as? String ?? "?"
+            let host = hosts[n % Self.rooms]
+            let mine = v.process.events.filter { ["birthday", "nat", "moved", "peer_moved", "link"].contains($0["event"] as? String ?? "") }
+            let theirs = host.events.filter {
+                ($0["event"] as? String) == "birthday" && ($0["peer"] as? String) == viewerID
+                    || ["nat", "moved", "peer_moved"].contains($0["event"] as? String ?? "")
+            }
+            let before = (v.process.events.count, host.events.count)
+            v.process.send("/peers")
+            host.send("/peers")
+            Thread.sleep(forTimeInterval: 1)
+            let peersLines = v.process.events.dropFirst(before.0).filter { ($0["event"] as? String) == "peers" }
+                + host.events.dropFirst(before.1).filter { ($0["event"] as? String) == "peers" }
+            print("birthday miss, viewer \(n): peers (viewer, host) \(peersLines)")
+            // What the two NATs did (their conntrack tables): which outside
+            // port the host's probes left from, what the viewer's spares opened.
+            let hostSite = n % Self.rooms + 1, viewerSite = hardSites.sorted()[n]
+            func conntrack(_ router: Int, matching: String) -> [String] {
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+                p.arguments = ["netns", "exec", "\(lab.tag)r\(router)", "cat", "/proc/net/nf_conntrack"]
+                let pipe = Pipe()
+                p.standardOutput = pipe
+                try? p.run()
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                p.waitUntilExit()
+                return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init).filter { $0.contains(matching) }
+            }
+            let atHost = conntrack(hostSite, matching: "dst=\(lab.outside(viewerSite)) ")
+            let snatPorts = atHost.compactMap { line -> String? in
+                let reply = line.components(separatedBy: "src=\(lab.outside(viewerSite)) ").dropFirst().first
+                return reply?.components(separatedBy: "dport=").dropFirst().first?.components(separatedBy: " ").first
+            }
+            print("birthday miss, viewer \(n): conntrack, host router r r\(hostSite) toward viewer \(lab.outside(viewerSite)): \(atHost.count) entries, reply dports \(Dictionary(grouping: snatPorts, by: { $0 }).mapValues(\.count)); sample \(atHost.prefix(4))")
+            let atViewer = conntrack(viewerSite, matching: "dst=\(lab.outside(hostSite)) ")
+            print("birthday miss, viewer \(n): conntrack, viewer router r r\(viewerSite) toward host \(lab.outside(hostSite)): \(atViewer.count) entries; sample \(atViewer.prefix(6))")
+            let counters = { (p: NodeProcess) in
+                (Self.transport([p].snapshot()[0]) ?? [:]).filter { $0.key.hasPrefix("birthday") || $0.key.hasPrefix("member") }
+            }
+            print("birthday miss, viewer \(n) (\(viewerID)): its events \(mine), its counters \(counters(v.process)); "
+                  + "its host's events for it \(theirs), the host's counters \(counters(host))")
+        }
         Thread.sleep(forTimeInterval: 2)
         let stats = viewers.map(\.process).snapshot()
         let links = stats.map { Self.tree($0)?["parent_link"] as? String ?? "none" }
@@ -64,11 +109,17 @@ import Testing
         print("birthday (NAT lab): parent links \(Dictionary(grouping: links, by: { $0.split(separator: " ").prefix(2).joined(separator: " ") }).mapValues(\.count)); spares opened \(spares)")
         #expect(nats.allSatisfy { $0 == "hard" }, "the viewers' NATs: \(nats)")
         // 2,048 probes against 256 spares meet with 99.97 %; measured over
-        // twelve runs, 234 of 240 (20 in nine runs, then 19, 18 and 17):
-        // more misses than the odds give, cause not found yet (perhaps an
-        // offer declined before the host knew where the rendezvous saw the
-        // viewer, then 30 s of backoff; issue 48's note), so at most four
-        // misses in 20 here.
+        // twelve runs, 234 of 240 (20 in nine runs, then 19, 18 and 17).
+        // The misses come in groups: one host misses every hard viewer of
+        // its own, attempt after attempt. Its router's conntrack shows why:
+        // all its probes left from another outside port than its own
+        // (43425, not 7400), so the viewers' spares, aimed at 7400, drop
+        // them. Linux's masquerade gives a new flow the port of the newest
+        // flow from the same inside socket (`find_appropriate_src`); once
+        // one probe clashed with a hard viewer's own unanswered handshake
+        // to the host (its reply tuple was taken) and was moved to a free
+        // port, every later new flow took that port. Not fixed yet (issue
+        // 48's note), so at most four misses in 20 here.
         #expect(met.count >= pairs - 4, "met \(met.count) of \(pairs): \(missed)")
         #expect(links.filter { $0 == "birthday IPv4" }.count >= pairs - 4, "parent links: \(links)")
 

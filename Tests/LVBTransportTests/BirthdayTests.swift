@@ -94,6 +94,28 @@ import Testing
         print("address-dependent NAT behind \(addressDependentIsTheRequester ? "the requester" : "the target"): offers \(p.easy.core.stats.birthdayOffers) + \(p.hard.core.stats.birthdayOffers), met after \(Self.birthdays(p.easy) + Self.birthdays(p.hard))")
     }
 
+    /// A coordinator whose own session with a peer runs over a relay knows
+    /// only the addresses that peer claimed (its LAN's): an introduction
+    /// naming them is no "seen" address, and birthday punching keeps aiming
+    /// where the rendezvous saw the peer. (Taking the first claimed LAN
+    /// address for it sent every later attempt of the pair to the wrong
+    /// network: in the NAT lab, one host missed all its hard viewers.)
+    @Test func anIntroductionOfClaimedAddressesIsNoSeenAddress() throws {
+        let p = Self.pair(seed: 60)
+        #expect(p.net.run(until: { p.easy.established(with: p.hard) }, timeout: .seconds(5)))
+        let seen = try #require(p.easy.core.introductions.seen[p.hard.id])
+        #expect(!seen.isLocalScope, "where the rendezvous sees the hard side: \(seen)")
+        let lan = PeerAddress.ipv4(192, 168, 1, 2, port: 7400)
+        p.rendezvous.core.sendIntroduce(.introduction(request: 0, peer: p.hard.id, relay: false, addresses: [lan]), to: p.easy.id)
+        p.net.run(for: .milliseconds(100))
+        #expect(p.easy.core.introductions.seen[p.hard.id] == seen)
+        // Flagged as seen, it is taken (a coordinator that sees the peer there).
+        let moved = PeerAddress(host: seen.host, port: seen.port &+ 1)
+        p.rendezvous.core.sendIntroduce(.introduction(request: 0, peer: p.hard.id, relay: false, seen: true, addresses: [moved, lan]), to: p.easy.id)
+        p.net.run(for: .milliseconds(100))
+        #expect(p.easy.core.introductions.seen[p.hard.id] == moved)
+    }
+
     @Test func twoHardNATsDeclineWithoutOpeningSpares() {
         let p = Self.pair(seed: 40, easyKind: .hard, easy: NATMix.symmetricRandom)
         #expect(p.net.run(until: { p.easy.established(with: p.hard) }, timeout: .seconds(5)))

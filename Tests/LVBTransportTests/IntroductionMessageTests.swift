@@ -19,6 +19,16 @@ import Testing
         #expect(bytes == [2, 0, 0, 0, 0] + Self.peer.publicKey + [1, 0])
     }
 
+    @Test func anIntroductionSaysWhetherItsFirstAddressIsSeen() throws {
+        let seen = IntroductionMessage.introduction(request: 0, peer: Self.peer, relay: false, seen: true, addresses: [Self.lan]).encoded
+        #expect(seen[37] == 4)
+        // Nothing to have seen: no flag.
+        #expect(IntroductionMessage.introduction(request: 0, peer: Self.peer, relay: true, seen: true, addresses: []).encoded[37] == 1)
+        var empty = IntroductionMessage.introduction(request: 0, peer: Self.peer, relay: false, addresses: []).encoded
+        empty[37] = 4
+        #expect(throws: TransportError.self) { try IntroductionMessage.parse(empty[...]) }
+    }
+
     @Test func aBirthdayMessageIsFlagsAndCount() {
         #expect(IntroductionMessage.birthday(step: .offer, count: 256).encoded == [6, 0, 1, 0])
         #expect(IntroductionMessage.birthday(step: .accept, count: 2048).encoded == [6, 1, 8, 0])
@@ -31,6 +41,7 @@ import Testing
             .request(request: 9, peer: Self.peer, addresses: [Self.lan, v6]),
             .introduction(request: 9, peer: Self.peer, relay: false, addresses: Array(repeating: Self.lan, count: 8)),
             .introduction(request: 0, peer: Self.peer, relay: true, again: true, addresses: [Self.lan]),
+            .introduction(request: 3, peer: Self.peer, relay: true, again: true, seen: true, addresses: [Self.lan]),
             .again(request: 7, peer: Self.peer, addresses: [Self.lan, v6]),
             .relay(peer: Self.peer, piece: RelayPiece(id: 513, index: 0, count: 1, bytes: [9, 9])),
             .relayed(peer: Self.peer, piece: RelayPiece(id: 1, index: 1, count: 2, bytes: [1])),
@@ -46,7 +57,7 @@ import Testing
     @Test func malformedMessagesAreRefused() {
         let good = IntroductionMessage.introduction(request: 1, peer: Self.peer, relay: true, addresses: [Self.lan]).encoded
         var badRelay = good
-        badRelay[37] = 4  // flags: relay 1, again 2, nothing else
+        badRelay[37] = 8  // flags: relay 1, again 2, seen 4, nothing else
         var tooMany = IntroductionMessage.request(request: 1, peer: Self.peer, addresses: []).encoded
         tooMany[tooMany.count - 1] = 9
         let relay = IntroductionMessage.relay(peer: Self.peer, piece: RelayPiece(id: 1, index: 0, count: 1, bytes: [5])).encoded
