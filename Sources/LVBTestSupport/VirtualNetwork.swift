@@ -24,6 +24,7 @@ public final class VirtualNetwork {
     private var isolated: Set<PeerAddress> = []
     private var nextAutoAddress = 0
     private var routing = NATRouting()
+    private var ipv6 = IPv6Routing()
 
     public init(seed: UInt64, defaultImpairment: Impairment = .none, clock: ManualClock = ManualClock()) {
         self.random = SeededRandom(seed: seed)
@@ -80,8 +81,24 @@ public final class VirtualNetwork {
     }
 
     func remove(_ endpoint: VirtualEndpoint) {
-        if endpoints[endpoint.address] === endpoint { endpoints[endpoint.address] = nil }
+        guard endpoints[endpoint.address] === endpoint else { return }
+        endpoints[endpoint.address] = nil
+        ipv6.remove(endpoint: endpoint.address)
     }
+
+    // MARK: IPv6
+
+    /// Makes `endpoint` dual-stack: a global IPv6 address of its own
+    /// (2001:db8:n::1, its port) beside its IPv4 one, behind a home router's
+    /// stateful firewall (`firewall`: in only from where it sent) or open.
+    /// It sends to IPv6 peers from that address; one without IPv6 cannot.
+    @discardableResult
+    public func addIPv6(to endpoint: VirtualEndpoint, firewall: Bool = true) -> PeerAddress {
+        ipv6.add(endpoint: endpoint.address, firewall: firewall)
+    }
+
+    /// The IPv6 address `addIPv6` gave the endpoint at `address`, if any.
+    public func ipv6Address(of address: PeerAddress) -> PeerAddress? { ipv6.address(of: address) }
 
     // MARK: Links
 
@@ -132,10 +149,21 @@ public final class VirtualNetwork {
             stats.droppedCut += 1
             return
         }
-        // Leaving a private network, the datagram takes its NAT's external address.
-        guard case let .send(source) = routing.outbound(from: from, to: to) else {
-            stats.droppedNATHairpin += 1
-            return
+        let source: PeerAddress
+        if to.isIPv4 {
+            // Leaving a private network, the datagram takes its NAT's external address.
+            guard case let .send(translated) = routing.outbound(from: from, to: to) else {
+                stats.droppedNATHairpin += 1
+                return
+            }
+            source = translated
+        } else {
+            // IPv6 leaves from the sender's own global address; its firewall notes the flow.
+            guard let own = ipv6.outbound(from: from, to: to, now: clock.now()) else {
+                stats.droppedNoEndpoint += 1
+                return
+            }
+            source = own
         }
         guard !diesAfterOwnNAT else {
             stats.droppedHopLimit += 1
@@ -164,11 +192,20 @@ public final class VirtualNetwork {
         }
         // Reaching a NAT's public IP, the filter decides and the mapping names the inside endpoint.
         let recipient: PeerAddress
-        switch routing.inbound(to: to, sender: from, source: source) {
-        case let .deliver(address): recipient = address
-        case .noMapping: stats.droppedNATNoMapping += 1; return
-        case .filtered: stats.droppedNATFiltered += 1; return
-        case .unroutable: stats.droppedNoEndpoint += 1; return
+        if to.isIPv4 {
+            switch routing.inbound(to: to, sender: from, source: source) {
+            case let .deliver(address): recipient = address
+            case .noMapping: stats.droppedNATNoMapping += 1; return
+            case .filtered: stats.droppedNATFiltered += 1; return
+            case .unroutable: stats.droppedNoEndpoint += 1; return
+            }
+        } else {
+            // Reaching a dual-stack home, its firewall lets in only flows the inside opened.
+            switch ipv6.inbound(to: to, from: source, now: clock.now()) {
+            case let .deliver(address): recipient = address
+            case .filtered: stats.droppedNATFiltered += 1; return
+            case .unroutable: stats.droppedNoEndpoint += 1; return
+            }
         }
         // Cuts and isolation name endpoints, so they hold across a NAT too.
         guard recipient == to || isUp(from: from, to: recipient) else {
