@@ -69,6 +69,7 @@ public final class NATWatch: LiveRole {
         }
         // (Peers at other addresses saw it mapped apart: hard, whatever one address's two ports say.)
         core.config.nat = core.mappingVariesByDestination ? .hard : kind
+        core.config.natKeepsPort = report.portPreserving == true
         onResult?(kind, report)
     }
 }

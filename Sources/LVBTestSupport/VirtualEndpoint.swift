@@ -70,6 +70,8 @@ public final class VirtualEndpoint: DatagramSink {
         return true
     }
 
+    public func sparePort(_ spare: UInt32) -> UInt16? { spares[spare]?.address.port }
+
     public func sendSpare(_ datagram: [UInt8], spare: UInt32, to address: PeerAddress, hopLimit: Int?) {
         guard let endpoint = spares[spare] else { return }
         if let hopLimit { endpoint.send(datagram, to: address, hopLimit: hopLimit) } else { endpoint.send(datagram, to: address) }

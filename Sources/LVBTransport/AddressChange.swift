@@ -62,6 +62,8 @@ extension TransportCore {
     /// what later ones are compared with).
     func observed(_ addresses: [PeerAddress], by coordinator: NodeID, request: UInt32) {
         guard let seen = addresses.first, addresses.count == 1, !RelayPath.isRelay(seen) else { return }
+        // Over one of our spare sockets (birthday punching) a coordinator sees that socket's mapping, not our own.
+        if let peer = peersByID[coordinator], SparePath.parse(peer.endpoint) != nil { return }
         let solicited = addressWatch.asked.removeValue(forKey: coordinator) == request
         log.debug("\(coordinator.short) sees us at \(seen)")
         let before = addressWatch.observed.updateValue(seen, forKey: coordinator)

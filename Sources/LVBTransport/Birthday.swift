@@ -56,8 +56,9 @@ struct BirthdayState {
     /// The hard side's attempt under way (one at a time: 256 sockets).
     struct Run {
         let peer: NodeID
-        /// The peer's outside address, as a coordinator introduced it: what the spares aim at.
-        let target: PeerAddress
+        /// The peer's outside address, as a coordinator introduced it (the
+        /// port the peer's acceptance named, if any): what the spares aim at.
+        var target: PeerAddress
         /// When the offer went, and (once accepted) the spares opened and readiness said.
         let offered: Instant
         var accepted: Instant?
@@ -73,6 +74,8 @@ struct BirthdayState {
         var started: Instant?
         var sent = 0
         var tried: Set<UInt16> = []
+        /// The spare socket the probes leave from (nil: the node's own).
+        var spare: UInt32?
     }
     var run: Run?
     var probing: [NodeID: Probing] = [:]
@@ -167,9 +170,10 @@ extension TransportCore {
 
     /// The peer accepted: open the spares, then each sends its opener and
     /// the peer hears that they are ready.
-    private func accepted(by id: NodeID, now: Instant) {
+    private func accepted(by id: NodeID, port: UInt16, now: Instant) {
         guard var run = birthday.run, run.peer == id, run.accepted == nil else { return }
         run.accepted = now
+        if port != 0 { run.target = PeerAddress(host: run.target.host, port: port) }
         birthday.run = run
         stats.birthdayRuns += 1
         let opening = sink.openSpares(count: BirthdayConstants.spares, receive: { [weak self] datagram, source in
@@ -228,10 +232,13 @@ extension TransportCore {
             endRun(keeping: spare, now: clock.now())
             // Our answer from the spare opens the way back: the easy side roams on it.
             sendPing(peer)
-        } else if let probing = birthday.probing[id], let started = probing.started, address.host == probing.host {
+        } else if let probing = birthday.probing[id], let started = probing.started, SparePath.outside(address).host == probing.host,
+                  SparePath.parse(address)?.spare == probing.spare {
             stats.birthdayMet += 1
             peer.birthdayPath = address
             birthday.probing[id] = nil
+            // The probing spare carries the session now (`keepSpares` closes it once it leaves).
+            if let spare = probing.spare { birthday.kept[id] = spare }
             emit(.birthday(id, met: true, after: clock.now() - started))
         }
     }
@@ -248,14 +255,14 @@ extension TransportCore {
     // MARK: Messages
 
     /// A step of the birthday exchange from `peer` (over the session).
-    func handleBirthday(_ step: BirthdayStep, count: UInt16, from peer: Peer) {
+    func handleBirthday(_ step: BirthdayStep, count: UInt16, port: UInt16, from peer: Peer) {
         guard let id = peer.id else { return }
         let now = clock.now()
         switch step {
         case .offer:
             offered(by: peer, id: id, now: now)
         case .accept:
-            accepted(by: id, now: now)
+            accepted(by: id, port: port, now: now)
         case .decline, .busy:
             guard let run = birthday.run, run.peer == id, run.accepted == nil else { return }
             birthday.run = nil
@@ -308,7 +315,43 @@ extension TransportCore {
         let ours = now + BirthdayConstants.retry / 2
         if birthday.backoff[id].map({ $0.at < ours }) ?? true { birthday.backoff[id] = (ours, birthday.backoff[id]?.gap ?? .zero) }
         birthday.probing[id] = BirthdayState.Probing(host: target.host, accepted: now)
+        // Behind a NAT that keeps ports, the probes leave from a spare
+        // socket whose outside port is its own (named in the acceptance),
+        // not from the node's: a probe to the one port where the peer's
+        // unanswered handshake came from would clash with that flow in a
+        // Linux NAT, which then gives the probe another port, and every
+        // later new flow from the same socket that port too (the newest
+        // flow's mapping is reused), so every probe after it would miss
+        // (seen in the NAT lab: a host's probes all leaving from 43425, not 7400).
+        if config.nat == .easy, config.natKeepsPort,
+           sink.openSpares(count: 1, receive: { [weak self] datagram, source in self?.receive(reusing: &datagram, from: source) },
+                           { [weak self] spares in self?.probeSpareOpened(spares, for: id) }) {
+            return
+        }
         sendIntroduce(.birthday(step: .accept, count: UInt16(BirthdayConstants.probes)), to: id)
+    }
+
+    /// The probing spare opened: the acceptance names its port (as the NAT
+    /// keeps it). One that did not open, or whose port is unknown, leaves
+    /// the probes to the node's own socket.
+    private func probeSpareOpened(_ spares: [UInt32], for id: NodeID) {
+        guard var probing = birthday.probing[id], probing.spare == nil, probing.started == nil else { return sink.closeSpares(spares) }
+        var port: UInt16 = 0
+        if let spare = spares.first, let p = sink.sparePort(spare) {
+            probing.spare = spare
+            port = p
+            birthday.probing[id] = probing
+            stats.birthdaySpares += 1
+        }
+        sink.closeSpares(spares.filter { $0 != probing.spare })
+        sendIntroduce(.birthday(step: .accept, count: UInt16(BirthdayConstants.probes), port: port), to: id)
+    }
+
+    /// Probing for `id` ends (met, given up, or the peer gone): its spare
+    /// closes unless it carries the session now.
+    func endProbing(_ id: NodeID) {
+        guard let probing = birthday.probing.removeValue(forKey: id), let spare = probing.spare, birthday.kept[id] != spare else { return }
+        sink.closeSpares([spare])
     }
 
     /// One round of probes: the same sealed keepalive to the next ports.
@@ -316,18 +359,17 @@ extension TransportCore {
         guard var probing = birthday.probing[id] else { return }
         guard let peer = peersByID[id], peer.established, RelayPath.isRelay(peer.endpoint) else {
             // Direct now (a probe landed and the answer came: `birthdayRoamed`), or gone.
-            birthday.probing[id] = nil
-            return
+            return endProbing(id)
         }
         guard let started = probing.started else {
             // Accepted, and the peer never said it was ready.
-            if now - probing.accepted >= BirthdayConstants.answerWithin { birthday.probing[id] = nil }
+            if now - probing.accepted >= BirthdayConstants.answerWithin { endProbing(id) }
             return
         }
         guard probing.sent < BirthdayConstants.probes else {
             // The last answers had a round trip to come back.
             if now - started >= BirthdayConstants.sparesLifetime {
-                birthday.probing[id] = nil
+                endProbing(id)
                 emit(.birthday(id, met: false, after: now - started))
             }
             return
@@ -340,7 +382,8 @@ extension TransportCore {
             repeat {
                 port = BirthdayConstants.firstPort + UInt16(random.uint32() % UInt32(span))
             } while !probing.tried.insert(port).inserted
-            transmit(probe, to: PeerAddress(host: probing.host, port: port))
+            let to = PeerAddress(host: probing.host, port: port)
+            transmit(probe, to: probing.spare.flatMap { SparePath.address(spare: $0, remote: to) } ?? to)
         }
         probing.sent += round
         stats.birthdayProbes += round

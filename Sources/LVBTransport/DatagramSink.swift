@@ -28,6 +28,8 @@ public protocol DatagramSink: AnyObject {
     /// of those that opened, on the node's loop. False: this sink has none.
     func openSpares(count: Int, receive: @escaping (inout [UInt8], PeerAddress) -> Void,
                     _ done: @escaping ([UInt32]) -> Void) -> Bool
+    /// The local port of spare socket `spare` (nil: not open, or unknown).
+    func sparePort(_ spare: UInt32) -> UInt16?
     /// Sends from spare socket `spare` to `address`, with an IP hop limit when given.
     func sendSpare(_ datagram: [UInt8], spare: UInt32, to address: PeerAddress, hopLimit: Int?)
     func closeSpares(_ spares: [UInt32])
@@ -41,6 +43,7 @@ extension DatagramSink {
 
     public func openSpares(count: Int, receive: @escaping (inout [UInt8], PeerAddress) -> Void,
                            _ done: @escaping ([UInt32]) -> Void) -> Bool { false }
+    public func sparePort(_ spare: UInt32) -> UInt16? { nil }
     public func sendSpare(_ datagram: [UInt8], spare: UInt32, to address: PeerAddress, hopLimit: Int?) {}
     public func closeSpares(_ spares: [UInt32]) {}
 

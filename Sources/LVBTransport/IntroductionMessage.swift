@@ -26,12 +26,14 @@ import LVBCrypto
 ///                     A → C: as request, for a peer A holds a session
 ///                     with that no longer reaches it (A's address
 ///                     changed): C tells both sides with flag 2.
-///     6 birthday      step (1) ‖ count (2)
+///     6 birthday      step (1) ‖ count (2) [‖ port (2), accept only]
 ///                     birthday punching over a relayed session (`Birthday`):
 ///                     0 offer   B → A: B's NAT is hard; it would open
 ///                               `count` spare sockets
 ///                     1 accept  A → B: A will send `count` probes to
-///                               random ports of B's outside IPv4 address
+///                               random ports of B's outside IPv4 address,
+///                               from `port` of A's outside address (0:
+///                               from where B was told A is)
 ///                     2 decline A → B, count 0: A cannot (its NAT is
 ///                               hard too) or B offered too soon
 ///                     3 busy    A → B, count 0: A probes for others now;
@@ -48,7 +50,7 @@ public enum IntroductionMessage: Equatable, Sendable {
     case relay(peer: NodeID, piece: RelayPiece)
     case relayed(peer: NodeID, piece: RelayPiece)
     case again(request: UInt32, peer: NodeID, addresses: [PeerAddress])
-    case birthday(step: BirthdayStep, count: UInt16)
+    case birthday(step: BirthdayStep, count: UInt16, port: UInt16 = 0)
 
     public enum Kind: UInt8, Sendable {
         case request = 1, introduction, relay, relayed, again, birthday
@@ -77,10 +79,11 @@ public enum IntroductionMessage: Equatable, Sendable {
         case let .relay(peer, piece), let .relayed(peer, piece):
             if case .relay = self { w.write(Kind.relay.rawValue) } else { w.write(Kind.relayed.rawValue) }
             piece.write(peer: peer, into: &w)
-        case let .birthday(step, count):
+        case let .birthday(step, count, port):
             w.write(Kind.birthday.rawValue)
             w.write(step.rawValue)
             w.write(count)
+            if step == .accept { w.write(port) }
         }
         return w.bytes
     }
@@ -119,7 +122,7 @@ public enum IntroductionMessage: Equatable, Sendable {
                 guard (count == 0) == (step == .decline || step == .busy) else {
                     throw TransportError.malformed("birthday \(step) with count \(count)")
                 }
-                message = .birthday(step: step, count: count)
+                message = .birthday(step: step, count: count, port: step == .accept ? try r.readUInt16() : 0)
             }
             try r.expectEnd()
             return message

@@ -184,8 +184,8 @@ extension TransportCore {
             forwardRelay(piece, from: from, to: to)
         case let .relayed(origin, piece):
             receiveRelayed(piece, from: origin, via: from)
-        case let .birthday(step, count):
-            handleBirthday(step, count: count, from: peer)
+        case let .birthday(step, count, port):
+            handleBirthday(step, count: count, port: port, from: peer)
         }
     }
 
@@ -301,8 +301,8 @@ extension TransportCore {
     /// (`noticeMapping`). A member answers as a coordinator does.
     func tellOwnAddresses(to coordinator: NodeID, role: NodeRole) {
         guard role == .rendezvous || role == .host else {
-            guard config.nat == .easy, let peer = peersByID[coordinator], SparePath.outside(peer.endpoint).isIPv4,
-                  !RelayPath.isRelay(peer.endpoint), addressWatch.observed.count < TransportConstants.mappingWitnesses else { return }
+            guard config.nat == .easy, let peer = peersByID[coordinator], peer.endpoint.isIPv4,
+                  addressWatch.observed.count < TransportConstants.mappingWitnesses else { return }
             return sendIntroduce(.request(request: random.uint32(), peer: nodeID, addresses: []), to: coordinator)
         }
         addressWatch.observed[coordinator] = nil

@@ -89,6 +89,6 @@ extension TransportCore {
         memberRelays.since[id] = nil
         memberRelays.asked[id] = nil
         birthday.relayedSince[id] = nil
-        birthday.probing[id] = nil
+        endProbing(id)
     }
 }

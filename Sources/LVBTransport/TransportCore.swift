@@ -24,6 +24,10 @@ public struct TransportConfig: Sendable {
     public var relayKbps = 0
     /// What this node's NAT does, once measured (`NATKind`).
     public var nat = NATKind.unknown
+    /// Whether that NAT kept the socket's port (Linux's masquerade does
+    /// while the port is free): birthday punching's easy side then probes
+    /// from a spare socket of its own, whose outside port it can name.
+    public var natKeepsPort = false
     public init() {}
 }
 

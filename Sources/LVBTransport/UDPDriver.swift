@@ -241,6 +241,10 @@ final class ChannelSink: DatagramSink {
         return true
     }
 
+    func sparePort(_ spare: UInt32) -> UInt16? {
+        (spares[spare]?.channel.localAddress?.port).map { UInt16(truncatingIfNeeded: $0) }
+    }
+
     func sendSpare(_ datagram: [UInt8], spare number: UInt32, to address: PeerAddress, hopLimit: Int?) {
         guard var spare = spares[number], address.isIPv4 else { return }
         if spare.to != address {

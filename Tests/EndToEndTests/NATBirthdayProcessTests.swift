@@ -108,20 +108,20 @@ import Testing
         print("birthday (NAT lab, \(pairs) pairs): met \(met.count) of \(pairs), ms \(met.sorted()); missed \(missed)")
         print("birthday (NAT lab): parent links \(Dictionary(grouping: links, by: { $0.split(separator: " ").prefix(2).joined(separator: " ") }).mapValues(\.count)); spares opened \(spares)")
         #expect(nats.allSatisfy { $0 == "hard" }, "the viewers' NATs: \(nats)")
-        // 2,048 probes against 256 spares meet with 99.97 %; measured over
-        // twelve runs, 234 of 240 (20 in nine runs, then 19, 18 and 17).
-        // The misses come in groups: one host misses every hard viewer of
-        // its own, attempt after attempt. Its router's conntrack shows why:
-        // all its probes left from another outside port than its own
-        // (43425, not 7400), so the viewers' spares, aimed at 7400, drop
-        // them. Linux's masquerade gives a new flow the port of the newest
-        // flow from the same inside socket (`find_appropriate_src`); once
-        // one probe clashed with a hard viewer's own unanswered handshake
-        // to the host (its reply tuple was taken) and was moved to a free
-        // port, every later new flow took that port. Not fixed yet (issue
-        // 48's note), so at most four misses in 20 here.
-        #expect(met.count >= pairs - 4, "met \(met.count) of \(pairs): \(missed)")
-        #expect(links.filter { $0 == "birthday IPv4" }.count >= pairs - 4, "parent links: \(links)")
+        // 2,048 probes against 256 spares meet with 99.97 %. Until the
+        // probing side probed from a spare socket of its own, 605 of 620
+        // pairs met over 31 runs: one host at a time missed all its own
+        // hard viewers, its router's conntrack showing every probe leaving
+        // from another port than its own (43425, not 7400). Linux's
+        // masquerade gives a new flow the port of the newest flow from the
+        // same inside socket (`find_appropriate_src`); once one probe
+        // clashed with a hard viewer's unanswered handshake to the host
+        // (its reply tuple taken) and was moved to a free port, every later
+        // new flow took that port. Nobody ever sent to a fresh socket's
+        // port: nothing to clash with. Since, 100 of 100 over five runs;
+        // one miss in 20 is allowed (0.6 % of runs at 99.97 % a pair).
+        #expect(met.count >= pairs - 1, "met \(met.count) of \(pairs): \(missed)")
+        #expect(links.filter { $0 == "birthday IPv4" }.count >= pairs - 1, "parent links: \(links)")
 
         // What the rendezvous relayed in all (its own relay for joiners and
         // hosts, and the transport's for introduced members) against every
@@ -147,10 +147,10 @@ import Testing
     /// 48's goal: the rendezvous relays at most 5 % of the bytes the viewers
     /// receive. Once the room has settled it does (each viewer counts
     /// what came over a rendezvous's relay, `bytes_in_via_rendezvous`);
-    /// over the room's first 40 s, joins included, it relays 12-17 %
+    /// over the room's first 40 s, joins included, it relays 7-9 %
     /// (mostly each hard joiner's first second or two with the host,
     /// before birthday punching meets, and hard pairs' first 2 s), held
-    /// under 25 % here.
+    /// under 15 % here.
     @Test func halfTheHomesHardTheRendezvousRelaysAFewPercent() throws {
         let viewers = 6
         let lab = try NATLab(tag: "lvq\(getpid() % 1000)", sites: 1 + viewers, hard: [3, 5, 7])
@@ -190,7 +190,7 @@ import Testing
         print("half the homes hard (NAT lab): settled, \(String(format: "%.2f", settled * 100)) % of the viewers' bytes came over the rendezvous's relay (\(after.viaRendezvous - before.viaRendezvous) of \(after.all - before.all) in 15 s)")
         print("half the homes hard (NAT lab): parent links \(links); the rendezvous relayed \(relayed) bytes (\(members) between members, \(joins) between joiners and the host) of the \(received) the viewers received: \(String(format: "%.2f", share * 100)) %")
         #expect(!links.contains("none"), "viewers without a parent: \(links)")
-        #expect(share <= 0.25, "the rendezvous relayed \(String(format: "%.1f", share * 100)) % of the viewers' bytes")
+        #expect(share <= 0.15, "the rendezvous relayed \(String(format: "%.1f", share * 100)) % of the viewers' bytes")
         #expect(settled <= 0.05, "settled, \(String(format: "%.1f", settled * 100)) % of the viewers' bytes came over the rendezvous's relay")
     }
 }

@@ -72,7 +72,10 @@ private final class Crowd {
         var hostConfig = TransportConfig()
         if mix != nil { hostConfig.relayKbps = RoomConstants.defaultHostRelayKbps }
         let sim = network.makeNodes(behind: [mix?.hostNAT], seed: seed, config: hostConfig)[0]
-        if mix != nil { sim.core.config.nat = .easy }
+        if mix != nil {
+            sim.core.config.nat = .easy
+            sim.core.config.natKeepsPort = true
+        }
         let hostAddresses = Self.own(sim, on: network, ipv6: setting == .dualStack)
         let policy = AdmissionPolicy(room: room, host: sim.core.identity, mode: .open, clock: net.clock)
         var plan = NodePlan(part: .host(policy, info: RoomInfo(title: "crowd")))
@@ -172,7 +175,11 @@ private final class Crowd {
         let sim = net.makeNodes(behind: [nat?.nat], seed: seed)[0]
         // What `NATWatch` measures from a rendezvous's two ports on a real
         // network (the NAT lab tests it), known here from the mix.
-        if let nat { sim.core.config.nat = Self.measured(nat.kind) }
+        if let nat {
+            sim.core.config.nat = Self.measured(nat.kind)
+            // A masquerade keeps the socket's port where it can (`NATMix.linuxMasquerade`).
+            sim.core.config.natKeepsPort = nat.kind == "port-restricted"
+        }
         var plan = NodePlan(part: .join(room: room, host: host.id, proof: .none, addresses: mix == nil ? [host.sim.address] : []))
         plan.relaySlots = 4
         // Dual-stack: the host and every other viewer (the second, fourth, …).

@@ -31,6 +31,7 @@ import Testing
                                   config: rendezvousConfig, address: rendezvous.address)
         rendezvous.crash()
         easy.core.config.nat = easyKind
+        easy.core.config.natKeepsPort = easyNAT.portPreservation
         hard.core.config.nat = .hard
         for n in [easy, hard] { n.core.connect(to: relay.address, expecting: relay.id) }
         _ = net.run(until: { easy.established(with: relay) && hard.established(with: relay) }, timeout: .seconds(5))
@@ -57,6 +58,11 @@ import Testing
             #expect(p.easy.core.link(to: p.hard.id) == "birthday IPv4")
             #expect(p.hard.core.stats.birthdayMet == 1 && p.easy.core.stats.birthdayMet == 1)
             #expect(p.hard.endpoint.spares.count == 1, "the other spares are closed")
+            // The easy side (a masquerade, which keeps ports) probed from a
+            // spare of its own, whose port its acceptance named; that spare
+            // carries the session now.
+            #expect(p.easy.endpoint.spares.count == 1)
+            #expect(p.easy.core.stats.birthdaySpares == 1)
             // The session goes on direct: the relay passes nothing more
             // (once what was in flight along it has arrived).
             p.net.run(for: .seconds(1))
@@ -114,6 +120,22 @@ import Testing
         p.rendezvous.core.sendIntroduce(.introduction(request: 0, peer: p.hard.id, relay: false, seen: true, addresses: [moved, lan]), to: p.easy.id)
         p.net.run(for: .milliseconds(100))
         #expect(p.easy.core.introductions.seen[p.hard.id] == moved)
+    }
+
+    /// The probing side's session runs on its own spare once met: a peer
+    /// there sees that spare's mapping, not the node's, and saying so is
+    /// no witness of the node's NAT (three such ports would have made an
+    /// endpoint-independent NAT look hard) nor of a move.
+    @Test func whereAPeerSeesTheProbingSpareIsNoWitness() throws {
+        let p = Self.pair(seed: 3)
+        #expect(p.net.run(until: { p.easy.core.link(to: p.hard.id) == "birthday IPv4" }, timeout: .seconds(15)))
+        #expect(p.easy.endpoint.spares.count == 1)
+        let seenAt = try #require(p.hard.core.endpoint(of: p.easy.id))
+        #expect(seenAt.port != p.easy.address.port, "the spare's own port: \(seenAt)")
+        p.hard.core.sendIntroduce(.introduction(request: 0, peer: p.easy.id, relay: false, seen: true, addresses: [seenAt]), to: p.easy.id)
+        p.net.run(for: .milliseconds(200))
+        #expect(p.easy.core.addressWatch.observed[p.hard.id] == nil)
+        #expect(p.easy.core.config.nat == .easy && p.easy.core.stats.addressChanges == 0)
     }
 
     @Test func twoHardNATsDeclineWithoutOpeningSpares() {

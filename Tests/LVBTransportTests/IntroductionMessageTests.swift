@@ -31,7 +31,8 @@ import Testing
 
     @Test func aBirthdayMessageIsFlagsAndCount() {
         #expect(IntroductionMessage.birthday(step: .offer, count: 256).encoded == [6, 0, 1, 0])
-        #expect(IntroductionMessage.birthday(step: .accept, count: 2048).encoded == [6, 1, 8, 0])
+        #expect(IntroductionMessage.birthday(step: .accept, count: 2048).encoded == [6, 1, 8, 0, 0, 0])
+        #expect(IntroductionMessage.birthday(step: .accept, count: 2048, port: 7401).encoded == [6, 1, 8, 0, 0x1C, 0xE9])
         #expect(IntroductionMessage.birthday(step: .ready, count: 250).encoded == [6, 4, 0, 250])
     }
 
@@ -47,6 +48,7 @@ import Testing
             .relayed(peer: Self.peer, piece: RelayPiece(id: 1, index: 1, count: 2, bytes: [1])),
             .birthday(step: .offer, count: 256),
             .birthday(step: .accept, count: 2048),
+            .birthday(step: .accept, count: 2048, port: 40000),
             .birthday(step: .decline, count: 0),
             .birthday(step: .busy, count: 0),
             .birthday(step: .ready, count: 255),
@@ -67,7 +69,7 @@ import Testing
             [], [0], [7] + good.dropFirst(),
             [6, 5, 1, 0],  // birthday steps: 0-4
             [6, 0, 0, 0], [6, 2, 0, 1], [6, 3, 1, 0], [6, 4, 0, 0],  // an offer or readiness names spares; refusals nothing
-            [6, 0, 1], [6, 0, 1, 0, 0], good + [0], Array(good.dropLast()), badRelay, tooMany,
+            [6, 0, 1], [6, 0, 1, 0, 0], [6, 1, 8, 0], [6, 1, 8, 0, 0], [6, 1, 8, 0, 0, 0, 0],  // only an acceptance names a port good + [0], Array(good.dropLast()), badRelay, tooMany,
             Array(relay.dropLast()),  // an empty piece
             badPart,
         ]
