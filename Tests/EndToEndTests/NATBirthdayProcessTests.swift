@@ -118,7 +118,7 @@ import Testing
         // clashed with a hard viewer's unanswered handshake to the host
         // (its reply tuple taken) and was moved to a free port, every later
         // new flow took that port. Nobody ever sent to a fresh socket's
-        // port: nothing to clash with. Since, 100 of 100 over five runs;
+        // port: nothing to clash with. Since, 200 of 200 over ten runs;
         // one miss in 20 is allowed (0.6 % of runs at 99.97 % a pair).
         #expect(met.count >= pairs - 1, "met \(met.count) of \(pairs): \(missed)")
         #expect(links.filter { $0 == "birthday IPv4" }.count >= pairs - 1, "parent links: \(links)")
@@ -147,7 +147,7 @@ import Testing
     /// 48's goal: the rendezvous relays at most 5 % of the bytes the viewers
     /// receive. Once the room has settled it does (each viewer counts
     /// what came over a rendezvous's relay, `bytes_in_via_rendezvous`);
-    /// over the room's first 40 s, joins included, it relays 7-9 %
+    /// over the room's first 40 s, joins included, it relays 7.0-9.4 %
     /// (mostly each hard joiner's first second or two with the host,
     /// before birthday punching meets, and hard pairs' first 2 s), held
     /// under 15 % here.
