@@ -168,6 +168,11 @@ extension TransportCore {
         sendIntroduce(.birthday(step: .offer, count: UInt16(BirthdayConstants.spares)), to: id)
     }
 
+    /// What arrives on any spare (either side's) enters the core as from its `SparePath` address.
+    private var spareReceiver: (inout [UInt8], PeerAddress) -> Void {
+        { [weak self] datagram, source in self?.receive(reusing: &datagram, from: source) }
+    }
+
     /// The peer accepted: open the spares, then each sends its opener and
     /// the peer hears that they are ready.
     private func accepted(by id: NodeID, port: UInt16, now: Instant) {
@@ -176,9 +181,9 @@ extension TransportCore {
         if port != 0 { run.target = PeerAddress(host: run.target.host, port: port) }
         birthday.run = run
         stats.birthdayRuns += 1
-        let opening = sink.openSpares(count: BirthdayConstants.spares, receive: { [weak self] datagram, source in
-            self?.receive(reusing: &datagram, from: source)
-        }) { [weak self] spares in self?.sparesOpened(spares, for: id) }
+        let opening = sink.openSpares(count: BirthdayConstants.spares, receive: spareReceiver) { [weak self] spares in
+            self?.sparesOpened(spares, for: id)
+        }
         if !opening {
             birthday.unsupported = true
             birthday.run = nil
@@ -324,8 +329,7 @@ extension TransportCore {
         // flow's mapping is reused), so every probe after it would miss
         // (seen in the NAT lab: a host's probes all leaving from 43425, not 7400).
         if config.nat == .easy, config.natKeepsPort,
-           sink.openSpares(count: 1, receive: { [weak self] datagram, source in self?.receive(reusing: &datagram, from: source) },
-                           { [weak self] spares in self?.probeSpareOpened(spares, for: id) }) {
+           sink.openSpares(count: 1, receive: spareReceiver, { [weak self] spares in self?.probeSpareOpened(spares, for: id) }) {
             return
         }
         sendIntroduce(.birthday(step: .accept, count: UInt16(BirthdayConstants.probes)), to: id)
