@@ -42,6 +42,8 @@ public enum GossipConstants {
     public static let maintenanceInterval: Duration = .seconds(1)
     /// A relayed neighbour gives way to a directly reached one at most this often.
     public static let relayedSwapInterval: Duration = .seconds(5)
+    /// The longest a short view waits to ask again after refusals (`promoteIfNeeded`).
+    public static let promotionBackoffMax: Duration = .seconds(30)
     /// A NEIGHBOR request unanswered this long is forgotten, so it (or one to
     /// another peer) can go again; a node with no neighbour at all looks this
     /// often rather than every `maintenanceInterval`. Both request and reply

@@ -78,6 +78,12 @@ public final class GossipNode {
     var passive: [PeerRecord] = []
     /// When a relayed neighbour last gave way to a direct one, and the swap under way.
     var lastSwap: Instant?
+    /// Low-priority promotions (a view that is short but has its minimum)
+    /// wait this long after a refusal, doubling up to `promotionBackoffMax`:
+    /// in a room whose views are full every ask is refused, and each costs
+    /// a session (through a relay, behind NATs). Reset when a neighbour goes.
+    var promotionGap: Duration = .zero
+    var nextPromotion: Instant?
     var swapping: (relayed: NodeID, direct: NodeID)?
     var eager: Set<NodeID> = []
     var lazy: Set<NodeID> = []
@@ -127,11 +133,20 @@ public final class GossipNode {
 
     public var knownEventCount: Int { store.authors.count }
 
-    /// The transport lost `peer`: repair the views.
-    public func peerDown(_ peer: NodeID) {
+    /// Whether the overlay needs a session with `peer`: a neighbour, one
+    /// asked to be, or the contact it joined through. The passive view is
+    /// addresses only (HyParView): it needs no session.
+    public func needsSession(with peer: NodeID) -> Bool {
+        active.contains(peer) || pendingNeighbor[peer] != nil || contact?.id == peer
+    }
+
+    /// The transport lost `peer`: repair the views. `idle`: the session
+    /// ended only because neither side needed it (the peer is still there:
+    /// it stays in the passive view).
+    public func peerDown(_ peer: NodeID, idle: Bool = false) {
         guard active.contains(peer) || passive.contains(where: { $0.id == peer }) else { return }
         removeActive(peer)
-        passive.removeAll { $0.id == peer }
+        if !idle { passive.removeAll { $0.id == peer } }
         promoteIfNeeded(force: active.isEmpty)
     }
 

@@ -64,9 +64,11 @@ extension GossipNode {
     func handleNeighborReply(accepted: Bool, from peer: NodeID) {
         pendingNeighbor[peer] = nil
         if accepted {
+            promotionGap = .zero
             finishSwap(accepted: peer)
             addActive(peer)
         } else {
+            backOffPromotions(now: clock.now())
             if swapping?.direct == peer { swapping = nil }
             removeActive(peer)
         }
@@ -102,6 +104,10 @@ extension GossipNode {
     }
 
     func removeActive(_ peer: NodeID) {
+        if active.contains(peer) {
+            promotionGap = .zero
+            nextPromotion = nil
+        }
         active.removeAll { $0 == peer }
         eager.remove(peer)
         lazy.remove(peer)
@@ -122,15 +128,29 @@ extension GossipNode {
         passive.append(record)
     }
 
-    /// Asks a random passive peer to become a neighbour while the active view is short.
+    /// A neighbour request was refused or went unanswered: low-priority ones wait longer.
+    func backOffPromotions(now: Instant) {
+        promotionGap = min(max(promotionGap * 2, GossipConstants.maintenanceInterval), GossipConstants.promotionBackoffMax)
+        nextPromotion = now + promotionGap
+    }
+
+    /// Asks a random passive peer to become a neighbour while the active
+    /// view is short (below its minimum at once; above it, backing off after
+    /// refusals).
     func promoteIfNeeded(force: Bool) {
         let now = clock.now()
+        let before = pendingNeighbor.count
         pendingNeighbor = pendingNeighbor.filter { now - $0.value < GossipConstants.neighborRequestTimeout }
+        if pendingNeighbor.count < before { backOffPromotions(now: now) }  // unanswered: as good as refused
         guard active.count + pendingNeighbor.count < GossipConstants.activeViewSize else { return }
+        let high = force || active.count < GossipConstants.minimumNeighbours
+        if !high, let next = nextPromotion, now < next { return }
         let candidates = passive.filter { pendingNeighbor[$0.id] == nil }
-        // Those reached without a relay first (issue 48).
+        // Those reached without a relay first (issue 48), and of those the
+        // ones we hold a session with (an ask that costs no handshake).
         let direct = candidates.filter { reachesDirectly?($0.id) != false }
-        guard let record = pick(direct.isEmpty ? candidates : direct) else {
+        let held = direct.filter { transport.isConnected($0.id) }
+        guard let record = pick(!held.isEmpty ? held : direct.isEmpty ? candidates : direct) else {
             // Nobody in reserve: fall back to the contact we joined through.
             if active.isEmpty, let contact { requestNeighbor(contact, high: true) }
             return
@@ -138,7 +158,7 @@ extension GossipNode {
         // High priority below two neighbours, not only at none: with one
         // neighbour a node hangs off the overlay by a single link, and low
         // requests to peers whose views are full can all be refused.
-        requestNeighbor(record, high: force || active.count < GossipConstants.minimumNeighbours)
+        requestNeighbor(record, high: high)
     }
 
     /// A neighbour whose session runs through a relay gives way, at most

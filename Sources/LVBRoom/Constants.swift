@@ -203,6 +203,8 @@ public enum RoomConstants {
     /// The receive pipelines are polled at least this often, and at most
     /// this often however soon they say work is due.
     public static let pollCeiling: Duration = .milliseconds(100)
+    /// How often a node looks for sessions nothing needs (`TransportCore.collectSessions`).
+    public static let collectInterval: Duration = .seconds(1)
     public static let pollFloor: Duration = .milliseconds(1)
     /// A member shows its pass to a peer at most this often (unless forced).
     public static let passRepeat: Duration = .seconds(1)

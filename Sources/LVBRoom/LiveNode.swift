@@ -42,6 +42,7 @@ public final class LiveNode {
     let clock: Clock
     let random: RandomSource
     private let scheduler: EncodeScheduler
+    private var lastCollect: Instant?
     /// This process's instance id in every room it visits.
     let instance: UInt64
 
@@ -152,6 +153,18 @@ public final class LiveNode {
     public func tick() {
         room.tick()
         for role in roles { role.tick() }
+        let now = clock.now()
+        if lastCollect.map({ now - $0 >= RoomConstants.collectInterval }) ?? true {
+            lastCollect = now
+            core.collectSessions(needed: needsSession)
+        }
+    }
+
+    /// Whether a part of this node needs its session with `peer` now: the
+    /// room (its host, gossip neighbours, stage, PK) or a role (the tree, a
+    /// stream, a preload). Sessions none needs and none sends on end.
+    public func needsSession(with peer: NodeID) -> Bool {
+        room.needsSession(with: peer) || roles.contains { $0.needsSession(with: peer) }
     }
 
     /// Runs what is due (the receive pipelines decode and send feedback).

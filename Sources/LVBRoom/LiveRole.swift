@@ -47,6 +47,9 @@ public protocol LiveRole: AnyObject {
     /// When the driver polls (receive pipelines due), and when this role next wants it.
     func poll()
     var nextWakeup: Instant? { get }
+    /// Whether this role needs the node's session with `peer` now: one that
+    /// nothing needs and nothing is sent on ends (`TransportCore.collectSessions`).
+    func needsSession(with peer: NodeID) -> Bool
     /// The node leaves its room (before its sessions end).
     func leave()
     /// The node stops.
@@ -58,6 +61,7 @@ extension LiveRole {
     public func tick() {}
     public func poll() {}
     public var nextWakeup: Instant? { nil }
+    public func needsSession(with peer: NodeID) -> Bool { false }
     public func leave() {}
     public func stop() {}
 }

@@ -201,6 +201,13 @@ public final class NodeMedia: LiveRole {
         origin == core.nodeID ? publisher?.downstream : relayedOrigin == origin ? relay?.downstream : nil
     }
 
+    /// Whether a stream needs the session with `peer`: it feeds us one, we
+    /// take one straight from its origin, or it takes one of ours.
+    public func needsSession(with peer: NodeID) -> Bool {
+        feeders.values.contains(peer) || (receivers[peer] != nil && feeders[peer] == nil) || returns[peer] != nil
+            || publisher?.downstream.peers.contains(peer) == true || relay?.downstream.peers.contains(peer) == true
+    }
+
     /// Stops relaying (children hear nothing more and move on).
     public func stopRelaying() {
         relay = nil

@@ -68,6 +68,13 @@ public struct PKDesk {
     }
 
     public private(set) var phase: Phase = .idle
+    /// The other room's host while a PK is asked, answered or under way.
+    public var otherHost: NodeID? {
+        switch phase {
+        case .idle: nil
+        case let .asking(_, _, host, _, _), let .asked(_, _, host, _, _), let .battle(_, _, host, _, _, _): host
+        }
+    }
     public private(set) var refused = 0
     /// The other room's title (its request's, or the rendezvous's when we asked).
     public private(set) var otherTitle = ""

@@ -126,6 +126,13 @@ public final class RelayTree: LiveRole {
         downstream?.maxFullSubscribers = open ? slots : 0
     }
 
+    /// Whether the tree needs the session with `peer`: the parent, the
+    /// backup kept warm, the node asked (children: their stream, `NodeMedia`).
+    public func needsSession(with peer: NodeID) -> Bool {
+        guard let attachment else { return false }
+        return peer == attachment.parent || peer == attachment.backup || peer == attachment.asking || attachment.refeed?.id == peer
+    }
+
     /// This node makes the stream: the tree's root.
     public var isRoot: Bool { attachment == nil }
     /// The node the stream comes from now (nil: none yet, or the root; the host itself for its direct children).

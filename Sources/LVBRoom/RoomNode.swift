@@ -228,6 +228,13 @@ public final class RoomNode {
     /// member that showed its pass): its messages are this room's.
     public func hears(_ peer: NodeID) -> Bool { peer == host || verified.contains(peer) }
 
+    /// Whether the room needs its session with `peer` now (`TransportCore.collectSessions`):
+    /// the host, a gossip neighbour, a guest asking for or on stage, the other host of a PK.
+    public func needsSession(with peer: NodeID) -> Bool {
+        peer == host || gossip.needsSession(with: peer) || pkDesk?.otherHost == peer
+            || linkMicHost.map { $0.pending[peer] != nil || $0.guests.contains { $0.id == peer } } == true
+    }
+
     private func wireGossip() {
         gossip.mayNeighbor = { [unowned self] peer in verified.contains(peer) || peer == host }
         gossip.reachesDirectly = { [unowned self] peer in
@@ -330,7 +337,7 @@ public final class RoomNode {
                 remove(.signedInElsewhere)
                 return
             }
-            gossip.peerDown(id)
+            gossip.peerDown(id, idle: reason == .idle)
             countForget(id)
             linkMicPeerGone(id)
         case .message, .rtt, .hello, .rekeyed, .connectFailed, .moved, .peerMoved, .birthday:

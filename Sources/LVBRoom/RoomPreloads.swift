@@ -52,6 +52,8 @@ final class RoomPreloads: LiveRole {
         ready.values.contains { $0.host == peer } || departing.contains { $0.room.hears(peer) }
     }
 
+    func needsSession(with peer: NodeID) -> Bool { needs(peer) }
+
     private func tickDeparting() {
         guard !departing.isEmpty else { return }
         let now = node.clock.now()

@@ -153,9 +153,12 @@ extension TransportCore {
         checkOwnAddress()
     }
 
-    /// Either side of a pair introduced again (`again`): punch anew to the
-    /// addresses given, the session and its keys going on meanwhile.
-    func introducedAgain(to other: NodeID, at addresses: [PeerAddress], relay: Bool, request: UInt32, by coordinator: NodeID) {
+    /// Either side of a pair introduced again (`again`, or `punch`: not
+    /// `moved`): punch anew to the addresses given, the session and its
+    /// keys going on meanwhile. A session on a relay punches the direct
+    /// addresses alone, for `repunchTries` tries: an initiation along the
+    /// relay would complete first and end the punch.
+    func introducedAgain(to other: NodeID, at addresses: [PeerAddress], relay: Bool, moved: Bool = true, request: UInt32, by coordinator: NodeID) {
         if request != 0 {
             guard addressWatch.again[other] == request else { return }
             addressWatch.again[other] = nil
@@ -168,8 +171,15 @@ extension TransportCore {
         }
         stats.introductionsTaken += 1
         log.debug("introduced again to \(other.short) at \(addresses)")
-        if request == 0 { emit(.peerMoved(other)) }
-        let candidates = (addresses.filter { !RelayPath.isRelay($0) } + path).uniqued(limit: TransportConstants.maxCandidates)
+        if request == 0 && moved { emit(.peerMoved(other)) }
+        let direct = addresses.filter { !RelayPath.isRelay($0) }
+        if !moved || RelayPath.isRelay(peer.endpoint) {
+            guard !direct.isEmpty, peer.initiation == nil || peer.initiation?.lapses == true else { return }
+            if !moved { stats.repunches += 1 }
+            peer.punchAttempts = 0
+            return startInitiation(peer, firstAttempt: clock.now(), only: Array(direct.uniqued(limit: TransportConstants.maxCandidates)), lapses: true)
+        }
+        let candidates = (direct + path).uniqued(limit: TransportConstants.maxCandidates)
         peer.candidates = Array(candidates)
         noteDirectCandidates(Array(candidates), of: peer)
         peer.punchAttempts = 0

@@ -158,6 +158,9 @@ extension TransportCore {
             }
             let since = birthday.relayedSince[id] ?? now
             birthday.relayedSince[id] = since
+            // Only a session one side needs is worth 256 sockets: a layer
+            // above needs it here, or the peer offered first (it needs it).
+            guard peer.needed || birthday.accepted[id] != nil else { continue }
             if now - since >= after, mayTry(id, now: now), longest.map({ since < $0.2 }) ?? true {
                 longest = (peer, target, since)
             }

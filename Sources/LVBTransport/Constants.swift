@@ -29,6 +29,12 @@ public enum TransportConstants {
     public static let helloRetryMax: Duration = .seconds(4)
     /// A peer with an established session is gone after this much silence.
     public static let peerGoneTimeout: Duration = .seconds(15)
+    /// A session this node has sent nothing but control messages on for
+    /// this long, and that nothing above needs, is released
+    /// (`collectSessions`): it ends once the peer has released it too.
+    /// One over a relay path costs the relay: it goes sooner.
+    public static let sessionIdleAfter: Duration = .seconds(15)
+    public static let relayedSessionIdleAfter: Duration = .seconds(5)
     /// Cookie secrets change this often.
     public static let cookieSecretLifetime: Duration = .seconds(120)
 
@@ -48,6 +54,9 @@ public enum TransportConstants {
     /// Hole punching's first initiation goes out with this hop limit: enough
     /// to pass this node's own NAT, too little to reach the peer's.
     public static let punchOpenerHops = 2
+    /// A punch beside a running session (`punch`, introduced again) tries
+    /// this many times (paced as any punch, about 3 s), then lapses.
+    public static let repunchTries = 6
     /// IPv4's usual TTL, restored after an opener.
     public static let defaultTTL = 64
     /// Peers asked where they see this node, coordinators included, until

@@ -20,6 +20,7 @@ public struct Hello: Sendable, Equatable {
 ///     ping:  2 ‖ nonce(8)
 ///     pong:  3 ‖ nonce(8)
 ///     bye:   4 ‖ reason(1)
+///     idle:  5 ‖ released(1)   (1: the sender no longer needs the session; 0: it does again)
 public enum ControlMessage: Equatable {
     /// Reasons carried by `bye`.
     public enum ByeReason {
@@ -27,12 +28,16 @@ public enum ControlMessage: Equatable {
         /// Sent to the old address when the same identity opens a new session
         /// from another one: "you have been replaced".
         public static let replaced: UInt8 = 2
+        /// Neither side needs the session any more (`TransportCore.collectSessions`).
+        public static let idle: UInt8 = 3
     }
 
     case hello(Hello)
     case ping(UInt64)
     case pong(UInt64)
     case bye(UInt8)
+    /// Whether the sender still needs the session (`TransportCore.collectSessions`).
+    case idle(released: Bool)
 
     public static let maxAgentLength = 64
 
@@ -52,6 +57,10 @@ public enum ControlMessage: Equatable {
             case 2: message = .ping(try r.readUInt64())
             case 3: message = .pong(try r.readUInt64())
             case 4: message = .bye(try r.readUInt8())
+            case 5:
+                let flag = try r.readUInt8()
+                guard flag <= 1 else { throw TransportError.malformed("idle flag \(flag)") }
+                message = .idle(released: flag == 1)
             default: throw TransportError.malformed("unknown control message \(kind)")
             }
             try r.expectEnd()
@@ -73,6 +82,7 @@ public enum ControlMessage: Equatable {
         case let .ping(n): w.write(UInt8(2)); w.write(n)
         case let .pong(n): w.write(UInt8(3)); w.write(n)
         case let .bye(r): w.write(UInt8(4)); w.write(r)
+        case let .idle(released): w.write(UInt8(5)); w.write(UInt8(released ? 1 : 0))
         }
         return w.bytes
     }

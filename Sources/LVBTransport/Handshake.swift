@@ -10,7 +10,7 @@ extension TransportCore {
     /// Sends a fresh initiation to `peer` (new ephemeral key and index each
     /// try); `only`: to these addresses alone (probing a direct path while
     /// the session runs over a relay).
-    func startInitiation(_ peer: Peer, firstAttempt: Instant, cookieRetried: Bool = false, only: [PeerAddress]? = nil) {
+    func startInitiation(_ peer: Peer, firstAttempt: Instant, cookieRetried: Bool = false, only: [PeerAddress]? = nil, lapses: Bool = false) {
         if let old = peer.initiation { indices[old.localIndex] = nil }
         peer.initiation = nil
         let pattern: NoisePattern = peer.id == nil ? .XX : .IK
@@ -42,7 +42,8 @@ extension TransportCore {
                 wait = min(wait, fast + jitter(fast / 8))
             }
             peer.initiation = PendingInitiation(handshake: hs, pattern: pattern, localIndex: index, firstAttempt: firstAttempt,
-                                                sentAt: now, retryAt: now + wait, cookieRetried: cookieRetried)
+                                                sentAt: now, retryAt: now + wait, cookieRetried: cookieRetried,
+                                                lapses: lapses && only != nil && peer.current != nil, only: only)
             indices[index] = .initiation(peer)
             if let only {
                 for address in only { transmit(packet, to: address) }
@@ -155,7 +156,7 @@ extension TransportCore {
         // Resend at once with mac2 rather than after the retry timer: an honest
         // joiner of a busy host pays one round trip, not rekeyTimeout. Once per
         // initiation, so forged or replayed replies cannot make us chatter.
-        startInitiation(peer, firstAttempt: pending.firstAttempt, cookieRetried: true)
+        startInitiation(peer, firstAttempt: pending.firstAttempt, cookieRetried: true, only: pending.lapses ? [source] : nil, lapses: pending.lapses)
     }
 
     /// A random duration in [0, upTo): spreads retries that started together.

@@ -25,6 +25,7 @@ extension TransportCore {
         guard let pieces = RelayPiece.split(datagram, id: introductions.nextPieceID, maxPayload: maxPayload) else { return true }
         introductions.nextPieceID &+= 1
         stats.relayPathDatagramsOut += 1
+        if let via = peersByID[route.via] { use(via) }  // a session runs through it
         for piece in pieces { sendIntroduce(.relay(peer: route.peer, piece: piece), to: route.via) }
         return true
     }
@@ -49,6 +50,7 @@ extension TransportCore {
         introductions.pairs[pair] = now
         if piece.index == 0 { stats.relayedDatagrams += 1 }
         stats.relayedBytes += piece.bytes.count
+        if let peer = peersByID[to] { use(peer) }
         sendIntroduce(.relayed(peer: from, piece: piece), to: to)
     }
 

@@ -166,7 +166,9 @@ extension TransportCore {
             coordinate(request: request, target: target, claimed: addresses, again: false, from: peer, id: from)
         case let .again(request, target, addresses):
             coordinate(request: request, target: target, claimed: addresses, again: true, from: peer, id: from)
-        case let .introduction(request, other, relay, again, seen, addresses):
+        case let .punch(request, target, addresses):
+            coordinate(request: request, target: target, claimed: addresses, again: true, stay: true, from: peer, id: from)
+        case let .introduction(request, other, relay, again, seen, stay, addresses):
             // Only where the coordinator sees `other` (never an address it merely claimed, a LAN's).
             if other != nodeID, seen, let first = addresses.first, peer.role == .rendezvous || peer.role == .host {
                 noteSeen(other, at: first)
@@ -176,7 +178,7 @@ extension TransportCore {
             if other == nodeID {
                 observed(addresses, by: from, request: request)
             } else if again || addressWatch.again[other] == request && request != 0 {
-                introducedAgain(to: other, at: addresses, relay: relay && isRendezvous(from), request: request, by: from)
+                introducedAgain(to: other, at: addresses, relay: relay && isRendezvous(from), moved: !stay, request: request, by: from)
             } else {
                 introduced(to: other, at: addresses, relay: relay, request: request, by: from)
             }
@@ -195,7 +197,8 @@ extension TransportCore {
     /// it (its reflexive address); `again`: the pair holds a session that
     /// no longer reaches (the requester moved), so both are told to dial
     /// again, the target at once.
-    private func coordinate(request: UInt32, target: NodeID, claimed: [PeerAddress], again: Bool, from peer: Peer, id requester: NodeID) {
+    private func coordinate(request: UInt32, target: NodeID, claimed: [PeerAddress], again: Bool, stay: Bool = false,
+                            from peer: Peer, id requester: NodeID) {
         let now = clock.now()
         guard introductions.requests.allow(requester, now: now) else {
             stats.introductionsRefused += 1
@@ -230,10 +233,10 @@ extension TransportCore {
             introductions.told[pair] = now
             stats.introductionsMade += 1
             sendIntroduce(.introduction(request: 0, peer: requester, relay: relay, again: again, seen: !requesterSeen.isEmpty,
-                                        addresses: toTarget), to: target)
+                                        stay: stay, addresses: toTarget), to: target)
         }
         sendIntroduce(.introduction(request: request, peer: target, relay: relay, again: again, seen: !targetSeen.isEmpty,
-                                    addresses: toRequester), to: requester)
+                                    stay: stay, addresses: toRequester), to: requester)
     }
 
     /// Either side: a coordinator says where `other` is. Dial it now (a

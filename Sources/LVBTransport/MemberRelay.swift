@@ -62,7 +62,7 @@ extension TransportCore {
         let path = relayPath(to: other, via: coordinator)
         peer.memberRelayPath = path
         stats.memberRelayMoves += 1
-        startInitiation(peer, firstAttempt: clock.now(), only: [path])
+        startInitiation(peer, firstAttempt: clock.now(), only: [path], lapses: true)
         return true
     }
 

@@ -57,6 +57,15 @@ final class Peer {
     /// When this record was made; bounds the life of a session that never confirms.
     let created: Instant
     var lastSent: Instant?
+    /// When we last sent the peer anything but control messages: the
+    /// session is in use (`collectSessions`).
+    var lastUsed: Instant?
+    /// We said we no longer need the session (`idle`), and the peer said so.
+    var released = false
+    var peerReleased = false
+    /// A layer above needed the session at the last `collectSessions`
+    /// (true where nothing collects): only such a session is worth birthday punching.
+    var needed = true
     var lastReceived: Instant?
     var established = false
     /// The peer's hello has arrived (this session record's first), and the role it said.
@@ -139,4 +148,10 @@ struct PendingInitiation {
     let retryAt: Instant
     /// Already resent once in answer to a cookie reply.
     let cookieRetried: Bool
+    /// A probe of other paths beside a running session (`only`): unanswered,
+    /// it lapses instead of being retried to every address, which would
+    /// rekey the session where it runs (over a relay: the relay's bytes).
+    var lapses = false
+    /// The addresses it went to (nil: the endpoint and every candidate).
+    var only: [PeerAddress]?
 }

@@ -109,6 +109,8 @@ extension TransportCore {
         }
         let payload = buffer[(range.lowerBound + 1)..<range.upperBound]
         stats.messagesIn += 1
+        // A peer that sends more than control messages uses the session.
+        if channel != .control { peer.peerReleased = false }
         if channel == .control {
             handleControl(payload, from: peer, under: kp)
         } else if channel == .introduce {
@@ -169,9 +171,13 @@ extension TransportCore {
                 let yieldedLately = peer.yieldedAt.map { clock.now() - $0 < TransportConstants.rekeyTimeout } ?? false
                 guard keys === peer.current, peer.initiation == nil, !yieldedLately else { return }
                 remove(peer, reason: .replaced)
+            } else if reason == ControlMessage.ByeReason.idle {
+                idleBye(from: peer)
             } else {
                 remove(peer, reason: .bye)
             }
+        case .idle(let released):
+            peerReleased(peer, released)
         }
     }
 }

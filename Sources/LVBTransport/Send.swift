@@ -12,6 +12,8 @@ extension TransportCore {
     public func send(_ payload: [UInt8], channel: DataChannel, to id: NodeID) throws(TransportError) {
         guard payload.count + 1 <= MessageSize.maxTransportPlaintext else { throw .payloadTooLarge(payload.count) }
         guard let peer = peersByID[id] else { throw .noSession }
+        // Introductions serve sessions (coordinating, birthday punching), not use them; relaying does (`IntroductionRelay`).
+        if channel != .control && channel != .introduce { use(peer) }
         if !sendNow(channel, payload[...], to: peer) {
             if peer.queue.count >= TransportConstants.maxQueuedPerPeer {
                 peer.queue.removeFirst()

@@ -20,11 +20,18 @@ extension TransportCore {
     private func tick(_ peer: Peer, now: Instant) {
         // Handshake retry every rekeyTimeout (+ jitter), give up after rekeyAttemptTime.
         if let i = peer.initiation, now >= i.retryAt {
-            if now - i.firstAttempt >= TransportConstants.rekeyAttemptTime {
+            if i.lapses, let only = i.only, let n = peer.punchAttempts, n < TransportConstants.repunchTries {
+                // A punch beside a running session: its paced retries, direct only.
+                startInitiation(peer, firstAttempt: i.firstAttempt, only: only, lapses: true)
+            } else if i.lapses {
+                indices[i.localIndex] = nil
+                peer.initiation = nil
+            } else if now - i.firstAttempt >= TransportConstants.rekeyAttemptTime {
                 giveUp(peer)
                 return
+            } else {
+                startInitiation(peer, firstAttempt: i.firstAttempt)
             }
-            startInitiation(peer, firstAttempt: i.firstAttempt)
         }
         probeDirectPath(peer, now: now)
         // Keys past rejectAfterTime are useless: wipe them.
@@ -90,9 +97,11 @@ extension TransportCore {
         }
     }
 
-    /// While a session runs over a relay path, a handshake to the direct
-    /// addresses now and then (1 s, doubling to 8 s, for `directProbeWindow`):
-    /// the first that completes moves the session off the relay.
+    /// While a session a layer above needs runs over a relay path, a punch
+    /// of the direct addresses now and then (1 s, doubling to 8 s, for
+    /// `directProbeWindow`): both sides at once through the relay's node
+    /// (`punch`), or a handshake from this side alone where none can
+    /// introduce; the first that completes moves the session off the relay.
     private func probeDirectPath(_ peer: Peer, now: Instant) {
         guard let probe = peer.directProbe else { return }
         guard now < probe.until, !peer.directCandidates.isEmpty else {
@@ -106,8 +115,20 @@ extension TransportCore {
         guard now >= probe.next, peer.initiation == nil else { return }
         let gap = min(probe.gap * 2, TransportConstants.directProbeLast)
         peer.directProbe = (now + gap, gap, probe.until)
-        stats.directProbes += 1
-        startInitiation(peer, firstAttempt: now, only: peer.directCandidates)
+        // A session nothing above needs ends soon (`collectSessions`): not worth a punch.
+        guard peer.needed else { return }
+        if let id = peer.id, let via = relayVia(peer.endpoint), via != id, isEstablished(with: via) {
+            // Both sides punch, as at first: a probe from one side alone
+            // dies at the other's NAT unless it lets in what its inside
+            // never sent to (Tailscale's CallMeMaybe over DERP, alike).
+            let request = random.uint32()
+            addressWatch.again[id] = request
+            stats.punchesAsked += 1
+            sendIntroduce(.punch(request: request, peer: id, addresses: config.ownAddresses), to: via)
+        } else {
+            stats.directProbes += 1
+            startInitiation(peer, firstAttempt: now, only: peer.directCandidates, lapses: true)
+        }
     }
 
     private func giveUp(_ peer: Peer) {

@@ -44,6 +44,9 @@ public enum GoneReason: String, Sendable {
     /// The peer said it holds no session under our keys (an unknown-session
     /// packet): it restarted, or forgot us.
     case reset
+    /// Neither side needed the session any more (`TransportCore.collectSessions`):
+    /// the peer is still there, and may be dialled again.
+    case idle
 }
 
 /// A snapshot of one peer for UIs and tests.
@@ -84,6 +87,9 @@ public struct TransportStats: Sendable, Equatable {
     public var handshakesCompleted = 0
     /// Handshakes sent to direct addresses while a session ran over a relay path.
     public var directProbes = 0
+    /// Punches of a relayed session's direct paths asked of its relay's node (`punch`), and taken (either side).
+    public var punchesAsked = 0
+    public var repunches = 0
     /// Own initiations dropped for the peer's, both sent at once (`yieldSimultaneousOpen`).
     public var simultaneousOpensYielded = 0
     /// Introductions: reaches this node asked coordinators for; pairs it
@@ -110,6 +116,9 @@ public struct TransportStats: Sendable, Equatable {
     /// current session here, or came too soon, are dropped uncounted here.
     public var unknownSessionsSent = 0
     public var sessionsReset = 0
+    /// Sessions this node said it no longer needs, and those that ended so (neither side needed them).
+    public var sessionsReleased = 0
+    public var sessionsClosedIdle = 0
     /// This node's own address (`AddressChange`): requests asking where it
     /// is seen, changes noticed, sockets moved to, and session datagrams
     /// held back from peers' direct addresses until they were punched again.

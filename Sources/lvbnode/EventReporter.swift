@@ -97,6 +97,7 @@ extension GoneReason {
         case .expired: "session expired"
         case .replaced: "it took a session with another node of this identity"
         case .reset: "it no longer knew the session (restarted?)"
+        case .idle: "neither side needed the session"
         }
     }
 }
@@ -136,7 +137,8 @@ enum StatsJSON {
             ("relay_path_out", s.relayPathDatagramsOut), ("relay_path_in", s.relayPathDatagramsIn),
             ("unknown_sessions_sent", s.unknownSessionsSent), ("sessions_reset", s.sessionsReset),
             ("dropped_unknown_session", s.droppedUnknownSession),
-            ("direct_probes", s.directProbes), ("address_checks", s.addressChecks), ("address_changes", s.addressChanges),
+            ("direct_probes", s.directProbes), ("punches_asked", s.punchesAsked), ("repunches", s.repunches),
+            ("sessions_released", s.sessionsReleased), ("sessions_closed_idle", s.sessionsClosedIdle), ("address_checks", s.addressChecks), ("address_changes", s.addressChanges),
             ("sockets_rebound", s.socketsRebound), ("held_after_move", s.heldAfterMove),
             ("member_relay_asks", s.memberRelayAsks), ("member_relay_moves", s.memberRelayMoves),
             ("birthday_offers", s.birthdayOffers), ("birthday_runs", s.birthdayRuns), ("birthday_spares", s.birthdaySpares), ("birthday_met", s.birthdayMet),

@@ -54,4 +54,32 @@ import Testing
         node.tick()
         #expect(neighbourRequests().first == Self.id(9), "\(neighbourRequests())")
     }
+
+    /// A view short of full but at its minimum asks at low priority; where
+    /// every view is full each ask is refused, and each costs a session (a
+    /// relayed one, behind NATs): it waits longer after each refusal, up to
+    /// 30 s, and asks at once again when a neighbour goes.
+    @Test func refusedAsksBackOff() {
+        node.reachesDirectly = { _ in true }
+        for n: UInt8 in 2...4 { node.addActive(Self.id(n)) }  // three of five: above the minimum
+        for n: UInt8 in 10...29 { node.addPassive(Self.record(n)) }
+        var asks: [Int] = []
+        for second in 0..<120 {
+            clock.advance(by: .seconds(1))
+            transport.sent.removeAll()
+            node.tick()
+            for peer in neighbourRequests() {
+                asks.append(second)
+                node.receive(GossipMessage.neighborReply(accepted: false).bytes[...], from: peer)
+            }
+        }
+        // Without the back-off: about 240 asks (two free places, every second).
+        #expect(asks.count <= 16, "asked \(asks.count) times: \(asks)")
+        let gaps = zip(asks.dropFirst(), asks).map { $0 - $1 }
+        #expect(gaps.suffix(3).allSatisfy { $0 >= 16 }, "the gaps grow to about 30 s: \(gaps)")
+        // A neighbour goes: asked at once.
+        transport.sent.removeAll()
+        node.peerDown(Self.id(2))
+        #expect(!neighbourRequests().isEmpty)
+    }
 }

@@ -302,6 +302,15 @@ private let long = getenv("LVBNODE_LONG_TESTS").map { String(cString: $0) } == "
             // measured 190-199 of 200, held to 90 % here (the runs differ:
             // dictionaries iterate in another order in each process).
             #expect(direct * 100 >= 90 * c.viewers.count, "\(name): \(direct) of \(c.viewers.count) tree links direct: \(links.tree)")
+            // Sessions a member holds: those it or its peers need (about 45
+            // before sessions nobody needed ended; measured 15-17 now, the
+            // room's youngest ones not yet idle for `sessionIdleAfter`).
+            let sessions = c.viewers.values.map { $0.sim.core.peers.filter(\.established).count }
+            let relayedSessions = c.viewers.values.reduce(0) { $0 + $1.sim.core.peers.filter { $0.established && $0.relayed }.count }
+            let closed = c.viewers.values.reduce(0) { $0 + $1.sim.core.stats.sessionsClosedIdle }
+            print("\(name), settled: sessions per viewer \(sessions.reduce(0, +) / sessions.count) (mean), \(sessions.max() ?? 0) (most), "
+                  + "\(relayedSessions) relayed in all; \(closed) ended as idle so far")
+            #expect(sessions.reduce(0, +) <= 30 * sessions.count, "\(name): \(sessions.reduce(0, +) / sessions.count) sessions per viewer")
         }
         // What placement costs a member now that positions travel along the
         // tree, against what the room signs (each member's cost when they were gossiped).
