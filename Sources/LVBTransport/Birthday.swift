@@ -25,7 +25,7 @@ public enum BirthdayConstants {
     /// address-dependent NAT looks endpoint-independent to one
     /// rendezvous's two ports), and whichever side it is, one of the two
     /// directions meets.
-    public static let after: Duration = .milliseconds(300)
+    public static let after: Duration = .milliseconds(100)
     public static let afterEasy: Duration = .seconds(3)
     /// The hard side keeps its spares this long after saying they are
     /// ready, then gives up (the probes take 3.2 s; round trips over the
