@@ -57,10 +57,6 @@ public enum TransportConstants {
     /// A punch beside a running session (`punch`, introduced again) tries
     /// this many times (paced as any punch, about 3 s), then lapses.
     public static let repunchTries = 6
-    /// Behind an endpoint-independent NAT (or none), a punch's relay path
-    /// gets its first initiation with this try (the third: 300 ms in), the
-    /// direct punch having had its head start.
-    public static let relayHeadStartTries = 2
     /// IPv4's usual TTL, restored after an opener.
     public static let defaultTTL = 64
     /// Peers asked where they see this node, coordinators included, until

@@ -29,7 +29,6 @@ extension TransportCore {
             // A punch's first try only opens our own NAT (hop-limited); the
             // real ones follow from punchRetry on, when the peer's NAT has opened too.
             var hopLimit: Int?
-            let punchTry = peer.punchAttempts
             if let n = peer.punchAttempts {
                 wait = min(wait, TransportConstants.punchRetry * (1 << min(n, 8)))
                 peer.punchAttempts = n + 1
@@ -49,21 +48,9 @@ extension TransportCore {
             if let only {
                 for address in only { transmit(packet, to: address) }
             } else {
-                // Relay paths are not NATed: they get the real thing at once;
-                // but behind an endpoint-independent NAT (or none) only from a
-                // punch's third try on, so the direct punch, likely to meet,
-                // answers first (a relay that won the race carried each
-                // joiner's first pictures, 15-30 kB, through the rendezvous).
-                // A hard NAT's side relays at once, so its pairs wait for nothing.
-                let relayWaits = (punchTry.map { $0 < TransportConstants.relayHeadStartTries } ?? false)
-                    && config.nat != .hard
-                    && ([peer.endpoint] + peer.candidates).contains { !RelayPath.isRelay($0) }
+                // Relay paths are not NATed: they get the real thing at once.
                 for address in [peer.endpoint] + peer.candidates.filter({ $0 != peer.endpoint }) {
-                    if RelayPath.isRelay(address) {
-                        if !relayWaits { transmit(packet, to: address) }
-                    } else {
-                        transmit(packet, to: address, hopLimit: hopLimit)
-                    }
+                    transmit(packet, to: address, hopLimit: RelayPath.isRelay(address) ? nil : hopLimit)
                 }
             }
             peer.lastSent = now
