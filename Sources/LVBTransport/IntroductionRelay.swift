@@ -25,7 +25,7 @@ extension TransportCore {
         guard let pieces = RelayPiece.split(datagram, id: introductions.nextPieceID, maxPayload: maxPayload) else { return true }
         introductions.nextPieceID &+= 1
         stats.relayPathDatagramsOut += 1
-        if let via = peersByID[route.via] { use(via) }  // a session runs through it
+        if let via = peersByID[route.via] { use(via, now: clock.now()) }  // a session runs through it
         for piece in pieces { sendIntroduce(.relay(peer: route.peer, piece: piece), to: route.via) }
         return true
     }
@@ -50,7 +50,7 @@ extension TransportCore {
         introductions.pairs[pair] = now
         if piece.index == 0 { stats.relayedDatagrams += 1 }
         stats.relayedBytes += piece.bytes.count
-        if let peer = peersByID[to] { use(peer) }
+        if let peer = peersByID[to] { use(peer, now: now) }
         sendIntroduce(.relayed(peer: from, piece: piece), to: to)
     }
 

@@ -12,8 +12,6 @@ extension TransportCore {
     public func send(_ payload: [UInt8], channel: DataChannel, to id: NodeID) throws(TransportError) {
         guard payload.count + 1 <= MessageSize.maxTransportPlaintext else { throw .payloadTooLarge(payload.count) }
         guard let peer = peersByID[id] else { throw .noSession }
-        // Introductions serve sessions (coordinating, birthday punching), not use them; relaying does (`IntroductionRelay`).
-        if channel != .control && channel != .introduce { use(peer) }
         if !sendNow(channel, payload[...], to: peer) {
             if peer.queue.count >= TransportConstants.maxQueuedPerPeer {
                 peer.queue.removeFirst()
@@ -39,6 +37,10 @@ extension TransportCore {
                 return true
             }
         }
+        // Use of the session (`collectSessions`): anything but control
+        // messages and introductions, which serve sessions (coordinating,
+        // birthday punching); relaying does use them (`IntroductionRelay`).
+        if let channel, channel != .control, channel != .introduce { use(peer, now: now) }
         guard let counter = kp.takeCounter() else { return false }
         transmit(count: Keypair.sealedCount(channel: channel, payload: payload), to: peer.endpoint) { out in
             kp.seal(counter: counter, channel: channel, payload: payload, into: out)

@@ -31,14 +31,14 @@ extension TransportCore {
             if idle && !peer.released {
                 release(peer)
             } else if !idle && peer.released {
-                use(peer)
+                use(peer, now: now)
             }
         }
     }
 
     /// This node sends on the session (or needs it again): a release is taken back.
-    func use(_ peer: Peer) {
-        peer.lastUsed = clock.now()
+    func use(_ peer: Peer, now: Instant) {
+        peer.lastUsed = now
         guard peer.released else { return }
         peer.released = false
         sendControl(.idle(released: false), to: peer)
