@@ -155,9 +155,10 @@ extension TransportCore {
 
     /// Either side of a pair introduced again (`again`, or `punch`: not
     /// `moved`): punch anew to the addresses given, the session and its
-    /// keys going on meanwhile. A session on a relay punches the direct
-    /// addresses alone, for `repunchTries` tries: an initiation along the
-    /// relay would complete first and end the punch.
+    /// keys going on meanwhile. A `punch` (the session runs on a relay)
+    /// punches the direct addresses alone, for `repunchTries` tries: an
+    /// initiation along the relay would complete first and end the punch.
+    /// A move punches every address, the relay racing.
     func introducedAgain(to other: NodeID, at addresses: [PeerAddress], relay: Bool, moved: Bool = true, request: UInt32, by coordinator: NodeID) {
         if request != 0 {
             guard addressWatch.again[other] == request else { return }
@@ -173,9 +174,9 @@ extension TransportCore {
         log.debug("introduced again to \(other.short) at \(addresses)")
         if request == 0 && moved { emit(.peerMoved(other)) }
         let direct = addresses.filter { !RelayPath.isRelay($0) }
-        if !moved || RelayPath.isRelay(peer.endpoint) {
+        if !moved {
             guard !direct.isEmpty, peer.initiation == nil || peer.initiation?.lapses == true else { return }
-            if !moved { stats.repunches += 1 }
+            stats.repunches += 1
             peer.punchAttempts = 0
             return startInitiation(peer, firstAttempt: clock.now(), only: Array(direct.uniqued(limit: TransportConstants.maxCandidates)), lapses: true)
         }
