@@ -33,6 +33,7 @@ public final class NATWatch: LiveRole {
         self.server = server
         core.addSideChannel { [unowned self] bytes, source in take(bytes, from: source) }
         probe = NATProbe(server: server, deadline: clock.now() + Self.probeTime, testFiltering: false)
+        core.config.natPending = true
     }
 
     public func handle(_ event: NodeEvent) {
@@ -42,23 +43,35 @@ public final class NATWatch: LiveRole {
         }
     }
 
-    public func tick() {
+    public func tick() { step() }
+
+    /// Sends what the probe asks next and finishes it once done: on every
+    /// tick, and at once on each answer, so the result comes two round
+    /// trips after the start, not two ticks later (a joiner is placed in
+    /// the tree by it, and was placed blind when it came late).
+    private func step() {
         guard !stopped, var p = probe else { return }
         for out in p.tick(now: clock.now(), random: random) { core.sendRaw(out.bytes, to: out.to) }
         probe = p
         if p.isDone { finish(p) }
     }
 
-    public func leave() { stopped = true }
-    public func stop() { stopped = true }
+    public func leave() { stop() }
+    public func stop() {
+        stopped = true
+        core.config.natPending = false
+    }
 
     private func take(_ bytes: ArraySlice<UInt8>, from source: PeerAddress) -> Bool {
         guard probe != nil, STUNMessage.looksLikeSTUN(bytes), let message = try? STUNMessage.parse(bytes) else { return false }
-        return probe?.consume(message, from: source, now: clock.now()) ?? false
+        guard probe?.consume(message, from: source, now: clock.now()) == true else { return false }
+        step()
+        return true
     }
 
     private func finish(_ p: NATProbe) {
         probe = nil
+        core.config.natPending = false
         let port = core.config.ownAddresses.first?.port ?? 0
         let report = NATClassifier.classify([p.observation], localPort: port, localHosts: Set(LocalAddresses.interfaceHosts() ?? []))
         let kind: NATKind = switch report.mapping {

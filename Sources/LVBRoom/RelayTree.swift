@@ -47,6 +47,8 @@ public final class RelayTree: LiveRole {
     private var lastPublished: Instant?
     private var refusalsSent: [NodeID: Instant] = [:]
     private var lastTick: Instant?
+    /// The first placement waited for the NAT on the last tick (`TreeAttachment.awaitsNAT`).
+    private var waitsForNAT = false
     private var trust = MediaTrust()
     private var lastNotice: Instant?
     /// Each child's reported loss, smoothed.
@@ -217,6 +219,8 @@ public final class RelayTree: LiveRole {
         guard room.isAdmitted, let state = room.state else { return }
         let now = clock.now()
         blameLiars(now: now)
+        if waitsForNAT, attachment?.awaitsNAT == false { lastTick = nil }  // measured: placed now, not at the next tree tick
+        waitsForNAT = attachment?.awaitsNAT ?? false
         if let lastTick, now - lastTick < RoomConstants.treeTickInterval { return }
         lastTick = now
         moveDownSlowChildren(now: now)
@@ -308,7 +312,10 @@ public final class RelayTree: LiveRole {
         // is how the room knows the relay is still there.
         let due = lastPublished.map { now - $0 >= RoomConstants.positionRefresh } ?? true
         guard position != published || due else { return }
-        if let lastPublished, now - lastPublished < RoomConstants.relayPublishInterval { return }
+        // (Not coalesced when the NAT was just measured: placement reads
+        // it, and a position saying "unknown" offered a hard NAT's slots
+        // to every joiner.)
+        if let lastPublished, now - lastPublished < RoomConstants.relayPublishInterval, position.nat == published?.nat { return }
         if view.publish(position, parent: attachment?.parent) {
             published = position
             lastPublished = now

@@ -70,7 +70,18 @@ final class TreeAttachment {
     var lastRelink: Instant?
     var relinkReachSince: Instant?
 
-    init(tree: RelayTree) { self.tree = tree }
+    /// When this node started (its tree was made), for `natWait`.
+    private let since: Instant
+
+    init(tree: RelayTree) {
+        self.tree = tree
+        since = tree.clock.now()
+    }
+
+    /// The first placement waits for the NAT's measurement (`natWait`).
+    var awaitsNAT: Bool {
+        attachments == 0 && core.config.nat == .unknown && core.config.natPending && clock.now() - since < RoomConstants.natWait
+    }
 
     /// A session came up: a parent (or backup) we dialled sees our pass first, then our subscription.
     func handle(_ event: TransportEvent) {
@@ -185,7 +196,7 @@ final class TreeAttachment {
             parent = feeder
             attachments += 1
         }
-        if trying == nil, parent == nil || silent {
+        if trying == nil, parent == nil || silent, !awaitsNAT {
             if let parent {
                 silenced[parent] = now + RoomConstants.refusedFor
                 note("\(parent.short) silent", now: now)
@@ -210,7 +221,11 @@ final class TreeAttachment {
             // free slots the view shows highest up, and the view is a few
             // seconds old, so one refused there is likelier to find room a
             // hop down (a branch's lower levels have the most free slots).
-            let redirected = ranked.first { redirects[$0].map { $0 > now } ?? false }
+            // (One our NAT can meet: a full node names its children blind to it.)
+            let me = asker
+            let redirected = ranked.first { id in
+                (redirects[id].map { $0 > now } ?? false) && (placement.tree[id]?.reachable(from: me.nat, ipv6: me.ipv6) ?? true)
+            }
             // Then one surely alive, however deep, before one that may have
             // died with our parent (a dead one with no session costs
             // `orphanSessionWait`, with one `attachTimeoutLive`).

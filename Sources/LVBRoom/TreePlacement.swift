@@ -57,7 +57,9 @@ public struct TreePlacement: Sendable {
     /// so a node behind a hard NAT is a leaf to other hard ones but
     /// IPv6 ones); then least depth, then those `me` already reaches directly (`direct`: a session
     /// up, not through a relay: no punch to wait for, no relay to spend),
-    /// then most free slots; equals in an order of their own for each
+    /// then those met at once rather than by birthday punching
+    /// (`RelayPosition.reachableAtOnce`: its first second or so runs over
+    /// a relay), then most free slots; equals in an order of their own for each
     /// asker (a hash of both keys), so joiners arriving together spread out.
     /// `excluding`: nodes that refused lately; `silent`: nodes that went
     /// silent, left out with everything below them (fed by them, as far as
@@ -66,14 +68,16 @@ public struct TreePlacement: Sendable {
     /// lost answer to a joiner's subscription left it no parent for 10 s).
     public func candidates(for me: NodeID, excluding: Set<NodeID> = [], silent: Set<NodeID> = [],
                            asker: (nat: NATKind, ipv6: Bool)? = nil, direct: (NodeID) -> Bool = { _ in false }) -> [NodeID] {
-        var ranked: [(id: NodeID, reachable: Bool, depth: Int, direct: Bool, free: Int, tie: UInt64)] = []
+        var ranked: [(id: NodeID, reachable: Bool, depth: Int, direct: Bool, atOnce: Bool, free: Int, tie: UInt64)] = []
         for id in Set(tree.keys).union([host]) {
             guard let chain = chain(ifCandidate: id, for: me, excluding: excluding, silent: silent) else { continue }
             let reachable = asker.map { a in tree[id]?.reachable(from: a.nat, ipv6: a.ipv6) ?? true } ?? true
-            ranked.append((id, reachable, chain.count, direct(id), free(id), Self.tie(me, id)))
+            let atOnce = asker.map { a in tree[id]?.reachableAtOnce(from: a.nat, ipv6: a.ipv6) ?? true } ?? true
+            ranked.append((id, reachable, chain.count, direct(id), atOnce, free(id), Self.tie(me, id)))
         }
         ranked.sort { a, b in
             if a.reachable != b.reachable { return a.reachable }
+            if a.atOnce != b.atOnce { return a.atOnce }
             if a.depth != b.depth { return a.depth < b.depth }
             if a.direct != b.direct { return a.direct }
             if a.free != b.free { return a.free > b.free }

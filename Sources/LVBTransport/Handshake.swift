@@ -32,7 +32,10 @@ extension TransportCore {
             if let n = peer.punchAttempts {
                 wait = min(wait, TransportConstants.punchRetry * (1 << min(n, 8)))
                 peer.punchAttempts = n + 1
-                if n == 0 { hopLimit = TransportConstants.punchOpenerHops }
+                if n == 0 {
+                    hopLimit = TransportConstants.punchOpenerHops
+                    peer.openerSentAt = now
+                }
             } else if peer.current == nil {
                 // No session yet (a dial, a redial after a lost session):
                 // a lost initiation or response costs firstRetry, then twice
@@ -98,6 +101,7 @@ extension TransportCore {
         kp.handshakeHash = pending.handshake.handshakeHash
         target.initiation = nil
         roam(target, to: source, now: clock.now())
+        resumePunch(target, after: source)
         target.candidates = []
         indices[kp.localIndex] = .keypair(target, kp)
         let rekey = target.established

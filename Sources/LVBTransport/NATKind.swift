@@ -32,4 +32,11 @@ public enum NATKind: UInt8, Sendable, CaseIterable {
     public func meets(_ other: NATKind) -> Bool {
         !(self == .hard && other == .hard)
     }
+
+    /// Whether they meet at once, by the ordinary punch or the hard side's
+    /// own flow to an open one, not by birthday punching (whose first
+    /// second or so runs over a relay).
+    public func meetsAtOnce(_ other: NATKind) -> Bool {
+        self == .open || other == .open || (self != .hard && other != .hard)
+    }
 }

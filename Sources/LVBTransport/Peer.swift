@@ -19,6 +19,10 @@ final class Peer {
     /// completes moves the session there (its response proves the path both ways).
     var directCandidates: [PeerAddress] = []
     var directProbe: (next: Instant, gap: Duration, until: Instant)?
+    /// When this punch's hop-limited opener went out, and when its direct
+    /// initiations go on beside a session the relay won (`resumePunch`).
+    var openerSentAt: Instant?
+    var punchResumeAt: Instant?
     /// When an authenticated datagram last came straight from the peer (not over a relay path).
     var lastDirectIn: Instant?
     /// This node moved (`AddressChange`): nothing of the session goes to the

@@ -56,6 +56,7 @@ extension TransportCore {
         indices[index] = .keypair(peer, kp)
         retire(peer.install(kp))
         roam(peer, to: source, now: clock.now())
+        resumePunch(peer, after: source)
         var packet = Packet.handshake(type: .ikResponse, sender: index, receiver: m.senderIndex, noise: noise)
         peer.cookies.addMACs(&packet)
         transmit(packet, to: source, unauthenticatedReply: true)
@@ -100,6 +101,7 @@ extension TransportCore {
             retire(peer.install(kp))
             retire(peer.confirmNext())
             roam(peer, to: source, now: clock.now())
+            resumePunch(peer, after: source)
             stats.handshakesCompleted += 1
             if !flushQueue(peer) { sendKeepalive(peer) }
         } catch let e as TransportError {

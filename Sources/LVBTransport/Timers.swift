@@ -33,6 +33,7 @@ extension TransportCore {
                 startInitiation(peer, firstAttempt: i.firstAttempt)
             }
         }
+        if let at = peer.punchResumeAt, now >= at { punchOn(peer, now: now) }
         probeDirectPath(peer, now: now)
         // Keys past rejectAfterTime are useless: wipe them.
         var expired = [Keypair]()

@@ -90,6 +90,8 @@ public struct TransportStats: Sendable, Equatable {
     /// Punches of a relayed session's direct paths asked of its relay's node (`punch`), and taken (either side).
     public var punchesAsked = 0
     public var repunches = 0
+    /// Punches whose direct initiations went on after the relay answered first (`resumePunch`).
+    public var punchesResumed = 0
     /// Own initiations dropped for the peer's, both sent at once (`yieldSimultaneousOpen`).
     public var simultaneousOpensYielded = 0
     /// Introductions: reaches this node asked coordinators for; pairs it

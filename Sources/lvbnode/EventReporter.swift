@@ -137,7 +137,7 @@ enum StatsJSON {
             ("relay_path_out", s.relayPathDatagramsOut), ("relay_path_in", s.relayPathDatagramsIn),
             ("unknown_sessions_sent", s.unknownSessionsSent), ("sessions_reset", s.sessionsReset),
             ("dropped_unknown_session", s.droppedUnknownSession),
-            ("direct_probes", s.directProbes), ("punches_asked", s.punchesAsked), ("repunches", s.repunches),
+            ("direct_probes", s.directProbes), ("punches_asked", s.punchesAsked), ("repunches", s.repunches), ("punches_resumed", s.punchesResumed),
             ("sessions_released", s.sessionsReleased), ("sessions_closed_idle", s.sessionsClosedIdle), ("address_checks", s.addressChecks), ("address_changes", s.addressChanges),
             ("sockets_rebound", s.socketsRebound), ("held_after_move", s.heldAfterMove),
             ("member_relay_asks", s.memberRelayAsks), ("member_relay_moves", s.memberRelayMoves),

@@ -40,6 +40,11 @@ public struct RelayPosition: Equatable, Sendable {
         (ipv6 && addresses.contains(where: \.isGlobalIPv6)) || nat.meets(self.nat)
     }
 
+    /// Whether that node reaches this one without waiting on birthday punching.
+    public func reachableAtOnce(from nat: NATKind, ipv6: Bool) -> Bool {
+        (ipv6 && addresses.contains(where: \.isGlobalIPv6)) || nat.meetsAtOnce(self.nat)
+    }
+
     /// Slots not taken.
     public var free: Int { Int(slots) - Int(children) }
 
