@@ -147,10 +147,11 @@ import Testing
     /// 48's goal: the rendezvous relays at most 5 % of the bytes the viewers
     /// receive. Once the room has settled it does (each viewer counts
     /// what came over a rendezvous's relay, `bytes_in_via_rendezvous`);
-    /// over the room's first 40 s, joins included, it relays 7.0-9.4 %
-    /// (mostly each hard joiner's first second or two with the host,
-    /// before birthday punching meets, and hard pairs' first 2 s), held
-    /// under 15 % here.
+    /// over the room's first 40 s, joins included, it relays 5.3-6.6 %
+    /// (each joiner's first keyframe, which leaves before any punch can
+    /// meet, and each hard joiner's first half second, before birthday
+    /// punching meets; 7.0-9.4 % before a punch the relay won went on
+    /// and placement ranked by birthday punching), held under 10 % here.
     @Test func halfTheHomesHardTheRendezvousRelaysAFewPercent() throws {
         let viewers = 6
         let lab = try NATLab(tag: "lvq\(getpid() % 1000)", sites: 1 + viewers, hard: [3, 5, 7])
@@ -190,7 +191,7 @@ import Testing
         print("half the homes hard (NAT lab): settled, \(String(format: "%.2f", settled * 100)) % of the viewers' bytes came over the rendezvous's relay (\(after.viaRendezvous - before.viaRendezvous) of \(after.all - before.all) in 15 s)")
         print("half the homes hard (NAT lab): parent links \(links); the rendezvous relayed \(relayed) bytes (\(members) between members, \(joins) between joiners and the host) of the \(received) the viewers received: \(String(format: "%.2f", share * 100)) %")
         #expect(!links.contains("none"), "viewers without a parent: \(links)")
-        #expect(share <= 0.15, "the rendezvous relayed \(String(format: "%.1f", share * 100)) % of the viewers' bytes")
+        #expect(share <= 0.10, "the rendezvous relayed \(String(format: "%.1f", share * 100)) % of the viewers' bytes")
         #expect(settled <= 0.05, "settled, \(String(format: "%.1f", settled * 100)) % of the viewers' bytes came over the rendezvous's relay")
     }
 }
