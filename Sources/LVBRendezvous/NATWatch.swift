@@ -33,7 +33,6 @@ public final class NATWatch: LiveRole {
         self.server = server
         core.addSideChannel { [unowned self] bytes, source in take(bytes, from: source) }
         probe = NATProbe(server: server, deadline: clock.now() + Self.probeTime, testFiltering: false)
-        core.config.natPending = true
     }
 
     public func handle(_ event: NodeEvent) {
@@ -56,11 +55,8 @@ public final class NATWatch: LiveRole {
         if p.isDone { finish(p) }
     }
 
-    public func leave() { stop() }
-    public func stop() {
-        stopped = true
-        core.config.natPending = false
-    }
+    public func leave() { stopped = true }
+    public func stop() { stopped = true }
 
     private func take(_ bytes: ArraySlice<UInt8>, from source: PeerAddress) -> Bool {
         guard probe != nil, STUNMessage.looksLikeSTUN(bytes), let message = try? STUNMessage.parse(bytes) else { return false }
@@ -71,7 +67,6 @@ public final class NATWatch: LiveRole {
 
     private func finish(_ p: NATProbe) {
         probe = nil
-        core.config.natPending = false
         let port = core.config.ownAddresses.first?.port ?? 0
         let report = NATClassifier.classify([p.observation], localPort: port, localHosts: Set(LocalAddresses.interfaceHosts() ?? []))
         let kind: NATKind = switch report.mapping {

@@ -112,11 +112,6 @@ public enum RoomConstants {
     /// A node looks at its place in the tree this often (placement, silence,
     /// slow children); far finer than the silences it acts on.
     public static let treeTickInterval: Duration = .milliseconds(100)
-    /// A joiner's first parent (when the host has no slot for it) waits
-    /// at most this long for the node's NAT to be measured: a node behind
-    /// a hard NAT placed blind took one behind another hard NAT as often
-    /// as not, and ran over a relay for seconds until it moved.
-    public static let natWait: Duration = .milliseconds(300)
     /// A node signs its relay position at most this often (changes coalesce).
     public static let relayPublishInterval: Duration = .milliseconds(600)
     /// A relay position stands this long after it (or anything from its

@@ -47,8 +47,6 @@ public final class RelayTree: LiveRole {
     private var lastPublished: Instant?
     private var refusalsSent: [NodeID: Instant] = [:]
     private var lastTick: Instant?
-    /// The first placement waited for the NAT on the last tick (`TreeAttachment.awaitsNAT`).
-    private var waitsForNAT = false
     private var trust = MediaTrust()
     private var lastNotice: Instant?
     /// Each child's reported loss, smoothed.
@@ -219,8 +217,6 @@ public final class RelayTree: LiveRole {
         guard room.isAdmitted, let state = room.state else { return }
         let now = clock.now()
         blameLiars(now: now)
-        if waitsForNAT, attachment?.awaitsNAT == false { lastTick = nil }  // measured: placed now, not at the next tree tick
-        waitsForNAT = attachment?.awaitsNAT ?? false
         if let lastTick, now - lastTick < RoomConstants.treeTickInterval { return }
         lastTick = now
         moveDownSlowChildren(now: now)

@@ -70,18 +70,7 @@ final class TreeAttachment {
     var lastRelink: Instant?
     var relinkReachSince: Instant?
 
-    /// When this node started (its tree was made), for `natWait`.
-    private let since: Instant
-
-    init(tree: RelayTree) {
-        self.tree = tree
-        since = tree.clock.now()
-    }
-
-    /// The first placement waits for the NAT's measurement (`natWait`).
-    var awaitsNAT: Bool {
-        attachments == 0 && core.config.nat == .unknown && core.config.natPending && clock.now() - since < RoomConstants.natWait
-    }
+    init(tree: RelayTree) { self.tree = tree }
 
     /// A session came up: a parent (or backup) we dialled sees our pass first, then our subscription.
     func handle(_ event: TransportEvent) {
@@ -196,7 +185,7 @@ final class TreeAttachment {
             parent = feeder
             attachments += 1
         }
-        if trying == nil, parent == nil || silent, !awaitsNAT {
+        if trying == nil, parent == nil || silent {
             if let parent {
                 silenced[parent] = now + RoomConstants.refusedFor
                 note("\(parent.short) silent", now: now)

@@ -24,9 +24,6 @@ public struct TransportConfig: Sendable {
     public var relayKbps = 0
     /// What this node's NAT does, once measured (`NATKind`).
     public var nat = NATKind.unknown
-    /// A measurement of it is under way (`NATWatch`): a joiner's first
-    /// placement waits for it a little (`RoomConstants.natWait`).
-    public var natPending = false
     /// Whether that NAT kept the socket's port (Linux's masquerade does
     /// while the port is free): birthday punching's easy side then probes
     /// from a spare socket of its own, whose outside port it can name.
