@@ -148,7 +148,7 @@ extension TransportCore {
             return
         }
         if birthday.backoff.count > TransportConstants.maxPeers { birthday.backoff = birthday.backoff.filter { peersByID[$0.key] != nil } }
-        var longest: (Peer, PeerAddress, Instant)?
+        var busiest: (Peer, PeerAddress, Instant)?
         let after = config.nat == .hard ? BirthdayConstants.after : BirthdayConstants.afterEasy
         for peer in peersByID.values {
             guard let id = peer.id else { continue }
@@ -161,11 +161,16 @@ extension TransportCore {
             // Only a session one side needs is worth 256 sockets: a layer
             // above needs it here, or the peer offered first (it needs it).
             guard peer.needed || birthday.accepted[id] != nil else { continue }
-            if now - since >= after, mayTry(id, now: now), longest.map({ since < $0.2 }) ?? true {
-                longest = (peer, target, since)
+            // The busiest first (a parent's stream over the relay, not the
+            // host's chat: one run at a time, and a hard joiner's run with
+            // the host came first and held its parent's back), then the longest relayed.
+            if now - since >= after, mayTry(id, now: now), busiest.map({ b in
+                peer.relayedBytesIn != b.0.relayedBytesIn ? peer.relayedBytesIn > b.0.relayedBytesIn : since < b.2
+            }) ?? true {
+                busiest = (peer, target, since)
             }
         }
-        guard let (peer, target, _) = longest, let id = peer.id else { return }
+        guard let (peer, target, _) = busiest, let id = peer.id else { return }
         birthday.run = BirthdayState.Run(peer: id, target: target, offered: now)
         stats.birthdayOffers += 1
         sendIntroduce(.birthday(step: .offer, count: UInt16(BirthdayConstants.spares)), to: id)

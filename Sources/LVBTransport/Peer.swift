@@ -35,6 +35,9 @@ final class Peer {
     /// a datagram last came along it.
     var memberRelayPath: PeerAddress?
     var lastMemberRelayIn: Instant?
+    /// What came from the peer over relay paths, in bytes: birthday
+    /// punching takes the busiest relayed session first (a parent's stream).
+    var relayedBytesIn = 0
     /// Keep the session up and retry until `rekeyAttemptTime` (we dialled it).
     let persistent: Bool
     /// The address it was dialled at without knowing who answers there (XX,

@@ -93,6 +93,7 @@ extension TransportCore {
         }
         kp.receivedAny = true
         peer.lastReceived = now
+        if RelayPath.isRelay(source) { peer.relayedBytesIn &+= buffer.count }
         roam(peer, to: source, now: now)
         if !peer.established, let id = peer.id {
             peer.established = true
