@@ -147,7 +147,7 @@ import Testing
     /// 48's goal: the rendezvous relays at most 5 % of the bytes the viewers
     /// receive. Once the room has settled it does (each viewer counts
     /// what came over a rendezvous's relay, `bytes_in_via_rendezvous`);
-    /// over the room's first 40 s, joins included, it relays 5.3-6.6 %
+    /// over the room's first 40 s, joins included, it relays 4.6-7.2 %
     /// (each joiner's first keyframe, which leaves before any punch can
     /// meet, and each hard joiner's first half second, before birthday
     /// punching meets; 7.0-9.4 % before a punch the relay won went on
