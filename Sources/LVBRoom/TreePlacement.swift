@@ -55,11 +55,11 @@ public struct TreePlacement: Sendable {
     /// reach without a relay first (`asker`: its NAT and whether it has a
     /// global IPv6 address, against each one's position: `RelayPosition.reachable`,
     /// so a node behind a hard NAT is a leaf to other hard ones but
-    /// IPv6 ones); then least depth, then those `me` already reaches directly (`direct`: a session
-    /// up, not through a relay: no punch to wait for, no relay to spend),
-    /// then those met at once rather than by birthday punching
-    /// (`RelayPosition.reachableAtOnce`: its first second or so runs over
-    /// a relay), then most free slots; equals in an order of their own for each
+    /// IPv6 ones); among those, the ones met at once before the ones met
+    /// by birthday punching (`RelayPosition.reachableAtOnce`: its first
+    /// second or so runs over a relay); then least depth, then those `me`
+    /// already reaches directly (`direct`: a session up, not through a
+    /// relay: no punch to wait for, no relay to spend), then most free slots; equals in an order of their own for each
     /// asker (a hash of both keys), so joiners arriving together spread out.
     /// `excluding`: nodes that refused lately; `silent`: nodes that went
     /// silent, left out with everything below them (fed by them, as far as
