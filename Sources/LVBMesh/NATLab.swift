@@ -38,6 +38,7 @@ public struct NATLab: Sendable {
     /// Where `ip` is (nil: not installed).
     public static let ip = executable(["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"])
     static let nft = executable(["/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft"])
+    static let conntrack = executable(["/usr/sbin/conntrack", "/sbin/conntrack", "/usr/bin/conntrack"])
 
     private static func executable(_ paths: [String]) -> String? {
         paths.first { path in access(path, X_OK) == 0 }
@@ -140,10 +141,17 @@ public struct NATLab: Sendable {
 
     /// Gives home `site`'s NAT router another outside address,
     /// `<prefix>.<site>.<last>` in place of `<prefix>.<site>.<from>` (2 at
-    /// first), as an ISP's new lease does. Linux drops every conntrack
-    /// entry the masquerade made on the old address with it, so the home's
-    /// flows leave from the new one, under new mappings.
+    /// first), as an ISP's new lease does, and drops every conntrack entry
+    /// the masquerade made on the old address, so the home's flows leave
+    /// from the new one, under new mappings. (Linux drops them itself when
+    /// the address goes, but from a deferred work item it skips while more
+    /// than 16 are pending system-wide: with other labs being torn down at
+    /// the same time, the old mappings lived on, and the home's flows kept
+    /// leaving from an address it no longer had.)
     public func renumber(_ site: Int, from: Int = 2, to last: Int) throws {
+        guard let conntrack = Self.conntrack else {
+            throw LabError(message: "renumbering a home needs the conntrack command (Debian's conntrack package; Scripts/setup installs it)")
+        }
         let r = "\(tag)r\(site)", pre = "\(internet.rawValue).\(site)"
         let (status, err) = Self.shell("""
             set -e
@@ -151,6 +159,7 @@ public struct NATLab: Sendable {
             ip -n \(r) addr add \(pre).\(last)/24 dev pub
             ip -n \(r) addr del \(pre).\(from)/24 dev pub
             ip -n \(r) route replace default via \(pre).1 src \(pre).\(last)
+            ip netns exec \(r) \(conntrack) -D -q \(pre).\(from) >/dev/null 2>&1 || true
             """)
         guard status == 0 else { throw LabError(message: "could not renumber home \(site): \(err)") }
     }
