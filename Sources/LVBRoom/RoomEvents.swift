@@ -17,10 +17,29 @@ protocol RoomEventRule: EventContent {
 
     /// The console and page commands that post this kind.
     static var commands: [RoomCommand] { get }
+
+    /// What the room keeps of this kind for itself and for late joiners.
+    static var retention: EventRetention { get }
+
+    /// Whether a kept event (`retention`) still goes to a late joiner.
+    static func isNews(_ e: RoomEvent, in state: RoomState) -> Bool
+}
+
+/// What a room keeps of an event kind (`RoomEventRule.retention`).
+enum EventRetention: Sendable {
+    /// Nothing the room keeps for it: the kind's rule keeps what it needs
+    /// (chat history, like totals, presence, moderation…).
+    case none
+    /// The latest event of the kind, by its author's sequence number
+    /// (`RoomState.keepLatest`): an older one is refused as stale, and a late
+    /// joiner's snapshot carries the one kept while it is news.
+    case latest
 }
 
 extension RoomEventRule {
     static var commands: [RoomCommand] { [] }
+    static var retention: EventRetention { .none }
+    static func isNews(_ e: RoomEvent, in state: RoomState) -> Bool { true }
 
     /// The notice of a change that carries an event of this kind (`.posted`).
     static func posted(_ change: RoomChange) -> (RoomEvent, Self)? {
@@ -50,7 +69,7 @@ public enum RoomEvents {
         Gift.self,
         GiftRank.self,
         PKBattle.self,
-    ]
+    ] + RoomFeatures.kinds
 
     /// The wire side of the table, for the gossip layer and anyone parsing events.
     public static let table = EventKindTable(kinds)
@@ -63,8 +82,8 @@ public enum RoomEvents {
         return nil
     }
 
-    /// Every kind's commands, in the table's order.
-    public static let commands: [RoomCommand] = kinds.flatMap { $0.commands }
+    /// Every kind's commands, in the table's order, then the features' own.
+    public static let commands: [RoomCommand] = kinds.flatMap { $0.commands } + RoomFeatures.commands
 
     /// The console command for a word ("/like"; "" for plain text).
     public static func command(console word: String) -> RoomCommand? { commands.first { $0.word == word } }

@@ -18,6 +18,8 @@ public enum RoomOutput: Sendable {
     case linkMic(LinkMicOutput)
     /// PK signalling between two hosts.
     case pk(PKOutput)
+    /// A feature's output (`RoomFeature`), shown as it says.
+    case notice(RoomNotice)
 }
 
 /// Why a node was removed from its room.
@@ -130,6 +132,8 @@ public final class RoomNode {
     /// The media side of link-mic (`stageOn`/`stageOff` on the host,
     /// `startPublishing`/`stopPublishing` on a guest), performed by the node driver.
     public var onStage: ((LinkMicAction) -> Void)?
+    /// The room's features (`RoomFeatures.all`), one of each.
+    var features = FeatureSet()
 
     /// A host's room: open, password or invite-only per `policy`.
     public convenience init(hosting policy: AdmissionPolicy, core: TransportCore, clock: Clock, random: RandomSource, info: RoomInfo) {
@@ -207,6 +211,7 @@ public final class RoomNode {
         lastUpstreamReport = (nil, 0, clock.now())
         lastCountExpiry = clock.now()
         wireGossip()
+        features = FeatureSet(for: self)
         // Every member holds a session with the host: it introduces neighbours.
         adapter.coordinators = { [unowned self] in isHost ? [] : [self.host] }
     }
@@ -275,6 +280,7 @@ public final class RoomNode {
 
     func report(_ change: RoomChange) {
         onOutput?(.change(change))
+        for feature in features.all { feature.changed(change) }
         switch change {
         case .kicked(let id):
             // Disconnect after a grace period, so the kick still reaches the
@@ -340,6 +346,7 @@ public final class RoomNode {
             gossip.peerDown(id, idle: reason == .idle)
             countForget(id)
             linkMicPeerGone(id)
+            for feature in features.all { feature.peerGone(id) }
         case .message, .rtt, .hello, .rekeyed, .connectFailed, .moved, .peerMoved, .birthday:
             break
         }
@@ -366,6 +373,7 @@ public final class RoomNode {
             requestAdmission()
         }
         guard let state else { return }
+        for feature in features.all { feature.tick(now: now) }
         tickCount(now: now)
         tickRoster(now: now)
         if now - lastSweep >= RoomConstants.presenceSweep {

@@ -26,18 +26,16 @@ public final class RoomState {
     var likeTally = LikeTally()
     /// The gifts this node saw (points per giver, combos until they rest).
     var gifts = GiftTally()
-    /// The host's latest gift rank.
-    var giftRankEvent: RoomEvent?
-    /// The host's latest word on a PK battle (running or over).
-    var pkBattleEvent: RoomEvent?
+    /// The latest event of each kind that keeps one (`EventRetention.latest`:
+    /// room info, census, gift rank, PK battle, quiz…), by the author's sequence.
+    var latest: [EventKind: RoomEvent] = [:]
+    /// What the room's features keep of the events their kinds decide (`part`).
+    private var parts: [ObjectIdentifier: AnyObject] = [:]
     var profiles: [NodeID: RoomEvent] = [:]
-    var infoEvent: RoomEvent?
     var kicks: [NodeID: RoomEvent] = [:]
     /// The host's latest mute or unmute of each target.
     var mutes: [NodeID: RoomEvent] = [:]
     var closedEvent: RoomEvent?
-    /// The host's latest census (the room's count and latest joiners).
-    var censusEvent: RoomEvent?
     /// The room's count as the host's own count report says it, heard over
     /// a session with the host (authenticated by it, so as good as the
     /// census) since the last census; nil once those reports stop.
@@ -119,6 +117,9 @@ public final class RoomState {
         while chatTimes.count > Int(RoomInfo.chatRates.upperBound) * 4 { chatTimes.removeFirst() }
     }
 
+    /// This node's wall clock, in ms since the Unix epoch (what event timestamps use).
+    var wallMs: UInt64 { clock.wallTime().milliseconds }
+
     /// Chat lines and bullet comments the whole room carries a second.
     public var roomChatRate: UInt16 { info.chatRate ?? RoomConstants.defaultRoomChatRate }
 
@@ -138,6 +139,25 @@ public final class RoomState {
 
     /// A relay position changed: the tree is read afresh.
     func treeChanged() { treeCache = nil }
+
+    /// For a kind that keeps its latest event (`EventRetention.latest`): nil
+    /// when `e` is newer than the one kept, which it replaces; else the verdict.
+    func keepLatest(_ e: RoomEvent) -> Verdict? {
+        if let order = Self.order(e, after: latest[e.body.kind]) { return order }
+        latest[e.body.kind] = e
+        return nil
+    }
+
+    /// The latest event of kind `T` kept (`EventRetention.latest`), as its content.
+    func latest<T: RoomEventRule>(_ kind: T.Type) -> T? { latest[T.kind]?.body.as(T.self) }
+
+    /// A feature's own record of the events its kinds decide, made on first use.
+    func part<T: RoomStatePart>(_ type: T.Type) -> T {
+        if let part = parts[ObjectIdentifier(type)] as? T { return part }
+        let part = T()
+        parts[ObjectIdentifier(type)] = part
+        return part
+    }
 
     /// For a latest-wins kind: nil if `e` is newer than `previous` (same
     /// author), else the verdict (`.duplicate` for the same sequence number).
@@ -200,11 +220,11 @@ public final class RoomState {
     /// The room's gift rank: on the host its own tally (what it publishes),
     /// on a member the host's latest word.
     /// The PK battle as the host last told it (nil: none since we joined).
-    public var pkBattle: PKBattle? { pkBattleEvent?.body.as(PKBattle.self) }
+    public var pkBattle: PKBattle? { latest(PKBattle.self) }
 
     public var giftRank: GiftRank {
         if isHostsView { return GiftRank(total: gifts.total, top: gifts.top(GiftRank.maxEntries)) }
-        return giftRankEvent?.body.as(GiftRank.self) ?? GiftRank(total: 0, top: [])
+        return latest(GiftRank.self) ?? GiftRank(total: 0, top: [])
     }
 
     /// The points of gifts from `id` this node saw.
@@ -241,7 +261,7 @@ public final class RoomState {
     public func isPresent(_ id: NodeID) -> Bool { presence.isPresent(id) }
 
     /// The host's latest census, if one came.
-    public var census: Census? { censusEvent?.body.as(Census.self) }
+    public var census: Census? { latest(Census.self) }
 
     /// How many are in the room (the host included) as the host last said
     /// it: its census or, if one came since, its count report to this node
@@ -278,7 +298,7 @@ public final class RoomState {
 
     /// The latest room info (all fields nil until the host sends one).
     public var info: RoomInfo {
-        infoEvent?.body.as(RoomInfo.self) ?? RoomInfo()
+        latest(RoomInfo.self) ?? RoomInfo()
     }
 
     public func isMuted(_ id: NodeID) -> Bool {
@@ -314,7 +334,8 @@ public final class RoomState {
     /// and bullet comments up to `snapshotChatBytes`, the top
     /// `snapshotLikers` likers' latest likes, the host's, the co-hosts' and
     /// the census's joiners' joins, profiles and stage events, the latest
-    /// room info, census, gift rank and a running PK battle (relay positions travel along the media tree,
+    /// event of each kind that keeps one while it is news (room info,
+    /// census, gift rank, a running PK battle, an open quiz…; relay positions travel along the media tree,
     /// `TreeView`, not in snapshots); then the latest `snapshotModeration` kicks and
     /// mutes; then the room's closing. Each group is ordered by timestamp,
     /// then author key, then sequence number, so nodes with the same state
@@ -335,11 +356,10 @@ public final class RoomState {
             if let p = profiles[m.id] { content.append(p) }
             if let s = stage[m.id] { content.append(s) }
         }
-        if let infoEvent { content.append(infoEvent) }
-        if let censusEvent { content.append(censusEvent) }
-        if let giftRankEvent { content.append(giftRankEvent) }
-        // A battle still running; one that is over is old news to a late joiner.
-        if let pkBattleEvent, pkBattleEvent.body.as(PKBattle.self)?.ending == nil { content.append(pkBattleEvent) }
+        // Each kind's latest that is still news (a PK battle that is over is not).
+        for kind in RoomEvents.kinds where kind.retention == .latest {
+            if let e = latest[kind.kind], kind.isNews(e, in: self) { content.append(e) }
+        }
         let moderation = (Array(kicks.values) + Array(mutes.values)).sorted(by: RoomEvent.historyOrder).suffix(RoomConstants.snapshotModeration)
         return content.sorted(by: RoomEvent.historyOrder)
             + moderation

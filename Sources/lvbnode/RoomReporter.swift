@@ -25,7 +25,7 @@ final class RoomReporter: @unchecked Sendable {
         room?.state?.profile(of: id)?.nickname ?? id.short
     }
 
-    private var names: RoomNames { RoomNames { [weak self] in self?.nick($0) ?? $0.short } }
+    var names: RoomNames { RoomNames { [weak self] in self?.nick($0) ?? $0.short } }
 
     private func line(_ event: String, _ id: NodeID) -> JSONLine { names.line(event, id) }
 
@@ -60,6 +60,8 @@ final class RoomReporter: @unchecked Sendable {
             report(output)
         case .pk(let output):
             report(output)
+        case .notice(let notice):
+            out.emit(notice.line, human: notice.human, kind: notice.tag)
         }
     }
 

@@ -205,6 +205,8 @@ final class StudioBridge: @unchecked Sendable {
         case .idle, .battle:
             break
         }
+        // Each room feature's own (an open quiz, its tally…).
+        out += room.featureLines(reporters.room.names).map(\.text)
         let now = currentStatus(node)
         status = now
         out.append(Self.statusLine(now))

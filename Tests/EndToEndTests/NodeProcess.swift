@@ -12,6 +12,7 @@ final class NodeProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [[String: Any]] = []
     private var errText = ""
+    private var outText = ""
     private var partial = Data()
 
     /// The binary under test: $LVBNODE_BIN (the static release build in
@@ -46,6 +47,7 @@ final class NodeProcess: @unchecked Sendable {
 
     private func take(_ data: Data) {
         lock.withLock {
+            outText += String(decoding: data, as: UTF8.self)
             partial.append(data)
             while let nl = partial.firstIndex(of: 0x0A) {
                 let line = partial[partial.startIndex..<nl]
@@ -61,6 +63,18 @@ final class NodeProcess: @unchecked Sendable {
 
     var events: [[String: Any]] { lock.withLock { lines } }
     var stderr: String { lock.withLock { errText } }
+    /// Everything it printed on stdout (a console without --json reads as text).
+    var stdout: String { lock.withLock { outText } }
+
+    /// Waits until stdout contains `text`.
+    func waitForText(_ text: String, timeout: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stdout.contains(text) { return true }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return false
+    }
 
     /// Waits for the first event named `name` satisfying `match` (among
     /// those printed after the first `after` events).

@@ -22,8 +22,10 @@ private struct Fields: CommandFields {
         let words = RoomEvents.commands.compactMap(\.word)
         let pages = RoomEvents.commands.compactMap(\.pageName)
         #expect(Set(words).count == words.count && Set(pages).count == pages.count)
-        #expect(Set(words) == ["", "/danmaku", "/like", "/nick", "/profile", "/title", "/chatrate", "/kick", "/mute", "/unmute", "/close", "/gift"])
-        #expect(Set(pages) == ["chat", "danmaku", "like", "title", "chat_rate", "kick", "mute", "close", "gift"])
+        #expect(Set(words) == ["", "/danmaku", "/like", "/nick", "/profile", "/title", "/chatrate", "/kick", "/mute", "/unmute", "/close", "/gift",
+                              "/quiz", "/answer", "/reveal"])
+        #expect(Set(pages) == ["chat", "danmaku", "like", "title", "chat_rate", "kick", "mute", "close", "gift",
+                              "quiz", "answer", "reveal"])
         #expect(RoomEvents.commands.filter { $0.word != nil }.allSatisfy { !$0.usage.isEmpty && !$0.summary.isEmpty })
         #expect(RoomEvents.command(console: "/fly") == nil && RoomEvents.command(page: "fly") == nil)
     }

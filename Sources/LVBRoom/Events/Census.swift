@@ -60,11 +60,12 @@ extension EventBody {
 
 /// The host's alone; latest wins.
 extension Census: RoomEventRule {
+    static var retention: EventRetention { .latest }
+
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
         guard e.author == state.host else { return .rejected(.notHost(Self.kind)) }
-        if let order = RoomState.order(e, after: state.censusEvent) { return order }
         let before = state.census, shown = state.roomCount
-        state.censusEvent = e
+        if let order = state.keepLatest(e) { return order }
         // The host's latest word on the count wins, census or count report.
         state.heardCount = nil
         var changes: [RoomChange] = shown != count ? [.counted(count)] : []

@@ -87,10 +87,11 @@ extension EventBody {
 
 /// The host's alone; latest wins.
 extension GiftRank: RoomEventRule {
+    static var retention: EventRetention { .latest }
+
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
         guard e.author == state.host else { return .rejected(.notHost(Self.kind)) }
-        if let order = RoomState.order(e, after: state.giftRankEvent) { return order }
-        state.giftRankEvent = e
+        if let order = state.keepLatest(e) { return order }
         return .accepted([.posted(e)])
     }
 }

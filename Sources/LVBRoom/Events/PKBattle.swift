@@ -153,13 +153,17 @@ extension EventBody {
 
 /// The host's alone, its proof addressed to this room; latest wins.
 extension PKBattle: RoomEventRule {
+    static var retention: EventRetention { .latest }
+
+    /// A battle still running; one that is over is old news to a late joiner.
+    static func isNews(_ e: RoomEvent, in state: RoomState) -> Bool { e.body.as(PKBattle.self)?.ending == nil }
+
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
         guard e.author == state.host else { return .rejected(.notHost(Self.kind)) }
         if let proof = try? provenScore(), proof.to != state.room {
             return .rejected(.wrongRoom)
         }
-        if let order = RoomState.order(e, after: state.pkBattleEvent) { return order }
-        state.pkBattleEvent = e
+        if let order = state.keepLatest(e) { return order }
         return .accepted([.posted(e)])
     }
 }

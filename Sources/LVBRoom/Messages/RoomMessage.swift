@@ -70,7 +70,7 @@ public struct RoomMessage: Equatable, Sendable {
         RosterMessage.self,
         PositionsMessage.self,
         PKMessage.self,
-    ]
+    ] + RoomFeatures.messages
 
     private static let byType: [UInt8: any RoomMessageContent.Type] = {
         var table: [UInt8: any RoomMessageContent.Type] = [:]

@@ -1,0 +1,99 @@
+import LVBCore
+import LVBCrypto
+import LVBGossip
+
+/// A part of the room (the quiz, and in time link-mic, PK, gifts…) that
+/// owns what it needs: its state, its event kinds and room messages, its
+/// tick, what it does when the room changes or a peer goes, its console
+/// and page commands, and how its outputs show. The room node knows none
+/// of it by name: a feature is files of its own and one line in
+/// `RoomFeatures.all` (libp2p's stream handlers, pion's interceptors: the
+/// host holds the table, each entry its own state).
+///
+/// Everything runs on the node's event loop, like the room node itself.
+protocol RoomFeature: AnyObject {
+    /// One per room node, made with it (the node's stored properties are
+    /// all set; it is not in a room yet). The feature holds it unowned.
+    init(node: RoomNode)
+
+    /// The event kinds it brings (their rules decide what an event changes
+    /// in the room's state, `RoomStatePart` for what the kind keeps).
+    static var kinds: [any RoomEventRule.Type] { get }
+    /// The room message families it brings (each one's `received` hands
+    /// the message to the feature: `node.feature(Self.self)`).
+    static var messages: [any RoomMessageContent.Type] { get }
+    /// Its console and page commands (beside those its kinds declare).
+    static var commands: [RoomCommand] { get }
+
+    /// With the room's tick, while this node is in the room.
+    func tick(now: Instant)
+    /// The room changed (an accepted event, a presence timeout), after the
+    /// change was reported.
+    func changed(_ change: RoomChange)
+    /// The session with `peer` ended.
+    func peerGone(_ peer: NodeID)
+    /// The lines a page that connects now needs to catch up with this
+    /// feature (what it would have heard so far), oldest first.
+    func current(_ names: RoomNames) -> [JSONLine]
+}
+
+extension RoomFeature {
+    static var kinds: [any RoomEventRule.Type] { [] }
+    static var messages: [any RoomMessageContent.Type] { [] }
+    static var commands: [RoomCommand] { [] }
+    func tick(now: Instant) {}
+    func changed(_ change: RoomChange) {}
+    func peerGone(_ peer: NodeID) {}
+    func current(_ names: RoomNames) -> [JSONLine] { [] }
+}
+
+/// What a feature keeps of the events its kinds decide, inside the room's
+/// state (`RoomState.part`): made on first use, gone with the room.
+protocol RoomStatePart: AnyObject {
+    init()
+}
+
+/// The room's features, registered in one table: a new feature is files
+/// of its own (`LVBRoom/Features/…`) and one line here.
+enum RoomFeatures {
+    static let all: [any RoomFeature.Type] = [
+        Quiz.self,
+    ]
+
+    /// Every feature's event kinds, room messages and commands, in the table's order.
+    static let kinds: [any RoomEventRule.Type] = all.flatMap { $0.kinds }
+    static let messages: [any RoomMessageContent.Type] = all.flatMap { $0.messages }
+    static let commands: [RoomCommand] = all.flatMap { $0.commands }
+}
+
+/// A room node's features, one of each registered type.
+struct FeatureSet {
+    private(set) var all: [any RoomFeature] = []
+    private var byType: [ObjectIdentifier: any RoomFeature] = [:]
+
+    init() {}
+
+    init(for node: RoomNode) {
+        for type in RoomFeatures.all {
+            let feature = type.init(node: node)
+            all.append(feature)
+            byType[ObjectIdentifier(type)] = feature
+        }
+    }
+
+    subscript<T: RoomFeature>(_ type: T.Type) -> T? { byType[ObjectIdentifier(type)] as? T }
+}
+
+extension RoomNode {
+    /// This node's instance of feature `T`.
+    func feature<T: RoomFeature>(_ type: T.Type) -> T? { features[type] }
+
+    /// What a page that connects now needs from every feature (`RoomFeature.current`).
+    public func featureLines(_ names: RoomNames) -> [JSONLine] {
+        guard isAdmitted else { return [] }
+        return features.all.flatMap { $0.current(names) }
+    }
+
+    /// A feature's output, shown as it says (console line, JSON event, page message).
+    func show(_ notice: RoomNotice) { onOutput?(.notice(notice)) }
+}
