@@ -211,6 +211,8 @@ import LVBTransport
             "roster": [13, 2, 0, 40] + event + [0, 40] + event,
             "roster-ack": [14, 0, 0, 0, 0, 0, 0, 0, 42],
             "positions": [15, 2, 0, 40] + event + [0, 40] + event,
+            "quiz-answer": [21] + room + request + guest + [2] + [0, 0, 1, 0x8C, 0x2C, 0x0F, 0x6A, 0x00] + signature,
+            "quiz-ack": [22] + room + request + [2, 1],
             "unknown-type": [200, 1, 2, 3],
         ]
     }
@@ -260,6 +262,10 @@ import LVBTransport
             "census": .census(Census(count: 10_001, likes: 123_456, joiners: [target])),
             "gift": .gift(Gift(gift: 3, count: 3, combo: 0x0102_0304, comboCount: 9)),
             "gift-rank": .giftRank(GiftRank(total: 1_000, top: [GiftRank.Entry(member: target, points: 600), GiftRank.Entry(member: author.nodeID, points: 400)])),
+            "quiz": EventBody(QuizQuestion(quiz: 0x0102_0304_0506_0708, endsAt: 1_700_000_030_000, seconds: 30,
+                                           question: "Which planet is largest?", options: ["Mars", "Jupiter", "Venus"])),
+            "quiz-result": EventBody(QuizResult(quiz: 0x0102_0304_0506_0708, counts: [1, 2, 0], answer: 2, winners: 2,
+                                                named: [target, author.nodeID])),
             "kick": .kick(target: target),
             "mute": .mute(target: target, muted: true),
             "room-closed": .roomClosed,
