@@ -66,8 +66,6 @@ public enum RoomEvents {
         StageChange.self,
         RelayPosition.self,
         Census.self,
-        Gift.self,
-        GiftRank.self,
         PKBattle.self,
     ] + RoomFeatures.kinds
 

@@ -73,22 +73,7 @@ extension RoomNode {
         if isHost {
             featureNewJoiners(now: now)
             publishCensusIfDue(now: now)
-            publishGiftRankIfDue(now: now)
         }
-    }
-
-    /// The host's gift rank, when its tally changed, at most every
-    /// `giftRankInterval` (the rank is sorted only then, not every tick).
-    private func publishGiftRankIfDue(now: Instant) {
-        guard let state, state.gifts.version > 0, state.gifts.version != lastGiftRank?.version else { return }
-        if let last = lastGiftRank, now - last.at < RoomConstants.giftRankInterval { return }
-        let rank = state.giftRank
-        if let last = lastGiftRank, rank == last.rank {
-            lastGiftRank = (rank, state.gifts.version, last.at)
-            return
-        }
-        guard case .success = publish(.giftRank(rank)) else { return }
-        lastGiftRank = (rank, state.gifts.version, now)
     }
 
     /// What this member speaks for changed: tell the upstream soon.

@@ -90,10 +90,6 @@ public final class RoomNode {
     var countDirty = false
     var lastCountExpiry: Instant
     var lastCensus: (census: Census, at: Instant)?
-    /// The host's latest gift rank sent.
-    var lastGiftRank: (rank: GiftRank, version: Int, at: Instant)?
-    /// This node's latest gift, whose combo the same gift continues for a moment.
-    var lastGift: (gift: UInt8, combo: UInt32, count: UInt32, at: Instant)?
     /// The host: the rate it lists joiners at (`RoomState.listed`), and the
     /// joiners waiting their turn, oldest first.
     var unlisted: [(id: NodeID, at: Instant)] = []

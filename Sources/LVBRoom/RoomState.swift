@@ -24,13 +24,11 @@ public final class RoomState {
     var chatTimes = Deque<Instant>()
     var presence = Presence()
     var likeTally = LikeTally()
-    /// The gifts this node saw (points per giver, combos until they rest).
-    var gifts = GiftTally()
     /// The latest event of each kind that keeps one (`EventRetention.latest`:
     /// room info, census, gift rank, PK battle, quiz…), by the author's sequence.
     var latest: [EventKind: RoomEvent] = [:]
     /// What the room's features keep of the events their kinds decide (`part`).
-    private var parts: [ObjectIdentifier: AnyObject] = [:]
+    private var parts: [ObjectIdentifier: any RoomStatePart] = [:]
     var profiles: [NodeID: RoomEvent] = [:]
     var kicks: [NodeID: RoomEvent] = [:]
     /// The host's latest mute or unmute of each target.
@@ -59,7 +57,6 @@ public final class RoomState {
     var chatBuckets = RateLimiter<NodeID>(count: RoomConstants.chatRate, burst: RoomConstants.chatBurst, sweepThreshold: RoomConstants.sweepThreshold)
     var profileBuckets = RateLimiter<NodeID>(count: RoomConstants.profileRate, burst: RoomConstants.profileBurst, sweepThreshold: RoomConstants.sweepThreshold)
     var likeBuckets = RateLimiter<NodeID>(count: RoomConstants.likeEventRate, burst: RoomConstants.likeEventBurst, sweepThreshold: RoomConstants.sweepThreshold)
-    var giftBuckets = RateLimiter<NodeID>(count: RoomConstants.giftEventRate, burst: RoomConstants.giftEventBurst, sweepThreshold: RoomConstants.sweepThreshold)
     var relayBuckets = RateLimiter<NodeID>(count: RoomConstants.relayRate, burst: RoomConstants.relayBurst, sweepThreshold: RoomConstants.sweepThreshold)
 
     public init(room: RoomID, host: NodeID, clock: Clock) {
@@ -184,7 +181,7 @@ public final class RoomState {
             relaysHeard[id] = nil
         }
         if !stale.isEmpty || changes.contains(where: \.changesPresence) { treeCache = nil }
-        return changes + gifts.rested(now: now)
+        return changes + parts.values.flatMap { $0.expire(now: now) }
     }
 
     /// `id` left or was removed: its relay position goes with it.
@@ -217,18 +214,8 @@ public final class RoomState {
 
     public func likes(of id: NodeID) -> UInt64 { likeTally.total(of: id) }
 
-    /// The room's gift rank: on the host its own tally (what it publishes),
-    /// on a member the host's latest word.
     /// The PK battle as the host last told it (nil: none since we joined).
     public var pkBattle: PKBattle? { latest(PKBattle.self) }
-
-    public var giftRank: GiftRank {
-        if isHostsView { return GiftRank(total: gifts.total, top: gifts.top(GiftRank.maxEntries)) }
-        return latest(GiftRank.self) ?? GiftRank(total: 0, top: [])
-    }
-
-    /// The points of gifts from `id` this node saw.
-    public func giftPoints(of id: NodeID) -> UInt64 { gifts.points[id] ?? 0 }
 
     /// The members this node lists, in order of arrival: the host, the
     /// co-hosts and the latest joiners the host's census names (before the

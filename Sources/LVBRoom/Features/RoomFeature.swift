@@ -51,12 +51,20 @@ extension RoomFeature {
 /// state (`RoomState.part`): made on first use, gone with the room.
 protocol RoomStatePart: AnyObject {
     init()
+    /// With presence, about once a second: what ran out (a gift combo
+    /// resting…), reported like the changes of an event.
+    func expire(now: Instant) -> [RoomChange]
+}
+
+extension RoomStatePart {
+    func expire(now: Instant) -> [RoomChange] { [] }
 }
 
 /// The room's features, registered in one table: a new feature is files
 /// of its own (`LVBRoom/Features/…`) and one line here.
 enum RoomFeatures {
     static let all: [any RoomFeature.Type] = [
+        Gifts.self,
         Quiz.self,
     ]
 

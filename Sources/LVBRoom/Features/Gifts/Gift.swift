@@ -95,8 +95,9 @@ extension EventBody {
 extension Gift: RoomEventRule {
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
         if state.isMuted(e.author) { return .rejected(.authorMuted) }
-        if limited, !state.giftBuckets.allow(e.author, now: now) { return .rejected(.rateLimited) }
-        state.gifts.add(e, self, now: now)
+        let book = state.part(GiftBook.self)
+        if limited, !book.buckets.allow(e.author, now: now) { return .rejected(.rateLimited) }
+        book.tally.add(e, self, now: now)
         return .accepted([.posted(e)])
     }
 }
@@ -146,17 +147,6 @@ extension RoomNode {
     /// Sends `count` of the gift called `name`: the same gift again within
     /// `RoomConstants.giftComboWindow` of the last continues its combo.
     public func gift(_ name: String, count: UInt16 = 1) throws(RoomActionError) {
-        guard let kind = GiftCatalogue.named(name) else { throw .refused("no gift called \(name); there are \(GiftCatalogue.names)") }
-        guard (1...Gift.maxCount).contains(count) else { throw .refused("send 1 to \(Gift.maxCount) at once") }
-        let now = clock.now()
-        var combo = UInt32(truncatingIfNeeded: seq &+ 1)
-        var total = UInt32(count)
-        if let last = lastGift, last.gift == kind.id, now - last.at < RoomConstants.giftComboWindow,
-           last.count + UInt32(count) <= Gift.maxComboCount {
-            combo = last.combo
-            total = last.count + UInt32(count)
-        }
-        try publish(.gift(Gift(gift: kind.id, count: count, combo: combo, comboCount: total))).get()
-        lastGift = (kind.id, combo, total, now)
+        try feature(Gifts.self)?.send(name, count: count)
     }
 }
