@@ -66,7 +66,6 @@ public enum RoomEvents {
         StageChange.self,
         RelayPosition.self,
         Census.self,
-        PKBattle.self,
     ] + RoomFeatures.kinds
 
     /// The wire side of the table, for the gossip layer and anyone parsing events.

@@ -15,8 +15,8 @@ extension RoomNode {
     /// `leaveSettled`, then close the transport.
     public func leave() {
         guard state != nil, let pass, phase.isActive else { return }
-        // The other room of a PK hears that this one is going, rather than wait for silence.
-        pkRoomClosing()
+        // The features' last word (the other room of a PK hears that this one is going, rather than wait for silence).
+        for feature in features.all { feature.leaving() }
         let wide = isListedRoomWide(core.nodeID)
         guard case .success(let event) = publish(.leave(reason: 0), broadcast: wide) else { return }
         gossip.tick()

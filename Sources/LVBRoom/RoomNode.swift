@@ -120,11 +120,6 @@ public final class RoomNode {
     var linkMicGuest = LinkMicGuest()
     /// Link-mic messages refused: forged, replayed, from a non-host, for another room.
     public internal(set) var linkMicRefused = 0
-    /// A host's PK signalling (created on first use).
-    var pkDesk: PKDesk?
-    /// The battle this host shows its room while a PK runs: what it last
-    /// published, the room's likes and gift points when it began, and when.
-    var pkRun: (battle: PKBattle, base: UInt64, givers: [NodeID: UInt64], published: Instant)?
     /// The media side of link-mic (`stageOn`/`stageOff` on the host,
     /// `startPublishing`/`stopPublishing` on a guest), performed by the node driver.
     public var onStage: ((LinkMicAction) -> Void)?
@@ -230,9 +225,9 @@ public final class RoomNode {
     public func hears(_ peer: NodeID) -> Bool { peer == host || verified.contains(peer) }
 
     /// Whether the room needs its session with `peer` now (`TransportCore.collectSessions`):
-    /// the host, a gossip neighbour, a guest asking for or on stage, the other host of a PK.
+    /// the host, a gossip neighbour, a guest asking for or on stage, and whom a feature needs (the other host of a PK).
     public func needsSession(with peer: NodeID) -> Bool {
-        peer == host || gossip.needsSession(with: peer) || pkDesk?.otherHost == peer
+        peer == host || gossip.needsSession(with: peer) || features.all.contains { $0.needsSession(with: peer) }
             || linkMicHost.map { $0.pending[peer] != nil || $0.guests.contains { $0.id == peer } } == true
     }
 
@@ -358,7 +353,6 @@ public final class RoomNode {
         }
         let now = clock.now()
         if isAdmitted { tickLinkMic(now: now) }
-        if isHost { tickPK(now: now) }
         for (id, due) in pendingDisconnects where now >= due {
             pendingDisconnects[id] = nil
             core.disconnect(id)

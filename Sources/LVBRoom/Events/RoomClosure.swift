@@ -51,7 +51,7 @@ extension RoomClosure {
 extension RoomNode {
     public func closeRoom() throws(RoomActionError) {
         guard isHost else { throw .hostOnly }
-        pkRoomClosing()
+        for feature in features.all { feature.leaving() }
         let event = try publish(.roomClosed).get()
         // Everyone must hear this one: tell every session directly as well.
         let repair = GossipMessage.repair(event.encoded[...]).bytes

@@ -32,6 +32,12 @@ protocol RoomFeature: AnyObject {
     func changed(_ change: RoomChange)
     /// The session with `peer` ended.
     func peerGone(_ peer: NodeID)
+    /// Whether the feature needs this node's session with `peer` kept
+    /// (`RoomNode.needsSession`: the other host of a PK…).
+    func needsSession(with peer: NodeID) -> Bool
+    /// This node is leaving the room, or closing it (the host): the last
+    /// moment to tell anyone.
+    func leaving()
     /// The lines a page that connects now needs to catch up with this
     /// feature (what it would have heard so far), oldest first.
     func current(_ names: RoomNames) -> [JSONLine]
@@ -44,6 +50,8 @@ extension RoomFeature {
     func tick(now: Instant) {}
     func changed(_ change: RoomChange) {}
     func peerGone(_ peer: NodeID) {}
+    func needsSession(with peer: NodeID) -> Bool { false }
+    func leaving() {}
     func current(_ names: RoomNames) -> [JSONLine] { [] }
 }
 
@@ -65,6 +73,7 @@ extension RoomStatePart {
 enum RoomFeatures {
     static let all: [any RoomFeature.Type] = [
         Gifts.self,
+        PK.self,
         Quiz.self,
     ]
 

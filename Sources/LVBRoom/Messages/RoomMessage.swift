@@ -69,7 +69,6 @@ public struct RoomMessage: Equatable, Sendable {
         CountReport.self,
         RosterMessage.self,
         PositionsMessage.self,
-        PKMessage.self,
     ] + RoomFeatures.messages
 
     private static let byType: [UInt8: any RoomMessageContent.Type] = {

@@ -163,7 +163,7 @@ public enum PKEndReason: UInt8, Sendable, CustomStringConvertible {
 extension PKMessage {
     static let types: [RoomMessage.Kind] = [.pkRequest, .pkAnswer, .pkEnd, .pkAlive]
 
-    func received(from peer: NodeID, by node: RoomNode) { node.handlePK(self, from: peer) }
+    func received(from peer: NodeID, by node: RoomNode) { node.feature(PK.self)?.receive(self, from: peer) }
 }
 
 extension RoomMessage.Kind {
