@@ -109,20 +109,10 @@ public final class RoomNode {
     public internal(set) var unknownRoomMessages = 0
     /// Invalid events and room messages peers sent us (each cost its sender standing).
     public var penalties: Int { standing.invalidCount }
-    /// When media last came from a node's stream (a co-host's silence ends its stage); set by the node driver.
-    public var lastMedia: ((NodeID) -> Instant?)?
     /// Media packets from peers that may not send them (not members of the room).
     public internal(set) var droppedMedia = 0
     /// Times this node asked a peer for its pass (`RoomMessage.passWanted`).
     public internal(set) var passesWanted = 0
-    /// Link-mic: the host's desk (requests, guests on stage), or a viewer's own request.
-    var linkMicHost: LinkMicHost?
-    var linkMicGuest = LinkMicGuest()
-    /// Link-mic messages refused: forged, replayed, from a non-host, for another room.
-    public internal(set) var linkMicRefused = 0
-    /// The media side of link-mic (`stageOn`/`stageOff` on the host,
-    /// `startPublishing`/`stopPublishing` on a guest), performed by the node driver.
-    public var onStage: ((LinkMicAction) -> Void)?
     /// The room's features (`RoomFeatures.all`), one of each.
     var features = FeatureSet()
 
@@ -134,7 +124,6 @@ public final class RoomNode {
         state.me = host
         self.state = state
         pass = MembershipPass(host: identity, room: room, member: host, issuedAt: wallMs())
-        linkMicHost = LinkMicHost(maxGuests: RoomConstants.defaultMaxGuests)
         phase = .hosting
         admittedAtMs = wallMs()
         startInfo = info
@@ -228,7 +217,6 @@ public final class RoomNode {
     /// the host, a gossip neighbour, a guest asking for or on stage, and whom a feature needs (the other host of a PK).
     public func needsSession(with peer: NodeID) -> Bool {
         peer == host || gossip.needsSession(with: peer) || features.all.contains { $0.needsSession(with: peer) }
-            || linkMicHost.map { $0.pending[peer] != nil || $0.guests.contains { $0.id == peer } } == true
     }
 
     private func wireGossip() {
@@ -282,10 +270,6 @@ public final class RoomNode {
             onOutput?(.removed(.roomClosed))
         case let .signedInElsewhere(id, old, _):
             if id == core.nodeID, old == instance { remove(.signedInElsewhere) }
-        case let .left(id, _):
-            linkMicPeerGone(id)
-        case let .stage(id, false, reason):
-            linkMicStageEnded(id, reason: reason)
         default:
             break
         }
@@ -336,7 +320,6 @@ public final class RoomNode {
             }
             gossip.peerDown(id, idle: reason == .idle)
             countForget(id)
-            linkMicPeerGone(id)
             for feature in features.all { feature.peerGone(id) }
         case .message, .rtt, .hello, .rekeyed, .connectFailed, .moved, .peerMoved, .birthday:
             break
@@ -352,7 +335,6 @@ public final class RoomNode {
             return
         }
         let now = clock.now()
-        if isAdmitted { tickLinkMic(now: now) }
         for (id, due) in pendingDisconnects where now >= due {
             pendingDisconnects[id] = nil
             core.disconnect(id)

@@ -72,6 +72,7 @@ extension RoomStatePart {
 /// of its own (`LVBRoom/Features/…`) and one line here.
 enum RoomFeatures {
     static let all: [any RoomFeature.Type] = [
+        LinkMic.self,
         Gifts.self,
         PK.self,
         Quiz.self,

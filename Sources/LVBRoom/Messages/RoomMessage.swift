@@ -63,7 +63,6 @@ public struct RoomMessage: Equatable, Sendable {
         AdmissionMessage.self,
         LeavingMessage.self,
         LeaveAck.self,
-        LinkMicMessage.self,
         RelaySignal.self,
         PassWanted.self,
         CountReport.self,

@@ -156,7 +156,7 @@ public struct LinkMicMessage: RoomMessageContent, Equatable {
 extension LinkMicMessage {
     static let types: [RoomMessage.Kind] = [.linkMicRequest, .linkMicAnswer, .linkMicHangup]
 
-    func received(from peer: NodeID, by node: RoomNode) { node.handleLinkMic(self, from: peer) }
+    func received(from peer: NodeID, by node: RoomNode) { node.feature(LinkMic.self)?.receive(self, from: peer) }
 }
 
 extension RoomMessage.Kind {
