@@ -65,7 +65,6 @@ public enum RoomEvents {
         RoomClosure.self,
         StageChange.self,
         RelayPosition.self,
-        Census.self,
     ] + RoomFeatures.kinds
 
     /// The wire side of the table, for the gossip layer and anyone parsing events.

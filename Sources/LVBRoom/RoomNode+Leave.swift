@@ -85,7 +85,7 @@ extension RoomNode {
         } else {
             applyHere(leave, from: peer)
         }
-        countForget(peer)
+        for feature in features.all { feature.peerGone(peer) }
         send(.leaveAck(seq: leave.id.seq), to: peer)
     }
 

@@ -82,14 +82,6 @@ public final class RoomNode {
     var roster: (events: [[UInt8]], seq: UInt64, lastSent: Instant?)?
     /// Our profile went to the whole room (it goes when we first speak).
     var profileSpoken = false
-    /// Counting the room (`RoomNode+Count`): this node's part, when it last
-    /// reported to everyone, what it last told its upstream, and the host's last census.
-    var presenceCount: PresenceCount
-    var lastCountReport: Instant?
-    var lastUpstreamReport: (upstream: NodeID?, subtree: UInt32, at: Instant)
-    var countDirty = false
-    var lastCountExpiry: Instant
-    var lastCensus: (census: Census, at: Instant)?
     /// The host: the rate it lists joiners at (`RoomState.listed`), and the
     /// joiners waiting their turn, oldest first.
     var unlisted: [(id: NodeID, at: Instant)] = []
@@ -187,9 +179,6 @@ public final class RoomNode {
         let wall = clock.wallTime()
         seq = wall.seconds * 1_000_000 + UInt64(wall.nanoseconds / 1000)
         lastSweep = clock.now()
-        presenceCount = PresenceCount(me: core.nodeID, isHost: policy != nil)
-        lastUpstreamReport = (nil, 0, clock.now())
-        lastCountExpiry = clock.now()
         wireGossip()
         features = FeatureSet(for: self)
         // Every member holds a session with the host: it introduces neighbours.
@@ -319,7 +308,6 @@ public final class RoomNode {
                 return
             }
             gossip.peerDown(id, idle: reason == .idle)
-            countForget(id)
             for feature in features.all { feature.peerGone(id) }
         case .message, .rtt, .hello, .rekeyed, .connectFailed, .moved, .peerMoved, .birthday:
             break
@@ -345,8 +333,9 @@ public final class RoomNode {
             requestAdmission()
         }
         guard let state else { return }
+        // (Joiners listed first: the census goes out with the count's tick.)
+        if isHost { featureNewJoiners(now: now) }
         for feature in features.all { feature.tick(now: now) }
-        tickCount(now: now)
         tickRoster(now: now)
         if now - lastSweep >= RoomConstants.presenceSweep {
             lastSweep = now

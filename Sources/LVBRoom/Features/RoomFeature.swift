@@ -30,7 +30,7 @@ protocol RoomFeature: AnyObject {
     /// The room changed (an accepted event, a presence timeout), after the
     /// change was reported.
     func changed(_ change: RoomChange)
-    /// The session with `peer` ended.
+    /// The session with `peer` ended, or `peer` left the room.
     func peerGone(_ peer: NodeID)
     /// Whether the feature needs this node's session with `peer` kept
     /// (`RoomNode.needsSession`: the other host of a PK…).
@@ -72,6 +72,7 @@ extension RoomStatePart {
 /// of its own (`LVBRoom/Features/…`) and one line here.
 enum RoomFeatures {
     static let all: [any RoomFeature.Type] = [
+        RoomCount.self,
         LinkMic.self,
         Gifts.self,
         PK.self,

@@ -34,7 +34,7 @@ struct CountReport: RoomMessageContent, Equatable {
         return CountReport(report: .init(hops: hops, upstream: flag == 1, subtree: subtree))
     }
 
-    func received(from peer: NodeID, by node: RoomNode) { node.countReported(report, from: peer) }
+    func received(from peer: NodeID, by node: RoomNode) { node.feature(RoomCount.self)?.reported(report, from: peer) }
 }
 
 extension RoomMessage.Kind {
