@@ -29,8 +29,8 @@ extension RoomNode {
     func presentPass(to peer: NodeID, force: Bool) {
         guard let pass, peer != core.nodeID else { return }
         let now = clock.now()
-        if !force, let last = passSentAt[peer], now - last < RoomConstants.passRepeat { return }
-        passSentAt[peer] = now
+        if !force, let last = passes.sentAt[peer], now - last < RoomConstants.passRepeat { return }
+        passes.sentAt[peer] = now
         send(.admission(.response(AdmissionResponse(room: room, result: .admitted(pass: pass)))), to: peer)
     }
 
@@ -47,7 +47,7 @@ extension RoomNode {
     /// went (it may have been lost); the pass is no secret, and the asker's
     /// own pace (`passWantedInterval`) bounds how often an honest one asks.
     func answerPassWanted(_ wanted: RoomID, from peer: NodeID) {
-        guard wanted == room, pass != nil, Self.isDue(peer, in: &passAnsweredAt, every: RoomConstants.passWantedInterval / 5, now: clock.now())
+        guard wanted == room, pass != nil, Self.isDue(peer, in: &passes.answeredAt, every: RoomConstants.passWantedInterval / 5, now: clock.now())
         else { return }
         presentPass(to: peer, force: true)
     }
@@ -58,7 +58,7 @@ extension RoomNode {
     /// verified every member it admitted.
     func askForPass(of peer: NodeID) {
         guard pass != nil, !isHost, peer != host, peer != core.nodeID, state?.isKicked(peer) != true,
-              Self.isDue(peer, in: &passWantedAt, every: RoomConstants.passWantedInterval, now: clock.now()) else { return }
+              Self.isDue(peer, in: &passes.wantedAt, every: RoomConstants.passWantedInterval, now: clock.now()) else { return }
         passesWanted += 1
         send(.passWanted(room: room), to: peer)
     }
@@ -77,18 +77,18 @@ extension RoomNode {
     /// a few datagrams of memory for two seconds.
     func holdGossip(_ payload: ArraySlice<UInt8>, from peer: NodeID) {
         let now = clock.now(), limits = RoomConstants.heldGossip
-        if heldGossip[peer] == nil, heldGossip.count >= limits.peers {
-            heldGossip = heldGossip.filter { now - $0.value.at < limits.wait }
-            guard heldGossip.count < limits.peers else { return }
+        if passes.heldGossip[peer] == nil, passes.heldGossip.count >= limits.peers {
+            passes.heldGossip = passes.heldGossip.filter { now - $0.value.at < limits.wait }
+            guard passes.heldGossip.count < limits.peers else { return }
         }
-        var held = heldGossip[peer].flatMap { now - $0.at < limits.wait ? $0 : nil } ?? (at: now, payloads: [])
+        var held = passes.heldGossip[peer].flatMap { now - $0.at < limits.wait ? $0 : nil } ?? (at: now, payloads: [])
         guard held.payloads.count < limits.perPeer else { return }
         held.payloads.append(Array(payload))
-        heldGossip[peer] = held
+        passes.heldGossip[peer] = held
     }
 
     func releaseGossip(from peer: NodeID) {
-        guard let held = heldGossip.removeValue(forKey: peer), clock.now() - held.at < RoomConstants.heldGossip.wait else { return }
+        guard let held = passes.heldGossip.removeValue(forKey: peer), clock.now() - held.at < RoomConstants.heldGossip.wait else { return }
         for payload in held.payloads { readGossip(payload[...], from: peer) }
     }
 
@@ -159,6 +159,23 @@ extension RoomNode {
         self.state = state
         onOutput?(.admitted(room))
         if let address = core.endpoint(of: host) { gossip.join(via: PeerRecord(id: host, address: address)) }
-        tellHost()
+        for feature in features.all { feature.admitted() }
     }
+}
+
+/// The passes a node shows and asks for, and the gossip it holds meanwhile.
+struct PassTraffic {
+    /// When we last showed each peer our pass.
+    var sentAt: [NodeID: Instant] = [:]
+    /// Gossip from peers whose pass has not come yet, read when it does (`holdGossip`).
+    var heldGossip: [NodeID: (at: Instant, payloads: [[UInt8]])] = [:]
+    /// When we last asked a peer for its pass (`RoomMessage.passWanted`).
+    var wantedAt: [NodeID: Instant] = [:]
+    /// When we last showed a peer our pass because it asked.
+    var answeredAt: [NodeID: Instant] = [:]
+}
+
+extension RoomNode {
+    /// Gossip held until its sender's pass comes (`PassTraffic.heldGossip`).
+    var heldGossip: [NodeID: (at: Instant, payloads: [[UInt8]])] { passes.heldGossip }
 }

@@ -53,13 +53,14 @@ public final class RoomNode {
     public let instance: UInt64
     public var profile = Profile()
 
-    let identity: Identity
+    var identity: Identity { core.identity }
     let clock: Clock
     let random: RandomSource
     let policy: AdmissionPolicy?
     let proof: JoinProof
     let standing: Standing
-    let log = Log.logger("room")
+    static let log = Log.logger("room")
+    var log: Logger { Self.log }
     var seq: UInt64
     var pass: MembershipPass?
     var admittedAtMs: UInt64 = 0
@@ -71,42 +72,23 @@ public final class RoomNode {
     /// Relay positions a member sent us, checked and applied (its own, or ones it passes down the tree).
     public var onPositions: ((NodeID, [RoomEvent]) -> Void)?
     public var onRelaySignal: ((NodeID, RelaySignal) -> Void)?
-    var passSentAt: [NodeID: Instant] = [:]
-    /// Gossip from peers whose pass has not come yet, read when it does (`holdGossip`).
-    var heldGossip: [NodeID: (at: Instant, payloads: [[UInt8]])] = [:]
-    /// When we last asked a peer for its pass (`RoomMessage.passWanted`).
-    var passWantedAt: [NodeID: Instant] = [:]
-    /// When we last showed a peer our pass because it asked.
-    var passAnsweredAt: [NodeID: Instant] = [:]
-    /// Our join and profile for the host, until it acknowledges them (`RoomNode+Roster`).
-    var roster: (events: [[UInt8]], seq: UInt64, lastSent: Instant?)?
+    /// Passes shown to and asked of peers, and gossip held until a pass comes (`RoomNode+Admission`).
+    var passes = PassTraffic()
     /// Our profile went to the whole room (it goes when we first speak).
     var profileSpoken = false
-    /// The host: the rate it lists joiners at (`RoomState.listed`), and the
-    /// joiners waiting their turn, oldest first.
-    var unlisted: [(id: NodeID, at: Instant)] = []
-    var featureBucket = RateLimiter<Int>(count: RoomConstants.censusNewJoiners, per: RoomConstants.censusInterval,
-                                         burst: RoomConstants.censusNewJoiners)
     var lastSweep: Instant
-    public internal(set) var rejectedEvents = 0
-    /// Bytes of relay positions received in room messages (`TreeView`): what the media tree's placement costs a member.
-    public internal(set) var positionBytesIn = 0
     var pendingDisconnects: [NodeID: Instant] = [:]
     var startInfo: RoomInfo?
     /// Where this node stands with the room.
     public internal(set) var phase: RoomPhase
     /// While departing: our last events and leave (encoded), and the members yet to acknowledge them.
     var departure: (events: [[UInt8]], leaveSeq: UInt64, awaiting: Set<NodeID>, lastSent: Instant)?
-    /// Room messages of a type this version does not know (from newer nodes).
-    public internal(set) var unknownRoomMessages = 0
     /// Invalid events and room messages peers sent us (each cost its sender standing).
     public var penalties: Int { standing.invalidCount }
-    /// Media packets from peers that may not send them (not members of the room).
-    public internal(set) var droppedMedia = 0
-    /// Times this node asked a peer for its pass (`RoomMessage.passWanted`).
-    public internal(set) var passesWanted = 0
     /// The room's features (`RoomFeatures.all`), one of each.
     var features = FeatureSet()
+    /// What this node counted (`RoomNode+Stats`).
+    var stats = RoomStats()
 
     /// A host's room: open, password or invite-only per `policy`.
     public convenience init(hosting policy: AdmissionPolicy, core: TransportCore, clock: Clock, random: RandomSource, info: RoomInfo) {
@@ -132,6 +114,7 @@ public final class RoomNode {
         publish(.join(instance: instance, role: .host))
         if profile != Profile() { publish(.profile(profile)) }
         publish(.roomInfo(info))
+        for feature in features.all { feature.admitted() }
     }
 
     /// Stops all activity before the transport closes: no heartbeats, no
@@ -168,7 +151,6 @@ public final class RoomNode {
         self.proof = proof
         self.clock = clock
         self.random = random
-        identity = core.identity
         self.instance = instance ?? random.uint64()
         standing = Standing(clock: clock)
         let adapter = TransportGossipAdapter(core: core)
@@ -333,10 +315,7 @@ public final class RoomNode {
             requestAdmission()
         }
         guard let state else { return }
-        // (Joiners listed first: the census goes out with the count's tick.)
-        if isHost { featureNewJoiners(now: now) }
         for feature in features.all { feature.tick(now: now) }
-        tickRoster(now: now)
         if now - lastSweep >= RoomConstants.presenceSweep {
             lastSweep = now
             _ = state.noteActivity(from: core.nodeID)

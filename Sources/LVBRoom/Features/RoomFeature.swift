@@ -25,6 +25,8 @@ protocol RoomFeature: AnyObject {
     /// Its console and page commands (beside those its kinds declare).
     static var commands: [RoomCommand] { get }
 
+    /// This node is in the room now (a host: opened it; a joiner: admitted).
+    func admitted()
     /// With the room's tick, while this node is in the room.
     func tick(now: Instant)
     /// The room changed (an accepted event, a presence timeout), after the
@@ -47,6 +49,7 @@ extension RoomFeature {
     static var kinds: [any RoomEventRule.Type] { [] }
     static var messages: [any RoomMessageContent.Type] { [] }
     static var commands: [RoomCommand] { [] }
+    func admitted() {}
     func tick(now: Instant) {}
     func changed(_ change: RoomChange) {}
     func peerGone(_ peer: NodeID) {}
@@ -72,6 +75,7 @@ extension RoomStatePart {
 /// of its own (`LVBRoom/Features/…`) and one line here.
 enum RoomFeatures {
     static let all: [any RoomFeature.Type] = [
+        Roster.self,
         RoomCount.self,
         LinkMic.self,
         Gifts.self,

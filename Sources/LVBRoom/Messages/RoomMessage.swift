@@ -65,7 +65,6 @@ public struct RoomMessage: Equatable, Sendable {
         LeaveAck.self,
         RelaySignal.self,
         PassWanted.self,
-        RosterMessage.self,
         PositionsMessage.self,
     ] + RoomFeatures.messages
 

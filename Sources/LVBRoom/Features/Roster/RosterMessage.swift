@@ -48,8 +48,8 @@ public enum RosterMessage: RoomMessageContent, Equatable {
 
     func received(from peer: NodeID, by node: RoomNode) {
         switch self {
-        case .roster(let events): node.rosterReceived(events, from: peer)
-        case .ack(let seq): node.rosterAcknowledged(seq, by: peer)
+        case .roster(let events): node.feature(Roster.self)?.received(events, from: peer)
+        case .ack(let seq): node.feature(Roster.self)?.acknowledged(seq, by: peer)
         }
     }
 }
