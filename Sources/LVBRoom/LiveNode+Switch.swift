@@ -38,8 +38,7 @@ extension LiveNode {
         if old.isAdmitted { old.leave() } else { old.shutdown() }
         old.onOutput = nil
         old.onStage = nil
-        old.onAdmissionRequested = nil
-        old.onRelaySignal = nil  // it pointed at the tree of the room we leave
+        old.onSignal = nil  // it pointed at the tree of the room we leave
         old.lastMedia = nil
         elsewhere.departing.removeAll { $0.room.room == target }
         elsewhere.departing.append((old, now + RoomConstants.leaveWait))

@@ -119,12 +119,16 @@ public final class LiveNode {
             dispatch(.room(output))
             report(.room(output))
         }
-        room.onAdmissionRequested = { [unowned self] in dispatch(.admissionRequested) }
         room.onStage = { [unowned self] action in dispatch(.stage(action)) }
-        room.onRelaySignal = { [unowned self] peer, signal in dispatch(.relaySignal(peer, signal)) }
+        room.onSignal = { [unowned self] signal in
+            switch signal {
+            case .admissionRequested: dispatch(.admissionRequested)
+            case let .relay(peer, signal): dispatch(.relaySignal(peer, signal))
+            case let .positions(peer, events): dispatch(.positions(peer, events))
+            }
+        }
         media.roomScope = { [unowned self] in room.room == RoomNode.anyRoom ? nil : room.room.bytes }
         media.onRefused = { [unowned self] origin, feeder, failure in dispatch(.mediaRefused(origin: origin, from: feeder, failure)) }
-        room.onPositions = { [unowned self] peer, events in dispatch(.positions(peer, events)) }
         room.lastMedia = { [unowned media] peer in media.lastHeard(from: peer) }
     }
 

@@ -22,7 +22,7 @@ extension RoomNode {
         send(.admission(.request(request)), to: host)
         // After the request, on the same session: the host has decided by
         // the time this subscription arrives, and answers it with its GOP.
-        onAdmissionRequested?()
+        onSignal?(.admissionRequested)
     }
 
     /// Shows our pass to `peer` (at most once a second unless `force`).
@@ -114,7 +114,7 @@ extension RoomNode {
             if request.room == RoomNode.anyRoom { request.room = room }
             let response = policy.evaluate(request, from: peer, sessionBindings: core.sessionBindings(with: peer),
                                            kicked: state.isKicked(peer), closed: state.isClosed)
-            if case .admitted = response.result { verified.insert(peer) }
+            if case .admitted = response.result { passes.verified.insert(peer) }
             send(.admission(.response(response)), to: peer)
         case .response(let response):
             if !isHost, peer == host, pass == nil, room == RoomNode.anyRoom { room = response.room }
@@ -125,7 +125,7 @@ extension RoomNode {
                     guard AdmissionPolicy.verifyPass(theirPass, room: room, host: host, member: core.nodeID) else { return }
                     admitted(with: theirPass)
                 } else if AdmissionPolicy.verifyPass(theirPass, room: room, host: host, member: peer) {
-                    let isNew = verified.insert(peer).inserted
+                    let isNew = passes.verified.insert(peer).inserted
                     if isNew { presentPass(to: peer, force: false) }
                     releaseGossip(from: peer)
                 }
@@ -152,7 +152,7 @@ extension RoomNode {
     private func admitted(with pass: MembershipPass) {
         self.pass = pass
         phase = .member
-        verified.insert(host)
+        passes.verified.insert(host)
         admittedAtMs = wallMs()
         let state = RoomState(room: room, host: host, clock: clock)
         state.me = core.nodeID
@@ -163,8 +163,15 @@ extension RoomNode {
     }
 }
 
-/// The passes a node shows and asks for, and the gossip it holds meanwhile.
+/// A node's pass, the members whose passes it checked, the passes it shows
+/// and asks for, and the gossip it holds meanwhile.
 struct PassTraffic {
+    /// Ours, signed by the host (the host's own, signed by itself).
+    var pass: MembershipPass?
+    /// When we were admitted (the host: opened the room), wall clock ms.
+    var admittedAtMs: UInt64 = 0
+    /// The members whose pass we checked (the host: those it admitted).
+    var verified: Set<NodeID> = []
     /// When we last showed each peer our pass.
     var sentAt: [NodeID: Instant] = [:]
     /// Gossip from peers whose pass has not come yet, read when it does (`holdGossip`).
@@ -178,4 +185,21 @@ struct PassTraffic {
 extension RoomNode {
     /// Gossip held until its sender's pass comes (`PassTraffic.heldGossip`).
     var heldGossip: [NodeID: (at: Instant, payloads: [[UInt8]])] { passes.heldGossip }
+
+    /// Our pass (`PassTraffic.pass`).
+    var pass: MembershipPass? {
+        get { passes.pass }
+        set { passes.pass = newValue }
+    }
+
+    var admittedAtMs: UInt64 {
+        get { passes.admittedAtMs }
+        set { passes.admittedAtMs = newValue }
+    }
+
+    /// The members whose pass we checked (the node inserts through `passes`).
+    var verified: Set<NodeID> {
+        get { passes.verified }
+        set { passes.verified = newValue }
+    }
 }

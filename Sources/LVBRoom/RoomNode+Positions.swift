@@ -22,7 +22,7 @@ extension RoomNode {
             if e.author != core.nodeID { applyHere(e, from: peer) }
             if state.relays[e.author]?.id == e.id { held.append(e) }
         }
-        if !held.isEmpty { onPositions?(peer, held) }
+        if !held.isEmpty { onSignal?(.positions(peer, held)) }
     }
 
     /// Sends `events` to `peer`, as many messages as they take.

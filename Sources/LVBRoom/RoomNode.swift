@@ -22,6 +22,17 @@ public enum RoomOutput: Sendable {
     case notice(RoomNotice)
 }
 
+/// What the room hands the node driver for the media side.
+public enum RoomSignal: Sendable {
+    /// Joiner: this node asks the host to admit it (a node that shows
+    /// pictures subscribes to the host's stream at the same time).
+    case admissionRequested
+    /// A member told us its relay slots are all taken, or to move down (the media tree).
+    case relay(NodeID, RelaySignal)
+    /// Relay positions a member sent us, checked and applied (its own, or ones it passes down the tree).
+    case positions(NodeID, [RoomEvent])
+}
+
 /// Why a node was removed from its room.
 public enum RemovalReason: String, Sendable {
     case kicked
@@ -62,17 +73,10 @@ public final class RoomNode {
     static let log = Log.logger("room")
     var log: Logger { Self.log }
     var seq: UInt64
-    var pass: MembershipPass?
-    var admittedAtMs: UInt64 = 0
-    var verified: Set<NodeID> = []
-    /// Joiner: called each time this node asks the host to admit it (a node
-    /// that shows pictures subscribes to the host's stream at the same time).
-    public var onAdmissionRequested: (() -> Void)?
-    /// A member told us its relay slots are all taken, or to move down (the media tree).
-    /// Relay positions a member sent us, checked and applied (its own, or ones it passes down the tree).
-    public var onPositions: ((NodeID, [RoomEvent]) -> Void)?
-    public var onRelaySignal: ((NodeID, RelaySignal) -> Void)?
-    /// Passes shown to and asked of peers, and gossip held until a pass comes (`RoomNode+Admission`).
+    /// What the room hands the node driver besides its outputs (`RoomSignal`).
+    public var onSignal: ((RoomSignal) -> Void)?
+    /// This node's pass, the members whose passes it checked, the passes
+    /// shown to and asked of peers, and gossip held until a pass comes (`RoomNode+Admission`).
     var passes = PassTraffic()
     /// Our profile went to the whole room (it goes when we first speak).
     var profileSpoken = false

@@ -60,7 +60,7 @@ public enum RelaySignal: RoomMessageContent, Equatable {
     }
 
     /// The media tree's: the node driver hands it to the tree (`NodeEvent.relaySignal`).
-    func received(from peer: NodeID, by node: RoomNode) { node.onRelaySignal?(peer, self) }
+    func received(from peer: NodeID, by node: RoomNode) { node.onSignal?(.relay(peer, self)) }
 }
 
 extension RoomMessage {
