@@ -40,6 +40,12 @@ public enum RemovalReason: String, Sendable {
     case roomClosed = "room_closed"
 }
 
+/// How a node is in its room: hosting it, or joining it.
+enum RoomAccess {
+    case hosting(AdmissionPolicy)
+    case joining(JoinProof)
+}
+
 /// How a viewer proves it may enter a private room.
 public enum JoinProof: Sendable {
     case none
@@ -67,8 +73,8 @@ public final class RoomNode {
     var identity: Identity { core.identity }
     let clock: Clock
     let random: RandomSource
-    let policy: AdmissionPolicy?
-    let proof: JoinProof
+    /// How this node is in the room: hosting it under a policy, or joining with a proof.
+    let entry: RoomAccess
     let standing: Standing
     static let log = Log.logger("room")
     var log: Logger { Self.log }
@@ -80,8 +86,6 @@ public final class RoomNode {
     var passes = PassTraffic()
     /// Our profile went to the whole room (it goes when we first speak).
     var profileSpoken = false
-    var lastSweep: Instant
-    var pendingDisconnects: [NodeID: Instant] = [:]
     var startInfo: RoomInfo?
     /// Where this node stands with the room.
     public internal(set) var phase: RoomPhase
@@ -151,8 +155,7 @@ public final class RoomNode {
         self.host = host
         hostKnown = true
         phase = .connecting
-        self.policy = policy
-        self.proof = proof
+        entry = policy.map(RoomAccess.hosting) ?? .joining(proof)
         self.clock = clock
         self.random = random
         self.instance = instance ?? random.uint64()
@@ -164,7 +167,6 @@ public final class RoomNode {
         // the wall clock in microseconds.
         let wall = clock.wallTime()
         seq = wall.seconds * 1_000_000 + UInt64(wall.nanoseconds / 1000)
-        lastSweep = clock.now()
         wireGossip()
         features = FeatureSet(for: self)
         // Every member holds a session with the host: it introduces neighbours.
@@ -172,6 +174,18 @@ public final class RoomNode {
     }
 
     public var isHost: Bool { policy != nil }
+
+    /// The host's admission policy (nil on a joiner).
+    var policy: AdmissionPolicy? {
+        if case .hosting(let policy) = entry { return policy }
+        return nil
+    }
+
+    /// A joiner's proof for the host.
+    var proof: JoinProof {
+        if case .joining(let proof) = entry { return proof }
+        return .none
+    }
 
     /// How the room admits (the host's view; a joiner's is `.open` until told):
     /// the access byte of tickets and announcements, 0 open, 1 password, 2 invite-only.
@@ -239,7 +253,7 @@ public final class RoomNode {
         case .kicked(let id):
             // Disconnect after a grace period, so the kick still reaches the
             // kicked node (and its other neighbours) before the links go.
-            if id == core.nodeID { remove(.kicked) } else { pendingDisconnects[id] = clock.now() + RoomConstants.kickGrace }
+            if id == core.nodeID { remove(.kicked) } else { standing.disconnect(id, at: clock.now() + RoomConstants.kickGrace) }
         case .roomClosed:
             // Gossip the close on for a moment before going quiet (the owner exits).
             onOutput?(.removed(.roomClosed))
@@ -254,10 +268,9 @@ public final class RoomNode {
         switch standing.recordInvalid(from: peer) {
         case .none, .throttle: break
         case .disconnect:
-            // Queued, not done here: we may be inside the gossip layer's
-            // `receive`, and a disconnect reports `.gone` back into it.
+            // Queued (`Standing.dueDisconnects`), not done here.
             log.info("disconnecting \(peer.short): repeated invalid events")
-            pendingDisconnects[peer] = clock.now()
+            standing.disconnect(peer, at: clock.now())
         }
     }
 
@@ -309,8 +322,7 @@ public final class RoomNode {
             return
         }
         let now = clock.now()
-        for (id, due) in pendingDisconnects where now >= due {
-            pendingDisconnects[id] = nil
+        for id in standing.dueDisconnects(now: now) {
             core.disconnect(id)
             gossip.peerDown(id)
         }
@@ -318,12 +330,7 @@ public final class RoomNode {
            now - since >= RoomConstants.admissionRetry {
             requestAdmission()
         }
-        guard let state else { return }
+        guard isAdmitted else { return }
         for feature in features.all { feature.tick(now: now) }
-        if now - lastSweep >= RoomConstants.presenceSweep {
-            lastSweep = now
-            _ = state.noteActivity(from: core.nodeID)
-            state.expirePresence().forEach(report)
-        }
     }
 }

@@ -31,6 +31,11 @@ public final class Standing {
     private var sweepAt = RoomConstants.sweepThreshold
     /// Invalid events recorded, over all peers (for stats).
     public private(set) var invalidCount = 0
+    /// Sessions the owner is to close, and when: a peer that lost its
+    /// standing at once, a kicked member after a grace (the kick still
+    /// reaches it). Queued, never done where decided: the owner may be inside
+    /// the gossip layer's `receive`, and a disconnect reports `.gone` back into it.
+    private var disconnects: [NodeID: Instant] = [:]
 
     public init(clock: Clock) {
         self.clock = clock
@@ -56,6 +61,16 @@ public final class Standing {
             return .throttle
         }
         return .none
+    }
+
+    /// Queues the session with `peer` to be closed at `due`.
+    public func disconnect(_ peer: NodeID, at due: Instant) { disconnects[peer] = due }
+
+    /// The peers whose session is due to be closed now (each once).
+    public func dueDisconnects(now: Instant) -> [NodeID] {
+        let due = disconnects.filter { now >= $0.value }.keys
+        for peer in due { disconnects[peer] = nil }
+        return Array(due)
     }
 
     /// Whether `peer`'s gossip is to be ignored now.

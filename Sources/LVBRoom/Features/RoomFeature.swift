@@ -81,6 +81,7 @@ enum RoomFeatures {
         Gifts.self,
         PK.self,
         Quiz.self,
+        PresenceSweep.self,
     ]
 
     /// Every feature's event kinds, room messages and commands, in the table's order.
