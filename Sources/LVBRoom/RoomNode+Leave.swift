@@ -11,6 +11,15 @@ import LVBTransport
 // acknowledges; we repeat to the silent ones until all have or the owner's
 // bounded wait ends.
 extension RoomNode {
+    /// While departing: our last words and who has yet to acknowledge them (kept in `phase`).
+    var departure: Departure? {
+        get {
+            if case .departing(let d) = phase { return d }
+            return nil
+        }
+        set { if let newValue, case .departing = phase { phase = .departing(newValue) } }
+    }
+
     /// Announces that we leave. Keep feeding events and ticks until
     /// `leaveSettled`, then close the transport.
     public func leave() {
@@ -23,8 +32,7 @@ extension RoomNode {
         let gone = state?.presence.departed ?? []
         let members = core.peers.filter { $0.established && hears($0.id) && !gone.contains($0.id) }.map(\.id)
         let words = lastWords(ending: event)
-        departure = (words, event.id.seq, Set(members), clock.now())
-        phase = .departing(since: clock.now())
+        phase = .departing(Departure(events: words, leaveSeq: event.id.seq, awaiting: Set(members), lastSent: clock.now()))
         for id in members { send(.leaving(pass: pass, events: words), to: id) }
     }
 

@@ -68,7 +68,8 @@ public final class RoomNode {
     public var onOutput: ((RoomOutput) -> Void)?
     /// This process's random instance id (signed-in-elsewhere detection).
     public let instance: UInt64
-    public var profile = Profile()
+    /// Our profile (`profile`), and whether the whole room heard it yet (`profileSpoken`).
+    var own = (profile: Profile(), spoken: false)
 
     var identity: Identity { core.identity }
     let clock: Clock
@@ -84,13 +85,9 @@ public final class RoomNode {
     /// This node's pass, the members whose passes it checked, the passes
     /// shown to and asked of peers, and gossip held until a pass comes (`RoomNode+Admission`).
     var passes = PassTraffic()
-    /// Our profile went to the whole room (it goes when we first speak).
-    var profileSpoken = false
     var startInfo: RoomInfo?
     /// Where this node stands with the room.
     public internal(set) var phase: RoomPhase
-    /// While departing: our last events and leave (encoded), and the members yet to acknowledge them.
-    var departure: (events: [[UInt8]], leaveSeq: UInt64, awaiting: Set<NodeID>, lastSent: Instant)?
     /// Invalid events and room messages peers sent us (each cost its sender standing).
     public var penalties: Int { standing.invalidCount }
     /// The room's features (`RoomFeatures.all`), one of each.
@@ -174,6 +171,18 @@ public final class RoomNode {
     }
 
     public var isHost: Bool { policy != nil }
+
+    /// What this node shows about itself (set before joining, or `setProfile`).
+    public var profile: Profile {
+        get { own.profile }
+        set { own.profile = newValue }
+    }
+
+    /// Our profile went to the whole room (it goes when we first speak).
+    var profileSpoken: Bool {
+        get { own.spoken }
+        set { own.spoken = newValue }
+    }
 
     /// The host's admission policy (nil on a joiner).
     var policy: AdmissionPolicy? {

@@ -1,4 +1,5 @@
 import LVBCore
+import LVBCrypto
 
 /// Where a node stands with its room. Every input is judged by the phase it
 /// arrives in; nothing is inferred from which optional fields happen to be set.
@@ -16,7 +17,7 @@ public enum RoomPhase: Equatable, Sendable {
     case member
     /// Leaving: our leave event went out and we wait (bounded) for every
     /// member we hold a session with to acknowledge it.
-    case departing(since: Instant)
+    case departing(Departure)
     /// Out: removed, left, or shut down. Nothing more is sent or taken.
     case gone
 
@@ -27,4 +28,13 @@ public enum RoomPhase: Equatable, Sendable {
         default: true
         }
     }
+}
+
+/// A node leaving its room: its last events and leave (encoded), the
+/// members yet to acknowledge them, and when it last sent them.
+public struct Departure: Equatable, Sendable {
+    var events: [[UInt8]]
+    var leaveSeq: UInt64
+    var awaiting: Set<NodeID>
+    var lastSent: Instant
 }
