@@ -145,6 +145,14 @@ public final class RoomState {
         return nil
     }
 
+    /// The rule of most kinds that keep their latest: the host's alone, an
+    /// older one refused as stale, shown as posted.
+    func hostsLatest(_ e: RoomEvent) -> Verdict {
+        guard e.author == host else { return .rejected(.notHost(e.body.kind)) }
+        if let order = keepLatest(e) { return order }
+        return .accepted([.posted(e)])
+    }
+
     /// The latest event of kind `T` kept (`EventRetention.latest`), as its content.
     func latest<T: RoomEventRule>(_ kind: T.Type) -> T? { latest[T.kind]?.body.as(T.self) }
 

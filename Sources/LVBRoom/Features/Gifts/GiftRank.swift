@@ -90,9 +90,7 @@ extension GiftRank: RoomEventRule {
     static var retention: EventRetention { .latest }
 
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
-        guard e.author == state.host else { return .rejected(.notHost(Self.kind)) }
-        if let order = state.keepLatest(e) { return order }
-        return .accepted([.posted(e)])
+        state.hostsLatest(e)
     }
 }
 

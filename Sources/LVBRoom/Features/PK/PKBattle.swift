@@ -159,12 +159,10 @@ extension PKBattle: RoomEventRule {
     static func isNews(_ e: RoomEvent, in state: RoomState) -> Bool { e.body.as(PKBattle.self)?.ending == nil }
 
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
-        guard e.author == state.host else { return .rejected(.notHost(Self.kind)) }
-        if let proof = try? provenScore(), proof.to != state.room {
+        if e.author == state.host, let proof = try? provenScore(), proof.to != state.room {
             return .rejected(.wrongRoom)
         }
-        if let order = state.keepLatest(e) { return order }
-        return .accepted([.posted(e)])
+        return state.hostsLatest(e)
     }
 }
 

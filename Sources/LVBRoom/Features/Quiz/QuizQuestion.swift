@@ -79,9 +79,7 @@ extension QuizQuestion: RoomEventRule {
     }
 
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
-        guard e.author == state.host else { return .rejected(.notHost(Self.kind)) }
-        if let order = state.keepLatest(e) { return order }
-        return .accepted([.posted(e)])
+        state.hostsLatest(e)
     }
 
     static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {

@@ -79,12 +79,10 @@ extension QuizResult: RoomEventRule {
     }
 
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
-        guard e.author == state.host else { return .rejected(.notHost(Self.kind)) }
-        if let q = state.latest(QuizQuestion.self), q.quiz == quiz, q.options.count != counts.count {
+        if let q = state.latest(QuizQuestion.self), q.quiz == quiz, q.options.count != counts.count, e.author == state.host {
             return .rejected(.stale)
         }
-        if let order = state.keepLatest(e) { return order }
-        return .accepted([.posted(e)])
+        return state.hostsLatest(e)
     }
 
     static func notice(for change: RoomChange, names: RoomNames) -> RoomNotice? {
