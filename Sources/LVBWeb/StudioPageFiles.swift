@@ -327,6 +327,8 @@ export function nickColor(id) {
 export const chat = { bytes: 500, what: 'A chat message' };
 export const danmaku = { bytes: 100, what: 'A bullet comment' };
 export const title = { bytes: 100, what: 'A room title' };
+export const quizQuestion = { bytes: 160, what: 'A quiz question' };
+export const quizOption = { bytes: 48, what: 'A quiz option' };
 
 const encoder = new TextEncoder();
 
@@ -357,6 +359,7 @@ import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
 import * as pk from './widgets/pk.js';
 import * as pkhost from './widgets/pkhost.js';
+import * as quiz from './widgets/quiz.js';
 import * as lite from './widgets/lite.js';
 import * as rank from './widgets/rank.js';
 import * as replay from './widgets/replay.js';
@@ -370,7 +373,7 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, gifts, likes, rank, viewers, rooms, linkmic, pk, pkhost, host, lite, stats, replay]) {
+for (const widget of [title, status, toast, chat, danmaku, gifts, likes, rank, viewers, rooms, linkmic, pk, pkhost, quiz, host, lite, stats, replay]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);
@@ -2173,6 +2176,403 @@ export function mount(root, bus) {
 }
 
 """####,
+        "js/widgets/quiz.js": ####"""
+// The online quiz (.quiz, made here and placed on the #widgets grid by
+// widgets.css: top left under the room head). The host's question shows as
+// a card with a countdown to its ends_at (the host's wall clock, read
+// against this page's) and one button per option; a member's click sends
+// {cmd:"answer"} (one answer counts), then its choice is marked, the
+// buttons are disabled and quiz_answer's status is said. quiz_result turns
+// the options into bars of the host's tally; once the host names the right
+// option, it is highlighted and the winners are listed. The host's page has
+// the same card with a Reveal button per option ({cmd:"reveal"}, which also
+// ends an open quiz early), and asks with the form of quizform.js. A page
+// that connects mid-quiz gets the quiz, its result and this member's answer
+// right after hello.
+
+import { button, el, nickColor } from '../dom.js';
+import { askForm, options } from './quizform.js';
+
+/** A revealed quiz's card stays this long (ms), unless closed sooner. */
+const revealedFor = 30000;
+/** Winners named on the card; the rest are counted. */
+const namedWinners = 5;
+
+/** What a member's answer status (quiz_answer's, or 'pending' until the node says) reads as. */
+const statuses = {
+  pending: 'Sending your answer…',
+  sent: 'Your answer went to the host…',
+  counted: 'Your answer counted',
+  refused: 'Refused: an earlier answer of yours counts',
+  late: 'Too late: the quiz had closed',
+  unanswered: 'The host never confirmed your answer',
+};
+
+/** Seconds left as m:ss, whole seconds rounded up, never below 0:00. */
+function countdown(left) {
+  const s = Math.max(0, Math.ceil(left));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+export function mount(root, bus) {
+  const card = el('div', 'panel quiz-card');
+  const time = el('span', 'quiz-time');
+  const dismiss = button('quiz-dismiss', '×', () => {
+    dismissed = quiz?.id ?? null;
+    render();
+  });
+  dismiss.setAttribute('aria-label', 'Close the quiz card');
+  const head = el('div', 'quiz-head');
+  head.append(el('h2', '', 'Quiz'), time, dismiss);
+  const clock = el('div', 'quiz-clock');
+  const clockFill = el('div', 'quiz-clock-fill');
+  clock.append(clockFill);
+  const question = el('p', 'quiz-question');
+  const list = el('ol', 'quiz-options');
+  const status = el('p', 'quiz-status');
+  status.setAttribute('aria-live', 'polite');
+  const winners = el('p', 'quiz-winners');
+  card.append(head, clock, question, list, status, winners);
+  const form = askForm(bus, () => render());
+  const section = el('section', 'quiz live-only');
+  section.setAttribute('aria-label', 'Quiz');
+  section.append(card, form.toggle, form.panel);
+  root.querySelector('#widgets').append(section);
+
+  let hosting = false;
+  let roomClosed = false;
+  // The quiz shown {id, question, options, endsAt, seconds}; the latest
+  // quiz_result and quiz_answer (shown when they name it); the answer
+  // clicked here that the node has not spoken of yet {id, answer}.
+  let quiz = null;
+  let result = null;
+  let mine = null;
+  let pending = null;
+  // The card closed here (its quiz id); the host's reveal, sent and not yet answered.
+  let dismissed = null;
+  let revealing = false;
+  let tick = 0;
+  let hide = 0;
+
+  function about(m) {
+    return quiz !== null && m !== null && m.id === quiz.id;
+  }
+
+  /** 'none', 'open', 'counting' (time is up, no tally yet), 'closed' (tallied) or 'revealed'. */
+  function phase() {
+    if (quiz === null) return 'none';
+    if (about(result)) return result.answer === null ? 'closed' : 'revealed';
+    return Date.now() >= quiz.endsAt ? 'counting' : 'open';
+  }
+
+  function answerStatus() {
+    if (about(mine)) return mine.status;
+    return about(pending) ? 'pending' : null;
+  }
+
+  function chosen() {
+    if (about(mine)) return mine.answer;
+    return about(pending) ? pending.answer : null;
+  }
+
+  function answerable() {
+    return !hosting && !roomClosed && phase() === 'open' && chosen() === null;
+  }
+
+  function answer(n) {
+    if (!answerable() || !bus.send({ cmd: 'answer', answer: n })) return;
+    pending = { id: quiz.id, answer: n };
+    render();
+  }
+
+  function reveal(n) {
+    if (revealing || !bus.send({ cmd: 'reveal', answer: n })) return;
+    revealing = true;
+    render();
+  }
+
+  function option(text, i, p) {
+    const n = i + 1;
+    const fill = el('span', 'quiz-fill');
+    const parts = [fill, el('span', 'quiz-number', String(n)), el('span', 'quiz-text', text)];
+    if (p === 'closed' || p === 'revealed') {
+      const count = Math.max(0, Number(result.counts?.[i]) || 0);
+      const total = Math.max(0, Number(result.answers) || 0);
+      const share = total > 0 ? Math.min(1, count / total) : 0;
+      fill.style.transform = `scaleX(${share})`;
+      parts.push(el('span', 'quiz-count', `${count} · ${Math.round(share * 100)}%`));
+    }
+    let item;
+    if (hosting) {
+      item = el('div', 'quiz-option');
+      item.append(...parts);
+      if (p !== 'revealed' && !roomClosed) {
+        const b = button('quiz-reveal', 'Reveal', () => reveal(n));
+        b.title = p === 'open' ? `End the quiz now; option ${n} is right` : `Option ${n} is right`;
+        b.disabled = revealing;
+        item.append(b);
+      }
+    } else {
+      item = button('quiz-option', '', () => answer(n));
+      item.append(...parts);
+      item.disabled = !answerable();
+    }
+    item.dataset.option = String(n);
+    if (chosen() === n) item.dataset.chosen = '';
+    if (p === 'revealed' && result.answer === n) item.dataset.right = '';
+    const li = el('li');
+    li.append(item);
+    return li;
+  }
+
+  function statusText(p) {
+    const total = about(result) ? Math.max(0, Number(result.answers) || 0) : 0;
+    if (hosting) {
+      if (p === 'open') return 'Members are answering. Reveal ends the quiz now.';
+      if (p === 'counting') return 'Time is up: counting…';
+      if (p === 'closed') return `${plural(total, 'answer')}. Reveal the right one.`;
+      return plural(total, 'answer');
+    }
+    const s = answerStatus();
+    if (s === null) {
+      if (p === 'open') return 'Pick one: one answer counts.';
+      return p === 'counting' ? 'Time is up.' : `You did not answer · ${plural(total, 'answer')}`;
+    }
+    const said = statuses[s] ?? s;
+    if (p === 'revealed' && s === 'counted') return `${said} · ${mine.answer === result.answer ? 'right!' : 'not this time'}`;
+    return said;
+  }
+
+  function showWinners(p) {
+    winners.replaceChildren();
+    winners.hidden = p !== 'revealed';
+    if (winners.hidden) return;
+    const named = (Array.isArray(result.winners) ? result.winners : []).slice(0, namedWinners);
+    const count = Math.max(named.length, Number(result.winners_count) || 0);
+    if (count === 0) {
+      winners.append('Nobody got it right');
+      return;
+    }
+    // Nicks are other people's text: text nodes, as everywhere.
+    winners.append('Right: ');
+    named.forEach((w, i) => {
+      const nick = el('span', 'nick', w.nick || String(w.id ?? '').slice(0, 8));
+      nick.style.color = nickColor(w.id);
+      if (i > 0) winners.append(', ');
+      winners.append(nick);
+    });
+    const more = count - named.length;
+    if (more > 0) winners.append(el('span', 'quiz-more', ` +${more} more`));
+  }
+
+  function render() {
+    const p = phase();
+    // The host asks a new quiz once the last one is closed; its open form takes the card's place.
+    const canAsk = hosting && !roomClosed && (p === 'none' || p === 'closed' || p === 'revealed');
+    form.show(canAsk);
+    const showCard = p !== 'none' && dismissed !== quiz.id && !form.open;
+    card.hidden = !showCard;
+    if (showCard) {
+      card.dataset.phase = p;
+      question.textContent = quiz.question;
+      list.replaceChildren(...quiz.options.map((text, i) => option(text, i, p)));
+      status.textContent = statusText(p);
+      const s = hosting ? null : answerStatus();
+      if (s) status.dataset.status = s;
+      else delete status.dataset.status;
+      showWinners(p);
+      dismiss.hidden = p === 'open' || p === 'counting';
+    }
+    section.hidden = !showCard && !canAsk;
+    showTime();
+  }
+
+  function showTime() {
+    clearTimeout(tick);
+    const p = phase();
+    if (p !== 'open') {
+      time.textContent = p === 'none' ? '' : 'Closed';
+      clockFill.style.transform = 'scaleX(0)';
+      return;
+    }
+    const left = Math.max(0, quiz.endsAt - Date.now());
+    time.textContent = countdown(left / 1000);
+    clockFill.style.transform = `scaleX(${Math.min(1, left / (Math.max(1, quiz.seconds) * 1000))})`;
+    // The next whole second, a little after it turns; at the end the card closes its buttons.
+    tick = setTimeout(() => (phase() === 'open' ? showTime() : render()), (left % 1000 || 1000) + 20);
+  }
+
+  bus.on('hello', (m) => {
+    // The greeting's quiz lines (if any) follow the hello: start from nothing.
+    hosting = m.role === 'host';
+    roomClosed = false;
+    quiz = result = mine = pending = null;
+    dismissed = null;
+    revealing = false;
+    form.idle();
+    clearTimeout(hide);
+    render();
+  });
+  bus.on('quiz', (m) => {
+    if (typeof m.id !== 'string' || !Array.isArray(m.options)) return;
+    quiz = {
+      id: m.id,
+      question: String(m.question ?? ''),
+      options: m.options.slice(0, options.max).map(String),
+      endsAt: Number(m.ends_at) || 0,
+      seconds: Number(m.seconds) || 0,
+    };
+    form.asked();
+    render();
+  });
+  bus.on('quiz_result', (m) => {
+    if (typeof m.id !== 'string' || !Array.isArray(m.counts)) return;
+    // The tally again without the answer cannot take the answer back.
+    if (result?.id === m.id && result.answer !== null && m.answer === null) return;
+    result = { ...m, answer: Number.isInteger(m.answer) ? m.answer : null };
+    if (about(result)) revealing = false;
+    if (about(result) && result.answer !== null) {
+      clearTimeout(hide);
+      const id = result.id;
+      hide = setTimeout(() => {
+        if (quiz?.id === id) dismissed = id;
+        render();
+      }, revealedFor);
+    }
+    render();
+  });
+  bus.on('quiz_answer', (m) => {
+    if (typeof m.id !== 'string') return;
+    mine = { id: m.id, answer: Number(m.answer) || null, status: String(m.status ?? '') };
+    render();
+  });
+  // A refused command: an answer, ask or reveal the node did not take can be tried again.
+  bus.on('error', () => {
+    if (pending && !about(mine)) pending = null;
+    revealing = false;
+    form.idle();
+    render();
+  });
+  bus.on('room_closed', () => {
+    roomClosed = true;
+    render();
+  });
+  render();
+}
+
+"""####,
+        "js/widgets/quizform.js": ####"""
+// The host's "Ask a quiz", part of the quiz widget (quiz.js places it and
+// says when the host may ask): a toggle that opens a small form — the
+// question, the options separated by |, how many seconds it is open —
+// checked as the node checks it, then sent as {cmd:"quiz"}. What was typed
+// stays until the quiz comes back; the node's refusal (an error event)
+// lets it be sent again.
+
+import { button, el } from '../dom.js';
+import * as limits from '../limits.js';
+
+/** How long a quiz is open, in seconds (the node takes 5 to 600), and how many options it has. */
+const seconds = { min: 5, max: 600, usual: 30 };
+export const options = { min: 2, max: 6 };
+
+function input(type, placeholder, label, maxLength) {
+  const i = el('input');
+  i.type = type;
+  i.placeholder = placeholder;
+  i.maxLength = maxLength;
+  i.autocomplete = 'off';
+  i.setAttribute('aria-label', label);
+  return i;
+}
+
+/** The toggle and the form; `changed` is called when the form opens or closes, or a quiz is sent. */
+export function askForm(bus, changed) {
+  const question = input('text', 'Question', 'Question', limits.quizQuestion.bytes);
+  const choices = input('text', 'Option | Option | …', 'Options, separated by |', options.max * (limits.quizOption.bytes + 3));
+  const time = input('number', 'Seconds', 'Seconds open', 3);
+  Object.assign(time, { min: String(seconds.min), max: String(seconds.max), step: '1', value: String(seconds.usual) });
+  const send = button('quiz-ask primary', 'Ask', ask);
+  const row = el('div', 'quiz-form-row');
+  row.append(time, el('span', 'quiz-unit', 's'), send, button('quiz-cancel', 'Cancel', () => setOpen(false)));
+  const panel = el('div', 'panel quiz-form');
+  panel.append(el('h2', '', 'Ask a quiz'), question, choices, row);
+  const toggle = button('quiz-ask-toggle', 'Ask a quiz', () => setOpen(!open));
+  for (const i of [question, choices, time]) {
+    i.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && !e.isComposing) {
+        e.preventDefault();
+        ask();
+      }
+    });
+  }
+  let open = false;
+  // Sent, and neither back as a quiz nor refused yet.
+  let asking = false;
+
+  function toast(message) {
+    bus.emit('page:toast', { message });
+  }
+
+  function setOpen(on) {
+    open = on;
+    changed();
+    if (on) question.focus();
+  }
+
+  function ask() {
+    if (asking) return;
+    const q = question.value.trim();
+    const opts = choices.value.split('|').map((o) => o.trim());
+    const s = Number(time.value);
+    if (!q) return toast('Type the question first.');
+    if (q.includes('|')) return toast('The question cannot hold a |: it separates the options.');
+    if (opts.length < options.min || opts.length > options.max || opts.some((o) => !o)) {
+      return toast(`Give ${options.min} to ${options.max} options, separated by |.`);
+    }
+    if (!Number.isInteger(s) || s < seconds.min || s > seconds.max) {
+      return toast(`A quiz is open ${seconds.min} to ${seconds.max} seconds.`);
+    }
+    if (!limits.fits(bus, q, limits.quizQuestion) || !opts.every((o) => limits.fits(bus, o, limits.quizOption))) return;
+    if (!bus.send({ cmd: 'quiz', seconds: s, text: [q, ...opts].join(' | ') })) return;
+    asking = true;
+    changed();
+  }
+
+  return {
+    toggle,
+    panel,
+    /** True while the form is open (the card makes way for it). */
+    get open() { return open; },
+    /** Shows the toggle, and the form if it is open, when the host may ask; closes it otherwise. */
+    show(canAsk) {
+      if (!canAsk) open = false;
+      toggle.hidden = !canAsk;
+      toggle.setAttribute('aria-pressed', String(open));
+      panel.hidden = !open;
+      send.disabled = asking;
+      send.textContent = asking ? 'Asking…' : 'Ask';
+    },
+    /** A quiz came: the one this form sent is out, and the form closes empty. */
+    asked() {
+      if (!asking) return;
+      asking = false;
+      open = false;
+      question.value = '';
+      choices.value = '';
+    },
+    /** Nothing is on its way (the node refused a command, or the page connected again): an ask may be sent again. */
+    idle() {
+      asking = false;
+    },
+  };
+}
+
+"""####,
         "js/widgets/rank.js": ####"""
 // Top likers (#rank-list): each author's highest count seen in like events
 // (the count is the author's running total, and events can pass each other).
@@ -3102,11 +3502,13 @@ h2 {
 }
 
 /* Widgets: head and side panels at the top, chat bottom left, likes and the
-   stage button bottom right; the middle stays clear for the picture. */
+   stage button bottom right; the middle stays clear for the picture. The
+   last row keeps the chat's entry rows clear of what comes down the left
+   column from above (a quiz: widgets.css). */
 #widgets {
   display: grid;
   grid-template-columns: minmax(0, 21rem) 1fr minmax(0, 17rem);
-  grid-template-rows: var(--band) auto 1fr auto;
+  grid-template-rows: var(--band) auto 1fr minmax(6.5rem, auto);
   grid-template-areas:
     "head    head   ."
     "rank    .      viewers"
@@ -3570,6 +3972,142 @@ body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
 .room-item.replay .room-thumb { filter: saturate(0.6); }
 .room-item.replay .room-counts { color: var(--stage-role); }
 
+/* The online quiz (quiz.js): top left under the room head (under the top
+   likers when there are any), clear of the co-hosts' tiles and the buttons
+   on the right. It lies over the chat's row, which is flexible, so the
+   panels keep their places; the chat list shortens while the card shows,
+   and the card scrolls rather than run over the chat's entry rows. Each
+   option is a row whose fill shows its share of the tally once there is
+   one; the right option turns green. */
+.quiz {
+  grid-column: 1;
+  grid-row: 3;
+  align-self: start;
+  justify-self: start;
+  /* 68cqw: on a narrow stage too, short of the co-hosts' tiles (the picture's right quarter). */
+  width: min(100%, 20rem, 68cqw);
+  min-height: 0;
+  max-height: 100%;
+  display: flex;
+  flex-direction: column;
+  align-items: flex-start;
+  gap: 0.4rem;
+}
+#widgets:has(#rank-list:empty):has(#gift-rank-list:empty) .quiz { grid-row: 2 / 4; }
+#widgets:has(.quiz-card:not([hidden])) #chat-list { max-height: 16cqh; }
+.quiz-card, .quiz-form {
+  flex: none;
+  width: 100%;
+  display: flex;
+  flex-direction: column;
+  gap: 0.4rem;
+  padding: 0.55rem 0.7rem 0.6rem;
+}
+.quiz-card {
+  flex: 0 1 auto;
+  min-height: 0;
+  overflow: hidden auto;
+  scrollbar-width: thin;
+  background: var(--glass-strong);
+}
+.quiz-card > * { flex: none; }
+.quiz-head { display: flex; align-items: center; gap: 0.5rem; }
+.quiz-head h2 { flex: 1; margin: 0; }
+.quiz-time {
+  flex: none;
+  min-width: 3rem;
+  padding: 0.05rem 0.5rem;
+  border-radius: 999px;
+  text-align: center;
+  font-size: 0.78rem;
+  font-weight: 800;
+  font-variant-numeric: tabular-nums;
+  background: var(--accent);
+}
+.quiz-card:not([data-phase="open"]) .quiz-time { background: rgb(255 255 255 / 0.14); color: var(--muted); }
+.quiz-dismiss { flex: none; padding: 0 0.5rem; font-size: 1rem; line-height: 1.4; background: transparent; }
+.quiz-clock { height: 3px; border-radius: 2px; overflow: hidden; background: rgb(255 255 255 / 0.12); }
+.quiz-card:not([data-phase="open"]) .quiz-clock { display: none; }
+.quiz-clock-fill {
+  height: 100%;
+  background: var(--accent);
+  transform-origin: left center;
+  transition: transform 1s linear;
+}
+.quiz-question { margin: 0; font-weight: 700; font-size: 0.95rem; overflow-wrap: anywhere; }
+.quiz-options { display: flex; flex-direction: column; gap: 0.3rem; }
+/* .quiz first: over the plain button's colours and shape. */
+.quiz .quiz-option {
+  position: relative;
+  isolation: isolate;
+  overflow: hidden;
+  display: flex;
+  align-items: center;
+  gap: 0.45rem;
+  width: 100%;
+  min-height: 2rem;
+  padding: 0.25rem 0.5rem 0.25rem 0.35rem;
+  border: 1px solid transparent;
+  border-radius: 10px;
+  text-align: left;
+  font-weight: 600;
+  white-space: normal;
+  background: rgb(255 255 255 / 0.1);
+}
+button.quiz-option:not(:disabled):hover { background: rgb(255 255 255 / 0.2); border-color: rgb(255 255 255 / 0.3); }
+button.quiz-option:disabled { opacity: 1; }
+.quiz-option:disabled:not([data-chosen]):not([data-right]) .quiz-text { color: var(--muted); }
+.quiz-fill {
+  position: absolute;
+  inset: 0;
+  z-index: -1;
+  transform-origin: left center;
+  transform: scaleX(0);
+  background: rgb(255 255 255 / 0.16);
+  transition: transform 500ms ease-out;
+}
+.quiz-number {
+  flex: none;
+  display: grid;
+  place-items: center;
+  width: 1.35rem;
+  height: 1.35rem;
+  border-radius: 50%;
+  font-size: 0.72rem;
+  font-weight: 800;
+  background: rgb(0 0 0 / 0.35);
+}
+.quiz-text { flex: 1; min-width: 0; overflow-wrap: anywhere; }
+.quiz-count { flex: none; font-size: 0.75rem; font-variant-numeric: tabular-nums; color: var(--muted); }
+.quiz-reveal { flex: none; padding: 0.1rem 0.55rem; font-size: 0.72rem; }
+.quiz-option[data-chosen] { border-color: var(--accent); }
+.quiz-option[data-chosen] .quiz-number { background: var(--accent); }
+.quiz-option[data-chosen] .quiz-fill { background: rgb(255 45 85 / 0.35); }
+.quiz-option[data-right] { border-color: #30d158; }
+.quiz-option[data-right] .quiz-number { background: #30d158; color: #0b0b0f; }
+.quiz-option[data-right] .quiz-fill { background: rgb(48 209 88 / 0.4); }
+.quiz-option[data-right] .quiz-count { color: var(--text); }
+.quiz-status, .quiz-winners { margin: 0; font-size: 0.78rem; color: var(--muted); overflow-wrap: anywhere; }
+.quiz-status[data-status="counted"] { color: #30d158; }
+.quiz-status[data-status="refused"], .quiz-status[data-status="late"], .quiz-status[data-status="unanswered"] { color: #ff9f0a; }
+.quiz-winners { color: var(--text); }
+.quiz-more { color: var(--muted); }
+.quiz-ask-toggle { flex: none; padding: 0.3rem 0.85rem; font-size: 0.8rem; background: var(--glass-strong); border: 1px solid var(--line); }
+.quiz-ask-toggle[aria-pressed="true"] { background: var(--accent); }
+.quiz-form { background: var(--glass-strong); }
+.quiz-form h2 { margin: 0; }
+.quiz-form input { background: rgb(0 0 0 / 0.35); }
+.quiz-form input[type="number"] {
+  width: 4.5rem;
+  border: 1px solid var(--line);
+  border-radius: 999px;
+  padding: 0.45rem 0.6rem;
+  outline: none;
+}
+.quiz-form input[type="number"]:focus { border-color: rgb(255 255 255 / 0.45); }
+.quiz-form-row { display: flex; align-items: center; gap: 0.4rem; }
+.quiz-unit { flex: 1; color: var(--muted); }
+
 /* Narrow stages (a phone upright, a small window): the host's tools take a
    second bar in the band, then one column of panels with fewer of them. */
 @container (max-width: 62rem) {
@@ -3594,6 +4132,9 @@ body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
   }
   .rank { display: none; }
   .viewers { max-height: 18cqh; justify-self: end; width: 17rem; }
+  /* The quiz at the foot of the panels' row, just above the chat: on a phone
+     held upright, below the picture as far as it fits. */
+  #widgets .quiz, #widgets:has(#rank-list:empty):has(#gift-rank-list:empty) .quiz { grid-column: 1 / -1; grid-row: 3; align-self: end; }
 }
 
 """####,

@@ -4,7 +4,7 @@ import Testing
 /// The studio page in headless Chromium (Tests/Browser/studio_test.py: a
 /// host and two viewers; studio_camera_test.py: a co-host's own camera;
 /// rooms_test.py: room browsing between two hosts; pk_test.py: a PK between two rooms;
-/// replay_test.py: a replay's page) as real processes, their
+/// quiz_test.py: the online quiz; replay_test.py: a replay's page) as real processes, their
 /// pages driven through Selenium. Needs python3 with selenium, chromium and chromium-driver
 /// (Scripts/setup installs them): without them it fails under CI and is
 /// skipped elsewhere.
@@ -31,6 +31,15 @@ struct StudioBrowserTests {
     /// canvas keeps painting, then the result when the host's page ends it.
     @Test func aPKBattleShowsOnTheStudioPages() throws {
         try BrowserLab.check("Tests/Browser/pk_test.py", timeout: 240)
+    }
+
+    /// Tests/Browser/quiz_test.py: a quiz asked from the host's page; the
+    /// viewers' pages show it with a countdown, one answers with a click
+    /// (counted, once), the other on its console; the card covers neither a
+    /// co-host's tile nor the buttons; the tally shows as bars, and the
+    /// host's Reveal marks the right option and its winner on every page.
+    @Test func aQuizIsAskedAnsweredAndRevealedOnTheStudioPages() throws {
+        try BrowserLab.check("Tests/Browser/quiz_test.py", timeout: 180)
     }
 
     /// Tests/Browser/replay_test.py: a replay on its page, played from the

@@ -6,6 +6,8 @@
 export const chat = { bytes: 500, what: 'A chat message' };
 export const danmaku = { bytes: 100, what: 'A bullet comment' };
 export const title = { bytes: 100, what: 'A room title' };
+export const quizQuestion = { bytes: 160, what: 'A quiz question' };
+export const quizOption = { bytes: 48, what: 'A quiz option' };
 
 const encoder = new TextEncoder();
 

@@ -15,6 +15,7 @@ import * as likes from './widgets/likes.js';
 import * as linkmic from './widgets/linkmic.js';
 import * as pk from './widgets/pk.js';
 import * as pkhost from './widgets/pkhost.js';
+import * as quiz from './widgets/quiz.js';
 import * as lite from './widgets/lite.js';
 import * as rank from './widgets/rank.js';
 import * as replay from './widgets/replay.js';
@@ -28,7 +29,7 @@ import * as viewers from './widgets/viewers.js';
 const stage = document.getElementById('stage');
 const canvas = document.getElementById('video');
 
-for (const widget of [title, status, toast, chat, danmaku, gifts, likes, rank, viewers, rooms, linkmic, pk, pkhost, host, lite, stats, replay]) {
+for (const widget of [title, status, toast, chat, danmaku, gifts, likes, rank, viewers, rooms, linkmic, pk, pkhost, quiz, host, lite, stats, replay]) {
   widget.mount(stage, bus);
 }
 video.start(canvas, bus);
