@@ -60,10 +60,7 @@ public enum RoomEvents {
         MemberLeave.self,
         Profile.self,
         RoomInfo.self,
-        Kick.self,
-        Mute.self,
         RoomClosure.self,
-        StageChange.self,
         RelayPosition.self,
     ] + RoomFeatures.kinds
 

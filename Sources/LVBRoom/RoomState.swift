@@ -30,16 +30,11 @@ public final class RoomState {
     /// What the room's features keep of the events their kinds decide (`part`).
     private var parts: [ObjectIdentifier: any RoomStatePart] = [:]
     var profiles: [NodeID: RoomEvent] = [:]
-    var kicks: [NodeID: RoomEvent] = [:]
-    /// The host's latest mute or unmute of each target.
-    var mutes: [NodeID: RoomEvent] = [:]
     var closedEvent: RoomEvent?
     /// The room's count as the host's own count report says it, heard over
     /// a session with the host (authenticated by it, so as good as the
     /// census) since the last census; nil once those reports stop.
     var heardCount: UInt32?
-    /// The host's latest stage event for each member (link-mic co-hosts).
-    var stage: [NodeID: RoomEvent] = [:]
     /// Each member's latest relay position (the media tree), and when it or
     /// anything from its author was last heard.
     var relays: [NodeID: RoomEvent] = [:]
@@ -76,7 +71,8 @@ public final class RoomState {
         guard e.room == room else { return .rejected(.wrongRoom) }
         guard !recent.contains(e.id) else { return .duplicate }
         guard !isClosed else { return .rejected(.roomClosed) }
-        guard kicks[e.author] == nil else { return .rejected(.authorKicked) }
+        // What the features' parts refuse outright (a kicked author…).
+        for part in parts.values { if let why = part.refuses(e) { return .rejected(why) } }
 
         let now = clock.now()
         let verdict = decide(e, now: now, limited: !fromHistory)
@@ -296,16 +292,6 @@ public final class RoomState {
         latest(RoomInfo.self) ?? RoomInfo()
     }
 
-    public func isMuted(_ id: NodeID) -> Bool {
-        mutes[id]?.body.as(Mute.self)?.muted ?? false
-    }
-
-    public func isKicked(_ id: NodeID) -> Bool { kicks[id] != nil }
-
-    /// On stage as a link-mic co-host, as the host last said.
-    public func isOnStage(_ id: NodeID) -> Bool {
-        stage[id]?.body.as(StageChange.self)?.onStage ?? false
-    }
 
     /// The media tree as its members last told it: each present member's
     /// latest relay position (a member that left keeps none).
@@ -314,18 +300,17 @@ public final class RoomState {
     public var tree: [NodeID: RelayPosition] {
         if let treeCache { return treeCache }
         var out: [NodeID: RelayPosition] = [:]
-        for (id, e) in relays where !kicks.keys.contains(id) {
+        for (id, e) in relays where !isKicked(id) {
             if let p = e.body.as(RelayPosition.self) { out[id] = p }
         }
         treeCache = out
         return out
     }
 
-    /// Members the host has on stage now.
-    public var coHosts: [NodeID] { stage.keys.filter(isOnStage) }
 
     /// The events a late joiner needs to reach this state, bounded whatever
-    /// the room's size (a snapshot of at most about 64 KB): the newest chat
+    /// the room's size (a snapshot of at most about 64 KB), and what the
+    /// features' parts add (`RoomStatePart.retained`): the newest chat
     /// and bullet comments up to `snapshotChatBytes`, the top
     /// `snapshotLikers` likers' latest likes, the host's, the co-hosts' and
     /// the census's joiners' joins, profiles and stage events, the latest
@@ -346,18 +331,24 @@ public final class RoomState {
             content.append(e)
         }
         content += likeTally.top(RoomConstants.snapshotLikers)
-        for m in members {
+        let shown = members
+        for m in shown {
             if let join = presence.entries[m.id]?.join { content.append(join) }
             if let p = profiles[m.id] { content.append(p) }
-            if let s = stage[m.id] { content.append(s) }
         }
         // Each kind's latest that is still news (a PK battle that is over is not).
         for kind in RoomEvents.kinds where kind.retention == .latest {
             if let e = latest[kind.kind], kind.isNews(e, in: self) { content.append(e) }
         }
-        let moderation = (Array(kicks.values) + Array(mutes.values)).sorted(by: RoomEvent.historyOrder).suffix(RoomConstants.snapshotModeration)
+        // The features' parts: with the content (stage events), or after it (moderation).
+        var last: [RoomEvent] = []
+        for part in parts.values {
+            let retained = part.retained(members: shown)
+            content += retained.content
+            last += retained.last
+        }
         return content.sorted(by: RoomEvent.historyOrder)
-            + moderation
+            + last.sorted(by: RoomEvent.historyOrder)
             + (closedEvent.map { [$0] } ?? [])
     }
 }

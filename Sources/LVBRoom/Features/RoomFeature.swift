@@ -65,16 +65,26 @@ protocol RoomStatePart: AnyObject {
     /// With presence, about once a second: what ran out (a gift combo
     /// resting…), reported like the changes of an event.
     func expire(now: Instant) -> [RoomChange]
+    /// Refuses `e` before its kind's rule sees it (a kicked author's), or nil.
+    func refuses(_ e: RoomEvent) -> RoomState.RoomRejection?
+    /// What a late joiner needs of this part, for the members the snapshot
+    /// shows: with the rest of the content, and after everything (ordered
+    /// by `RoomEvent.historyOrder` either way).
+    func retained(members: [Member]) -> (content: [RoomEvent], last: [RoomEvent])
 }
 
 extension RoomStatePart {
     func expire(now: Instant) -> [RoomChange] { [] }
+    func refuses(_ e: RoomEvent) -> RoomState.RoomRejection? { nil }
+    func retained(members: [Member]) -> (content: [RoomEvent], last: [RoomEvent]) { ([], []) }
 }
 
 /// The room's features, registered in one table: a new feature is files
 /// of its own (`LVBRoom/Features/…`) and one line here.
 enum RoomFeatures {
     static let all: [any RoomFeature.Type] = [
+        Moderation.self,
+        Stage.self,
         Roster.self,
         RoomCount.self,
         LinkMic.self,
