@@ -14,6 +14,7 @@ enum StudioPageFiles {
 <link rel="stylesheet" href="studio.css">
 <link rel="stylesheet" href="widgets.css">
 <link rel="stylesheet" href="pk.css">
+<link rel="stylesheet" href="quiz.css">
 <script type="module" src="js/main.js"></script>
 </head>
 <body>
@@ -3330,6 +3331,150 @@ svg.tree text.figures { fill: var(--muted); font-size: 10px; }
 }
 
 """####,
+        "quiz.css": ####"""
+/* The online quiz (quiz.js): top left under the room head (under the top
+   likers when there are any), clear of the co-hosts' tiles and the buttons
+   on the right. It lies over the chat's row, which is flexible, so the
+   panels keep their places; the chat list shortens while the card shows,
+   and the card scrolls rather than run over the chat's entry rows. Each
+   option is a row whose fill shows its share of the tally once there is
+   one; the right option turns green. */
+.quiz {
+  grid-column: 1;
+  grid-row: 3;
+  align-self: start;
+  justify-self: start;
+  /* 68cqw: on a narrow stage too, short of the co-hosts' tiles (the picture's right quarter). */
+  width: min(100%, 20rem, 68cqw);
+  min-height: 0;
+  max-height: 100%;
+  display: flex;
+  flex-direction: column;
+  align-items: flex-start;
+  gap: 0.4rem;
+}
+#widgets:has(#rank-list:empty):has(#gift-rank-list:empty) .quiz { grid-row: 2 / 4; }
+#widgets:has(.quiz-card:not([hidden])) #chat-list { max-height: 16cqh; }
+.quiz-card, .quiz-form {
+  flex: none;
+  width: 100%;
+  display: flex;
+  flex-direction: column;
+  gap: 0.4rem;
+  padding: 0.55rem 0.7rem 0.6rem;
+}
+.quiz-card {
+  flex: 0 1 auto;
+  min-height: 0;
+  overflow: hidden auto;
+  scrollbar-width: thin;
+  background: var(--glass-strong);
+}
+.quiz-card > * { flex: none; }
+.quiz-head { display: flex; align-items: center; gap: 0.5rem; }
+.quiz-head h2 { flex: 1; margin: 0; }
+.quiz-time {
+  flex: none;
+  min-width: 3rem;
+  padding: 0.05rem 0.5rem;
+  border-radius: 999px;
+  text-align: center;
+  font-size: 0.78rem;
+  font-weight: 800;
+  font-variant-numeric: tabular-nums;
+  background: var(--accent);
+}
+.quiz-card:not([data-phase="open"]) .quiz-time { background: rgb(255 255 255 / 0.14); color: var(--muted); }
+.quiz-dismiss { flex: none; padding: 0 0.5rem; font-size: 1rem; line-height: 1.4; background: transparent; }
+.quiz-clock { height: 3px; border-radius: 2px; overflow: hidden; background: rgb(255 255 255 / 0.12); }
+.quiz-card:not([data-phase="open"]) .quiz-clock { display: none; }
+.quiz-clock-fill {
+  height: 100%;
+  background: var(--accent);
+  transform-origin: left center;
+  transition: transform 1s linear;
+}
+.quiz-question { margin: 0; font-weight: 700; font-size: 0.95rem; overflow-wrap: anywhere; }
+.quiz-options { display: flex; flex-direction: column; gap: 0.3rem; }
+/* .quiz first: over the plain button's colours and shape. */
+.quiz .quiz-option {
+  position: relative;
+  isolation: isolate;
+  overflow: hidden;
+  display: flex;
+  align-items: center;
+  gap: 0.45rem;
+  width: 100%;
+  min-height: 2rem;
+  padding: 0.25rem 0.5rem 0.25rem 0.35rem;
+  border: 1px solid transparent;
+  border-radius: 10px;
+  text-align: left;
+  font-weight: 600;
+  white-space: normal;
+  background: rgb(255 255 255 / 0.1);
+}
+button.quiz-option:not(:disabled):hover { background: rgb(255 255 255 / 0.2); border-color: rgb(255 255 255 / 0.3); }
+button.quiz-option:disabled { opacity: 1; }
+.quiz-option:disabled:not([data-chosen]):not([data-right]) .quiz-text { color: var(--muted); }
+.quiz-fill {
+  position: absolute;
+  inset: 0;
+  z-index: -1;
+  transform-origin: left center;
+  transform: scaleX(0);
+  background: rgb(255 255 255 / 0.16);
+  transition: transform 500ms ease-out;
+}
+.quiz-number {
+  flex: none;
+  display: grid;
+  place-items: center;
+  width: 1.35rem;
+  height: 1.35rem;
+  border-radius: 50%;
+  font-size: 0.72rem;
+  font-weight: 800;
+  background: rgb(0 0 0 / 0.35);
+}
+.quiz-text { flex: 1; min-width: 0; overflow-wrap: anywhere; }
+.quiz-count { flex: none; font-size: 0.75rem; font-variant-numeric: tabular-nums; color: var(--muted); }
+.quiz-reveal { flex: none; padding: 0.1rem 0.55rem; font-size: 0.72rem; }
+.quiz-option[data-chosen] { border-color: var(--accent); }
+.quiz-option[data-chosen] .quiz-number { background: var(--accent); }
+.quiz-option[data-chosen] .quiz-fill { background: rgb(255 45 85 / 0.35); }
+.quiz-option[data-right] { border-color: #30d158; }
+.quiz-option[data-right] .quiz-number { background: #30d158; color: #0b0b0f; }
+.quiz-option[data-right] .quiz-fill { background: rgb(48 209 88 / 0.4); }
+.quiz-option[data-right] .quiz-count { color: var(--text); }
+.quiz-status, .quiz-winners { margin: 0; font-size: 0.78rem; color: var(--muted); overflow-wrap: anywhere; }
+.quiz-status[data-status="counted"] { color: #30d158; }
+.quiz-status[data-status="refused"], .quiz-status[data-status="late"], .quiz-status[data-status="unanswered"] { color: #ff9f0a; }
+.quiz-winners { color: var(--text); }
+.quiz-more { color: var(--muted); }
+.quiz-ask-toggle { flex: none; padding: 0.3rem 0.85rem; font-size: 0.8rem; background: var(--glass-strong); border: 1px solid var(--line); }
+.quiz-ask-toggle[aria-pressed="true"] { background: var(--accent); }
+.quiz-form { background: var(--glass-strong); }
+.quiz-form h2 { margin: 0; }
+.quiz-form input { background: rgb(0 0 0 / 0.35); }
+.quiz-form input[type="number"] {
+  width: 4.5rem;
+  border: 1px solid var(--line);
+  border-radius: 999px;
+  padding: 0.45rem 0.6rem;
+  outline: none;
+}
+.quiz-form input[type="number"]:focus { border-color: rgb(255 255 255 / 0.45); }
+.quiz-form-row { display: flex; align-items: center; gap: 0.4rem; }
+.quiz-unit { flex: 1; color: var(--muted); }
+
+/* On a phone held upright: at the foot of the panels' row, just above the
+   chat, below the picture as far as it fits. */
+@container (max-width: 40rem) {
+  #widgets .quiz, #widgets:has(#rank-list:empty):has(#gift-rank-list:empty) .quiz { grid-column: 1 / -1; grid-row: 3; align-self: end; }
+}
+
+"""####,
         "studio.css": ####"""
 /* The studio: one stage, its layers stacked in document order (video,
    bullet comments, widgets, controls, overlays). Layers let pointers through
@@ -3972,142 +4117,6 @@ body[data-role="host"] .room-head { max-width: calc(100cqw - 34rem); }
 .room-item.replay .room-thumb { filter: saturate(0.6); }
 .room-item.replay .room-counts { color: var(--stage-role); }
 
-/* The online quiz (quiz.js): top left under the room head (under the top
-   likers when there are any), clear of the co-hosts' tiles and the buttons
-   on the right. It lies over the chat's row, which is flexible, so the
-   panels keep their places; the chat list shortens while the card shows,
-   and the card scrolls rather than run over the chat's entry rows. Each
-   option is a row whose fill shows its share of the tally once there is
-   one; the right option turns green. */
-.quiz {
-  grid-column: 1;
-  grid-row: 3;
-  align-self: start;
-  justify-self: start;
-  /* 68cqw: on a narrow stage too, short of the co-hosts' tiles (the picture's right quarter). */
-  width: min(100%, 20rem, 68cqw);
-  min-height: 0;
-  max-height: 100%;
-  display: flex;
-  flex-direction: column;
-  align-items: flex-start;
-  gap: 0.4rem;
-}
-#widgets:has(#rank-list:empty):has(#gift-rank-list:empty) .quiz { grid-row: 2 / 4; }
-#widgets:has(.quiz-card:not([hidden])) #chat-list { max-height: 16cqh; }
-.quiz-card, .quiz-form {
-  flex: none;
-  width: 100%;
-  display: flex;
-  flex-direction: column;
-  gap: 0.4rem;
-  padding: 0.55rem 0.7rem 0.6rem;
-}
-.quiz-card {
-  flex: 0 1 auto;
-  min-height: 0;
-  overflow: hidden auto;
-  scrollbar-width: thin;
-  background: var(--glass-strong);
-}
-.quiz-card > * { flex: none; }
-.quiz-head { display: flex; align-items: center; gap: 0.5rem; }
-.quiz-head h2 { flex: 1; margin: 0; }
-.quiz-time {
-  flex: none;
-  min-width: 3rem;
-  padding: 0.05rem 0.5rem;
-  border-radius: 999px;
-  text-align: center;
-  font-size: 0.78rem;
-  font-weight: 800;
-  font-variant-numeric: tabular-nums;
-  background: var(--accent);
-}
-.quiz-card:not([data-phase="open"]) .quiz-time { background: rgb(255 255 255 / 0.14); color: var(--muted); }
-.quiz-dismiss { flex: none; padding: 0 0.5rem; font-size: 1rem; line-height: 1.4; background: transparent; }
-.quiz-clock { height: 3px; border-radius: 2px; overflow: hidden; background: rgb(255 255 255 / 0.12); }
-.quiz-card:not([data-phase="open"]) .quiz-clock { display: none; }
-.quiz-clock-fill {
-  height: 100%;
-  background: var(--accent);
-  transform-origin: left center;
-  transition: transform 1s linear;
-}
-.quiz-question { margin: 0; font-weight: 700; font-size: 0.95rem; overflow-wrap: anywhere; }
-.quiz-options { display: flex; flex-direction: column; gap: 0.3rem; }
-/* .quiz first: over the plain button's colours and shape. */
-.quiz .quiz-option {
-  position: relative;
-  isolation: isolate;
-  overflow: hidden;
-  display: flex;
-  align-items: center;
-  gap: 0.45rem;
-  width: 100%;
-  min-height: 2rem;
-  padding: 0.25rem 0.5rem 0.25rem 0.35rem;
-  border: 1px solid transparent;
-  border-radius: 10px;
-  text-align: left;
-  font-weight: 600;
-  white-space: normal;
-  background: rgb(255 255 255 / 0.1);
-}
-button.quiz-option:not(:disabled):hover { background: rgb(255 255 255 / 0.2); border-color: rgb(255 255 255 / 0.3); }
-button.quiz-option:disabled { opacity: 1; }
-.quiz-option:disabled:not([data-chosen]):not([data-right]) .quiz-text { color: var(--muted); }
-.quiz-fill {
-  position: absolute;
-  inset: 0;
-  z-index: -1;
-  transform-origin: left center;
-  transform: scaleX(0);
-  background: rgb(255 255 255 / 0.16);
-  transition: transform 500ms ease-out;
-}
-.quiz-number {
-  flex: none;
-  display: grid;
-  place-items: center;
-  width: 1.35rem;
-  height: 1.35rem;
-  border-radius: 50%;
-  font-size: 0.72rem;
-  font-weight: 800;
-  background: rgb(0 0 0 / 0.35);
-}
-.quiz-text { flex: 1; min-width: 0; overflow-wrap: anywhere; }
-.quiz-count { flex: none; font-size: 0.75rem; font-variant-numeric: tabular-nums; color: var(--muted); }
-.quiz-reveal { flex: none; padding: 0.1rem 0.55rem; font-size: 0.72rem; }
-.quiz-option[data-chosen] { border-color: var(--accent); }
-.quiz-option[data-chosen] .quiz-number { background: var(--accent); }
-.quiz-option[data-chosen] .quiz-fill { background: rgb(255 45 85 / 0.35); }
-.quiz-option[data-right] { border-color: #30d158; }
-.quiz-option[data-right] .quiz-number { background: #30d158; color: #0b0b0f; }
-.quiz-option[data-right] .quiz-fill { background: rgb(48 209 88 / 0.4); }
-.quiz-option[data-right] .quiz-count { color: var(--text); }
-.quiz-status, .quiz-winners { margin: 0; font-size: 0.78rem; color: var(--muted); overflow-wrap: anywhere; }
-.quiz-status[data-status="counted"] { color: #30d158; }
-.quiz-status[data-status="refused"], .quiz-status[data-status="late"], .quiz-status[data-status="unanswered"] { color: #ff9f0a; }
-.quiz-winners { color: var(--text); }
-.quiz-more { color: var(--muted); }
-.quiz-ask-toggle { flex: none; padding: 0.3rem 0.85rem; font-size: 0.8rem; background: var(--glass-strong); border: 1px solid var(--line); }
-.quiz-ask-toggle[aria-pressed="true"] { background: var(--accent); }
-.quiz-form { background: var(--glass-strong); }
-.quiz-form h2 { margin: 0; }
-.quiz-form input { background: rgb(0 0 0 / 0.35); }
-.quiz-form input[type="number"] {
-  width: 4.5rem;
-  border: 1px solid var(--line);
-  border-radius: 999px;
-  padding: 0.45rem 0.6rem;
-  outline: none;
-}
-.quiz-form input[type="number"]:focus { border-color: rgb(255 255 255 / 0.45); }
-.quiz-form-row { display: flex; align-items: center; gap: 0.4rem; }
-.quiz-unit { flex: 1; color: var(--muted); }
-
 /* Narrow stages (a phone upright, a small window): the host's tools take a
    second bar in the band, then one column of panels with fewer of them. */
 @container (max-width: 62rem) {
@@ -4132,9 +4141,6 @@ button.quiz-option:disabled { opacity: 1; }
   }
   .rank { display: none; }
   .viewers { max-height: 18cqh; justify-self: end; width: 17rem; }
-  /* The quiz at the foot of the panels' row, just above the chat: on a phone
-     held upright, below the picture as far as it fits. */
-  #widgets .quiz, #widgets:has(#rank-list:empty):has(#gift-rank-list:empty) .quiz { grid-column: 1 / -1; grid-row: 3; align-self: end; }
 }
 
 """####,
