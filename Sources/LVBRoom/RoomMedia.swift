@@ -11,7 +11,8 @@ extension RoomNode {
     public func admitsMedia(from peer: NodeID) -> Bool {
         guard phase != .gone else { return false }
         let fromHost = peer == host && !isHost && phase.isActive
-        guard fromHost || pkPartner == peer || isAdmitted && verified.contains(peer), state?.isKicked(peer) != true else {
+        // (A member first: the PK partner is asked of its feature, on every packet otherwise.)
+        guard fromHost || isAdmitted && verified.contains(peer) || pkPartner == peer, state?.isKicked(peer) != true else {
             droppedMedia += 1
             if isAdmitted { askForPass(of: peer) }
             return false

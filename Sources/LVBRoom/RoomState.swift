@@ -153,8 +153,10 @@ public final class RoomState {
     func latest<T: RoomEventRule>(_ kind: T.Type) -> T? { latest[T.kind]?.body.as(T.self) }
 
     /// A feature's own record of the events its kinds decide, made on first use.
+    /// (Read per event and per media packet, `isKicked`: the key is the
+    /// part's own type, so the stored part is a `T` and needs no checked cast.)
     func part<T: RoomStatePart>(_ type: T.Type) -> T {
-        if let part = parts[ObjectIdentifier(type)] as? T { return part }
+        if let part = parts[ObjectIdentifier(type)] { return unsafeDowncast(part, to: T.self) }
         let part = T()
         parts[ObjectIdentifier(type)] = part
         return part

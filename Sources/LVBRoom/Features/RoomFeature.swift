@@ -115,7 +115,8 @@ struct FeatureSet {
         }
     }
 
-    subscript<T: RoomFeature>(_ type: T.Type) -> T? { byType[ObjectIdentifier(type)] as? T }
+    /// (Keyed by the feature's own type, so the stored one is a `T`: no checked cast on the media path.)
+    subscript<T: RoomFeature>(_ type: T.Type) -> T? { byType[ObjectIdentifier(type)].map { unsafeDowncast($0, to: T.self) } }
 }
 
 extension RoomNode {
