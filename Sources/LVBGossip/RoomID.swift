@@ -20,6 +20,13 @@ public struct RoomID: Hashable, Sendable, CustomStringConvertible {
         self.bytes = bytes
     }
 
+    /// A room id as printed (`text`: 26 lower-case base32 characters), or nil.
+    public init?(text: String) {
+        guard text.utf8.count == 26, !text.utf8.contains(where: { $0 >= 65 && $0 <= 90 }),
+              let bytes = try? Base32.decode(text), bytes.count == RoomEventFormat.roomIDLength else { return nil }
+        self.init(checked: bytes)
+    }
+
     /// Base32 (lower case, unpadded): 26 characters.
     public var text: String { Base32.encode(bytes) }
     public var description: String { text }

@@ -10,7 +10,7 @@ import LVBTransport
 /// punching both ways, the rendezvous's relay raced against direct paths),
 /// then hands the room node the request. The other host answers over that
 /// session; the media of the PK flows over it too.
-public final class PKDialler: LiveRole {
+public final class PKDialler: PKAsking {
     private let node: LiveNode
     private let browser: RoomBrowser
     private let relay: RelayClient?

@@ -1,14 +1,17 @@
 import LVBCore
 import LVBCrypto
 
-/// A user command that acts on the room (posts one of its events): how the
-/// console spells it, how the page spells it, and what it does to the room
-/// node. Declared by the event kind it posts (`RoomEventRule.commands`), so
-/// the console, the page and `/help` learn a new kind's commands from the
-/// table (`RoomEvents.commands`).
+/// A user command: how the console spells it, how the page spells it, and
+/// what it does. Declared by the event kind it posts (`RoomEventRule.commands`)
+/// or the feature it belongs to (`RoomFeature.commands`), so the console,
+/// the page and `/help` learn a new kind's or feature's commands from the
+/// table (`RoomEvents.commands`); the node's own few (`/peers`, `/stats`…)
+/// are declared the same way where the console lives.
 public struct RoomCommand: Sendable {
-    /// What the command does, run on the node's loop.
+    /// What a room command does to the room node, run on the node's loop.
     public typealias Action = @Sendable (RoomNode) throws -> Void
+    /// What a node command does (its media, its roles), run on the node's loop.
+    public typealias NodeAction = @Sendable (LiveNode) throws -> Void
 
     /// The console's word with its slash ("/mute"); "" for plain text (chat); nil: the page's only.
     public let word: String?
@@ -17,41 +20,80 @@ public struct RoomCommand: Sendable {
     public let summary: String
     /// The page's `cmd` (nil: the console's only).
     public let pageName: String?
-    private let console: (@Sendable (String) -> Action?)?
-    private let page: (@Sendable (any CommandFields) throws(CommandFieldError) -> Action)?
+    private let console: (@Sendable (String) -> Bound?)?
+    private let page: (@Sendable (any CommandFields) throws(CommandFieldError) -> Bound)?
 
-    /// A console command: `parse` turns the text after the word into an
-    /// action, or nil when it does not fit (the user hears the usage).
+    /// A console command on the room: `parse` turns the text after the word
+    /// into an action, or nil when it does not fit (the user hears the usage).
     init(console usage: String, _ summary: String, parse: @escaping @Sendable (String) -> Action?) {
+        self.init(usage, summary) { text in parse(text).map(Bound.room) }
+    }
+
+    /// A page command on the room (`{"cmd": name, …}`): `parse` reads its fields.
+    init(page name: String, parse: @escaping @Sendable (any CommandFields) throws(CommandFieldError) -> Action) {
+        self.init(page: name) { fields throws(CommandFieldError) in Bound.room(try parse(fields)) }
+    }
+
+    /// A console command on the node (`usage` starts with its word).
+    public init(node usage: String, _ summary: String, parse: @escaping @Sendable (String) -> NodeAction?) {
+        self.init(usage, summary) { text in parse(text).map(Bound.node) }
+    }
+
+    /// A page command on the node.
+    public init(nodePage name: String, parse: @escaping @Sendable (any CommandFields) throws(CommandFieldError) -> NodeAction) {
+        self.init(page: name) { fields throws(CommandFieldError) in Bound.node(try parse(fields)) }
+    }
+
+    private init(_ usage: String, _ summary: String, console: @escaping @Sendable (String) -> Bound?) {
         let first = usage.split(separator: " ").first.map(String.init) ?? ""
         word = first.hasPrefix("/") ? first : ""
         self.usage = usage
         self.summary = summary
         pageName = nil
-        console = parse
+        self.console = console
         page = nil
     }
 
-    /// A page command (`{"cmd": name, …}`): `parse` reads its fields.
-    init(page name: String, parse: @escaping @Sendable (any CommandFields) throws(CommandFieldError) -> Action) {
+    private init(page name: String, _ page: @escaping @Sendable (any CommandFields) throws(CommandFieldError) -> Bound) {
         word = nil
         usage = ""
         summary = ""
         pageName = name
         console = nil
-        page = parse
+        self.page = page
     }
 
     /// The action for the console text after the word, or the usage as the error.
-    public func consoleAction(_ arguments: String) throws(RoomActionError) -> Action {
+    public func consoleAction(_ arguments: String) throws(RoomActionError) -> Bound {
         guard let action = console?(arguments) else { throw .invalid("usage: \(usage) — \(summary)") }
         return action
     }
 
     /// The action for a page's fields, or which field is wrong.
-    public func pageAction(_ fields: any CommandFields) throws(CommandFieldError) -> Action {
+    public func pageAction(_ fields: any CommandFields) throws(CommandFieldError) -> Bound {
         guard let page else { throw .missing("cmd") }
         return try page(fields)
+    }
+
+    /// A command with its arguments read: run it on the node (or, for a
+    /// room command, on a room node alone).
+    public enum Bound: Sendable {
+        case room(Action)
+        case node(NodeAction)
+
+        public func callAsFunction(_ node: LiveNode) throws {
+            switch self {
+            case .room(let action): try action(node.room)
+            case .node(let action): try action(node)
+            }
+        }
+
+        public func callAsFunction(_ room: RoomNode) throws {
+            switch self {
+            case .room(let action): try action(room)
+            case .node: throw RoomActionError.refused("this command acts on the whole node (its media, its roles), not on a room alone")
+            }
+        }
     }
 }
 

@@ -5,22 +5,15 @@ import LVBCore
 /// ids or nicknames exactly as the console takes them; texts are checked
 /// for length by the room layer like console input.
 ///
-/// The commands that post a room event (chat, danmaku, like, title, kick,
-/// mute, close, and whatever kinds come) are declared with their kind, not
-/// here: the server is given their names and checks (`StudioServer.roomCommands`)
-/// and hands them on as `.room(name, fields)`.
+/// The commands of the room and its features (chat, danmaku, like, title,
+/// kick, mute, close, link-mic, layout, PK, the quiz, and whatever comes)
+/// are declared with their kind or feature, not here: the server is given
+/// their names and checks (`StudioServer.roomCommands`) and hands them on as
+/// `.room(name, fields)`. The cases below are the page's own business with
+/// its node (its camera, the room list, replays).
 public enum StudioCommand: Equatable, Sendable {
-    /// A command declared by a room event kind, its fields as sent.
+    /// A command declared by a room event kind or feature, its fields as sent.
     case room(String, JSONValue)
-    case linkMic(message: String)
-    /// Viewer: leave the stage or withdraw the request (nil); host: take that guest off.
-    case hangUp(String?)
-    case accept(String)
-    case reject(String, reason: String)
-    case layout(String)
-    case viewers
-    /// A host's PK, as the console's `/pk` takes it: "ROOM-ID [MINUTES]", "accept", "reject [REASON]", "end".
-    case pk(String)
     /// A co-host's page puts its own camera and microphone on stage (true) or takes them off.
     case camera(Bool)
     /// The rooms the node's rendezvous lists, with thumbnails (answered with a `room_list` event).
@@ -83,29 +76,6 @@ public enum StudioCommand: Equatable, Sendable {
 
     private static func parse(_ cmd: String, _ value: JSONValue, roomCommands: Set<String>) throws -> StudioCommand {
         switch cmd {
-        case "linkmic": return .linkMic(message: try value.optionalText("text"))
-        case "hangup": return .hangUp(try value.optionalWord("id"))
-        case "accept": return .accept(try value.word("id"))
-        case "reject": return .reject(try value.word("id"), reason: try value.optionalText("reason"))
-        case "layout":
-            let l = try value.word("layout")
-            guard ["pip", "split", "grid"].contains(l) else { throw ParseError.invalid("layout") }
-            return .layout(l)
-        case "viewers": return .viewers
-        case "pk":
-            // {"do":"ask","room":ID,"minutes":N} | {"do":"accept"} | {"do":"reject","reason":…} | {"do":"end"}
-            switch try value.word("do") {
-            case "ask":
-                let room = try value.word("room")
-                guard room.utf8.count == 26, room.utf8.allSatisfy(isBase32) else { throw ParseError.invalid("room") }
-                guard let minutes = value["minutes"]?.number else { return .pk(room) }
-                guard (1...60).contains(minutes), minutes.rounded() == minutes else { throw ParseError.invalid("minutes") }
-                return .pk("\(room) \(Int(minutes))")
-            case "accept": return .pk("accept")
-            case "reject": return .pk("reject " + (try value.optionalText("reason")))
-            case "end": return .pk("end")
-            default: throw ParseError.invalid("do")
-            }
         case "camera":
             guard let on = value["on"]?.bool else { throw ParseError.missing("on") }
             return .camera(on)

@@ -102,12 +102,6 @@ final class RoomReporter: @unchecked Sendable {
         out.emit(notice.line, human: notice.human, kind: notice.tag)
     }
 
-    /// The `viewers` event: everyone present now.
-    func viewers() {
-        guard let (line, human) = viewersLine() else { return }
-        out.emit(line, human: human, kind: "viewers")
-    }
-
     /// `pk_request`: another room's host asks this one for a PK.
     func pkRequestLine(room: RoomID, host: NodeID, minutes: UInt8, title: String) -> JSONLine {
         var l = JSONLine(event: "pk_request")
@@ -158,53 +152,10 @@ final class RoomReporter: @unchecked Sendable {
         }
     }
 
-    /// `/rank`: the gift rank, as the host keeps it.
-    func rank() {
-        guard let line = rankLine() else { return }
-        out.emit(line.0, human: line.1, kind: "gift")
-        // In a PK, this side's top givers in the battle too.
-        if let (battle, givers) = pkLine() { out.emit(battle, human: givers, kind: "pk") }
-    }
-
-    /// The running PK battle's line and its givers as text (nil: no battle runs).
-    func pkLine() -> (JSONLine, String)? {
-        guard let battle = room?.state?.pkBattle, battle.ending == nil else { return nil }
-        return (battle.line(names), battle.giversText(names))
-    }
-
-    /// The `gift_rank` event and its readable form (nil before the room has a state).
-    func rankLine() -> (JSONLine, String)? {
-        guard let rank = room?.state?.giftRank else { return nil }
-        return (rank.line(names), rank.text(names))
-    }
-
     /// A `linkmic_request` event: `id` asks to go on stage.
     func requestLine(_ id: NodeID, _ message: String) -> JSONLine {
         var l = line("linkmic_request", id)
         l.add("message", message)
         return l
-    }
-
-    /// The `viewers` event and its readable form (nil before the room has a state).
-    func viewersLine() -> (JSONLine, String)? {
-        guard let state = room?.state else { return nil }
-        let members = state.members.sorted { $0.joinedAt < $1.joinedAt }
-        let list = "[" + members.map { m in
-            var o = JSONLine()
-            o.add("id", m.id.text)
-            o.add("nick", nick(m.id))
-            o.add("role", m.role.name)
-            o.add("cohost", m.onStage)
-            o.add("muted", state.isMuted(m.id))
-            return o.text
-        }.joined(separator: ",") + "]"
-        var l = JSONLine(event: "viewers")
-        l.add("count", state.count)
-        l.add("listed", members.count)
-        l.add("likes", Int(state.likeTotal))
-        l.addRaw("viewers", list)
-        let shown = members.count < state.count ? " (\(members.count) listed)" : ""
-        let human = "\(state.count) in the room\(shown): " + members.map { nick($0.id) + ($0.role == .host ? " (host)" : $0.onStage ? " (co-host)" : "") }.joined(separator: ", ")
-        return (l, human)
     }
 }

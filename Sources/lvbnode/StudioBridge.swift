@@ -37,7 +37,7 @@ final class StudioBridge: @unchecked Sendable {
     static func start(_ address: WebAddress, live: UDPLiveNode, out: Output, commands: ConsoleCommands, reporters: Reporters) async -> StudioBridge? {
         guard let server = await serve(address, loop: live.udp.eventLoop, out: out, setUp: { server in
             server.onCommand = { commands.handle($0) }
-            server.roomCommands = ConsoleCommands.pageChecks
+            server.roomCommands = commands.pageChecks
         }) else { return nil }
         let bridge = StudioBridge(server: server, live: live, reporters: reporters, out: out, commands: commands)
         server.onConnect = { [unowned bridge] in bridge.greeting() }
@@ -136,7 +136,7 @@ final class StudioBridge: @unchecked Sendable {
         }
         layout = node.publishing.mixer?.layout
         reporters.room.onMembersChanged = { [unowned self, weak node] in
-            if let (line, _) = reporters.room.viewersLine() { server.broadcast(line.text) }
+            if let viewers = node?.room.viewersNotice() { server.broadcast(viewers.line.text) }
             if let node { updateLayout(node) }
         }
         // Runs on the node's loop already.
@@ -191,12 +191,12 @@ final class StudioBridge: @unchecked Sendable {
         hello.add("rendezvous", rooms != nil)
         var out = [hello.text]
         if let list = rooms?.listLine { out.append(list) }
-        if let (viewers, _) = reporters.room.viewersLine() { out.append(viewers.text) }
-        if let (rank, _) = reporters.room.rankLine() { out.append(rank.text) }
+        if let viewers = room.viewersNotice() { out.append(viewers.line.text) }
+        if let rank = room.rankNotice() { out.append(rank.line.text) }
         // The host's queue of link-mic requests, as they came.
         out += room.linkMicQueue.map { reporters.room.requestLine($0.id, $0.message).text }
         // A PK battle that runs (its timer, both scores), and a host's PK request waiting for an answer.
-        if let (battle, _) = reporters.room.pkLine() { out.append(battle.text) }
+        if let battle = room.pkBattleNotice() { out.append(battle.line.text) }
         switch room.pkPhase {
         case let .asked(_, other, host, minutes, _):
             out.append(reporters.room.pkRequestLine(room: other, host: host, minutes: minutes, title: room.pkOtherTitle).text)

@@ -23,9 +23,9 @@ private struct Fields: CommandFields {
         let pages = RoomEvents.commands.compactMap(\.pageName)
         #expect(Set(words).count == words.count && Set(pages).count == pages.count)
         #expect(Set(words) == ["", "/danmaku", "/like", "/nick", "/profile", "/title", "/chatrate", "/kick", "/mute", "/unmute", "/close", "/gift",
-                              "/quiz", "/answer", "/reveal"])
+                              "/quiz", "/answer", "/reveal", "/linkmic", "/accept", "/reject", "/hangup", "/layout", "/pk", "/viewers", "/rank"])
         #expect(Set(pages) == ["chat", "danmaku", "like", "title", "chat_rate", "kick", "mute", "close", "gift",
-                              "quiz", "answer", "reveal"])
+                              "quiz", "answer", "reveal", "linkmic", "accept", "reject", "hangup", "layout", "pk", "viewers"])
         #expect(RoomEvents.commands.filter { $0.word != nil }.allSatisfy { !$0.usage.isEmpty && !$0.summary.isEmpty })
         #expect(RoomEvents.command(console: "/fly") == nil && RoomEvents.command(page: "fly") == nil)
     }
@@ -69,6 +69,43 @@ private struct Fields: CommandFields {
         #expect(error("mute", ["id": "ben", "muted": "no"]) == .invalid("muted"))
         #expect(error("title", ["text": 5.0]) == .invalid("text"))
         #expect(error("close", [:]) == nil)
+        // Link-mic and its layout, and PK, declared by their features.
+        #expect(error("linkmic", [:]) == nil && error("linkmic", ["text": "hi"]) == nil)
+        #expect(error("linkmic", ["text": String(repeating: "a", count: CommandLimits.maxText + 1)]) == .invalid("text"))
+        #expect(error("hangup", [:]) == nil && error("hangup", ["id": "abc"]) == nil)
+        #expect(error("accept", ["id": "abc"]) == nil)
+        #expect(error("accept", ["id": "two words"]) == .invalid("id"))
+        #expect(error("reject", [:]) == .missing("id"))
+        #expect(error("reject", ["id": "a", "reason": 5.0]) == .invalid("reason"))
+        #expect(error("reject", ["id": "abc", "reason": "busy now"]) == nil)
+        #expect(error("layout", ["layout": "grid"]) == nil)
+        #expect(error("layout", ["layout": "cube"]) == .invalid("layout"))
+        #expect(error("viewers", [:]) == nil)
+        #expect(error("pk", [:]) == .missing("do"))
+        #expect(error("pk", ["do": "fly"]) == .invalid("do"))
+        #expect(error("pk", ["do": "ask", "room": "D73NARKO5YOA6KRGK5MYVPF5YE"]) == .invalid("room"))
+        #expect(error("pk", ["do": "ask", "room": "d73narko5yoa6krgk5myvpf5ye", "minutes": 61.0]) == .invalid("minutes"))
+        #expect(error("pk", ["do": "reject", "reason": 5.0]) == .invalid("reason"))
+    }
+
+    /// PK's commands are typed: the console's text and the page's fields mean the same.
+    @Test func pkCommandsAreTyped() throws {
+        let room = "d73narko5yoa6krgk5myvpf5ye"
+        #expect(PKCommand(console: room) == .ask(room, minutes: PKCommand.defaultMinutes))
+        #expect(PKCommand(console: "3 10") == .ask("3", minutes: 10))
+        #expect(PKCommand(console: "accept") == .accept)
+        #expect(PKCommand(console: "reject busy right now") == .reject(reason: "busy right now"))
+        #expect(PKCommand(console: "reject") == .reject(reason: ""))
+        #expect(PKCommand(console: "END") == .end)
+        #expect(PKCommand(console: "") == nil && PKCommand(console: "\(room) 61") == nil && PKCommand(console: "\(room) soon") == nil)
+        #expect(try PKCommand(page: Fields(values: ["do": "ask", "room": room, "minutes": 10.0])) == .ask(room, minutes: 10))
+        #expect(try PKCommand(page: Fields(values: ["do": "ask", "room": room])) == .ask(room, minutes: PKCommand.defaultMinutes))
+        #expect(try PKCommand(page: Fields(values: ["do": "reject", "reason": "busy right now"])) == .reject(reason: "busy right now"))
+        #expect(try PKCommand(page: Fields(values: ["do": "end"])) == .end)
+        // A node command on a room node alone says what it needs.
+        let layout = try #require(RoomEvents.command(console: "/layout")).consoleAction("grid")
+        let (_, host, _) = simRoom(viewers: 0, seed: 3, loss: 0)
+        #expect(throws: RoomActionError.self) { try layout(host.room) }
     }
 
     @Test func commandsFromTheTableActOnTheRoomAndShowAsTheirKindSays() throws {

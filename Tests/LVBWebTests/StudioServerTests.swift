@@ -227,13 +227,13 @@ private func upgrade(token: String?, origin: String?, host: String) -> String {
             #expect(try nextText() == #"{"event":"error","message":"media frame of 3 bytes: the header is 14 and a frame follows"}"#)
             client.sendBinary(frame.header + [UInt8](repeating: 0, count: StudioServer.maxMediaMessage))
             #expect(try nextText() == #"{"event":"error","message":"media frame of 262158 bytes, more than 262144"}"#)
-            client.sendText(#"{"cmd":"viewers"}"#)
+            client.sendText(#"{"cmd":"rooms"}"#)
             client.sendText(#"{"cmd":"camera","on":false}"#)
             #expect(try nextText() == #"{"event":"stage_camera","on":false}"#)
             let (got, stats, cmds) = try server.loop.submit { (taken, server.stats, commands) }.wait()
             #expect(got == [frame, audio])
             #expect(stats.pageMedia == 2 && stats.pageMediaRefused == 2 && stats.malformed == 4)
-            #expect(cmds == [.viewers])
+            #expect(cmds == [.rooms])
             _ = Glibc.shutdown(client.fd, Int32(SHUT_RDWR))
             var waited = 0
             while try server.loop.submit({ closed }).wait() == 0, waited < 50 {

@@ -63,6 +63,25 @@ final class GiftBook: RoomStatePart {
     func expire(now: Instant) -> [RoomChange] { tally.rested(now: now) }
 }
 
+extension Gifts {
+    static let commands: [RoomCommand] = [
+        RoomCommand(console: "/rank", "the room's top givers of gifts, as the host ranks them (in a PK, the battle's too)") { text in
+            text.isEmpty ? { r in r.rankNotices().forEach(r.show) } : nil
+        },
+    ]
+}
+
+extension RoomNode {
+    /// The room's `gift_rank` (nil before the room has a state) and its readable form.
+    public func rankNotice() -> RoomNotice? {
+        guard let rank = state?.giftRank else { return nil }
+        return RoomNotice(rank.line(names), human: rank.text(names), tag: "gift")
+    }
+
+    /// What `/rank` shows: the room's rank, and in a PK this side's givers in the battle.
+    func rankNotices() -> [RoomNotice] { [rankNotice(), pkBattleNotice()].compactMap { $0 } }
+}
+
 extension RoomState {
     /// The gifts this node saw (points per giver, combos until they rest).
     var gifts: GiftTally { part(GiftBook.self).tally }

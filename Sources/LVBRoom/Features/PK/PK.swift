@@ -166,6 +166,12 @@ final class PK: RoomFeature {
 
 /// The PK as the node's owner (console, page, the rendezvous's dialler) reaches it.
 extension RoomNode {
+    /// The running PK battle (its timer, both scores) and this side's givers as text; nil: no battle runs.
+    public func pkBattleNotice() -> RoomNotice? {
+        guard let battle = state?.pkBattle, battle.ending == nil else { return nil }
+        return RoomNotice(battle.line(names), human: battle.giversText(names), tag: "pk")
+    }
+
     /// Where this host's PK stands.
     public var pkPhase: PKDesk.Phase { feature(PK.self)?.phase ?? .idle }
 

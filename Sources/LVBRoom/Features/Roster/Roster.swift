@@ -86,3 +86,43 @@ final class Roster: RoomFeature {
         }
     }
 }
+
+extension Roster {
+    static let commands: [RoomCommand] = [
+        RoomCommand(console: "/viewers", "who is in the room") { text in
+            text.isEmpty ? { r in r.viewersNotice().map(r.show) } : nil
+        },
+        RoomCommand(page: "viewers") { _ throws(CommandFieldError) in { r in r.viewersNotice().map(r.show) } },
+    ]
+}
+
+extension RoomNode {
+    /// Members' names as this node shows them: the nickname, or the short id.
+    public var names: RoomNames { RoomNames { [unowned self] in state?.profile(of: $0)?.nickname ?? $0.short } }
+
+    /// The `viewers` event (who is listed, their roles, the count and the
+    /// likes) and its readable form; nil before the room has a state.
+    public func viewersNotice() -> RoomNotice? {
+        guard let state else { return nil }
+        let names = self.names
+        let members = state.members.sorted { $0.joinedAt < $1.joinedAt }
+        let list = "[" + members.map { m in
+            var o = JSONLine()
+            o.add("id", m.id.text)
+            o.add("nick", names(m.id))
+            o.add("role", m.role.name)
+            o.add("cohost", m.onStage)
+            o.add("muted", state.isMuted(m.id))
+            return o.text
+        }.joined(separator: ",") + "]"
+        var l = JSONLine(event: "viewers")
+        l.add("count", state.count)
+        l.add("listed", members.count)
+        l.add("likes", Int(state.likeTotal))
+        l.addRaw("viewers", list)
+        let shown = members.count < state.count ? " (\(members.count) listed)" : ""
+        let human = "\(state.count) in the room\(shown): "
+            + members.map { names($0.id) + ($0.role == .host ? " (host)" : $0.onStage ? " (co-host)" : "") }.joined(separator: ", ")
+        return RoomNotice(l, human: human, tag: "viewers")
+    }
+}
