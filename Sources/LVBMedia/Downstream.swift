@@ -112,8 +112,10 @@ public final class Downstream<Peer: Hashable> {
 
     /// Raises a keyframe request unless one was raised within
     /// `keyframeRequestInterval`; false when it was aggregated into that one.
+    /// (Its subscribers' PLIs raise it; so may someone beside them, such as
+    /// `--egress`'s media server: `NodeMedia.requestKeyframe(of:)`.)
     @discardableResult
-    func requestKeyframe(now: Instant) -> Bool {
+    public func requestKeyframe(now: Instant) -> Bool {
         if let last = lastKeyframeRequest, now - last < MediaConstants.keyframeRequestInterval { return false }
         lastKeyframeRequest = now
         keyframeWanted = true

@@ -96,7 +96,7 @@ public final class MediaSinks {
     }
 
     /// Every RTP packet as it arrived (`--rtp-out`).
-    public func packet(_ packet: RTPPacket, _ bytes: ArraySlice<UInt8>) { forwarder?.forward(packet, bytes) }
+    public func packet(_ packet: RTPPacket) { forwarder?.forward(packet, packet.serialized()[...]) }
 
     public func video(_ frame: ReceivedVideoFrame) {
         let nowNTP = NTPTime.from(clock.wallTime())

@@ -113,3 +113,31 @@ public final class RelayLie {
         return own
     }
 }
+
+/// What a relaying node hands each packet of the stream it relays: the
+/// relay stage itself, or a lie in front of it (`LyingRelay`).
+public protocol RelayInput: AnyObject {
+    func receiveRTP(_ packet: RTPPacket, bytes: ArraySlice<UInt8>)
+}
+
+extension MediaRelay: RelayInput {}
+
+/// A relay stage with a lie in front of it (`lvbnode --lie`): every packet
+/// is rewritten before the stage sees it, so its send history and GOP
+/// cache hold the same lies. Built in when the node relays, so an honest
+/// node's per-packet path has no branch for it.
+public final class LyingRelay<Peer: Hashable>: RelayInput {
+    public let lie: RelayLie
+    private let relay: MediaRelay<Peer>
+    private let clock: Clock
+
+    public init(_ lie: RelayLie, in relay: MediaRelay<Peer>, clock: Clock) {
+        self.lie = lie
+        self.relay = relay
+        self.clock = clock
+    }
+
+    public func receiveRTP(_ packet: RTPPacket, bytes: ArraySlice<UInt8>) {
+        for p in lie.rewrite(packet, now: clock.now()) { relay.receiveRTP(p, bytes: p.serialized()[...]) }
+    }
+}

@@ -14,12 +14,12 @@ public final class StreamReceiver {
     public var onVideo: ((ReceivedVideoFrame) -> Void)?
     /// One 20 ms block of audio, every 20 ms while the stream plays.
     public var onAudio: ((ReceivedAudioFrame) -> Void)?
-    /// Every RTP packet of the stream as it arrived (`--rtp-out`, `--egress`);
-    /// of a sealed stream, every verified one, when it is verified.
-    public var onPacket: ((RTPPacket, ArraySlice<UInt8>) -> Void)?
+    /// Every RTP packet of the stream the checker let through, when it did
+    /// (`NodeMedia`'s taps: `--rtp-out`, `--egress`).
+    public var onPacket: ((RTPPacket) -> Void)?
     /// Checks the origin's seals (`MediaSeal`): nothing else reaches the
-    /// pipelines and `onPacket`. Nil: an unsealed stream (tests of the pipeline alone).
-    public var checker: SealChecker?
+    /// pipelines and `onPacket` (`AdmitAll`: an unsealed stream, in tests of the pipeline alone).
+    public let checker: any MediaAdmission
     /// The checker refused something (the node that feeds us sent it), with
     /// the video sequence numbers dropped with it; nil: a frame a former
     /// feeder began failed, nobody to blame.
@@ -57,8 +57,10 @@ public final class StreamReceiver {
     /// - Parameters:
     ///   - ssrc: this receiver's own SSRC (the sender of its feedback).
     ///   - maxDatagram: the largest RTCP datagram the transport carries.
-    public init(clock: Clock, ssrc: UInt32, maxDatagram: Int) throws(MediaError) {
+    ///   - checker: what it lets through (the origin's seals).
+    public init(clock: Clock, ssrc: UInt32, maxDatagram: Int, checker: any MediaAdmission) throws(MediaError) {
         self.clock = clock
+        self.checker = checker
         self.maxDatagram = maxDatagram
         self.ssrc = ssrc
         video = try VideoReceiver(clock: clock, ssrc: ssrc)
@@ -77,14 +79,15 @@ public final class StreamReceiver {
     }
 
     /// The same, already parsed (a relaying node parses once for its relay
-    /// and its receiver). With a `checker`, only what it verified goes on.
+    /// and its receiver). Only what the `checker` let through goes on.
     public func receiveRTP(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>) {
         switch packet.payloadType {
         case MediaConstants.videoPayloadType: videoBytes += payload.count
         case MediaConstants.audioPayloadType: audioBytes += payload.count
-        default: break
+        default:
+            unknownPayloadTypes += 1
+            return
         }
-        guard let checker else { return take(packet, bytes: payload) }
         let now = clock.now()
         // A new stream starts as its first packet arrives, not once verified:
         // its receiver sees every arrival (its first keyframe may need repairs).
@@ -99,8 +102,8 @@ public final class StreamReceiver {
     private func handle(_ outputs: [SealOutput]) {
         for output in outputs {
             switch output {
-            case .video(let packets): for p in packets { take(p, bytes: wire(p), poll: false) }
-            case .audio(let p): take(p, bytes: wire(p), poll: false)
+            case .video(let packets): for p in packets { take(p) }
+            case .audio(let p): take(p)
             case .dropped(let seqs):
                 video.askAgain(seqs)
                 onRefused?(nil, seqs)
@@ -144,30 +147,21 @@ public final class StreamReceiver {
         }
     }
 
-    /// A verified packet's bytes, for `onPacket` alone: not made when nobody taps.
-    private func wire(_ p: RTPPacket) -> ArraySlice<UInt8> { onPacket == nil ? [] : p.serialized()[...] }
-
-    /// A packet the pipelines may use (verified, or of an unsealed stream).
-    private func take(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>, poll pollNow: Bool = true) {
-        let now = clock.now()
-        lastTaken = now
-        if checker == nil { adopt(packet, now: now) }
+    /// A packet the pipelines may use (the checker let it through).
+    private func take(_ packet: RTPPacket) {
+        lastTaken = clock.now()
         switch packet.payloadType {
         case MediaConstants.videoPayloadType:
-            // (Sealed: a verified packet of the stream before a switch is its receiver's no more.)
-            guard checker == nil || packet.ssrc == videoSSRC else { return }
+            // (A verified packet of the stream before a switch is its receiver's no more.)
+            guard packet.ssrc == videoSSRC else { return }
             video.receive(packet)
         case MediaConstants.audioPayloadType:
-            guard checker == nil || packet.ssrc == audioSSRC else { return }
+            guard packet.ssrc == audioSSRC else { return }
             audio.receive(packet)
         default:
-            unknownPayloadTypes += 1
             return
         }
-        onPacket?(packet, payload)
-        guard pollNow else { return }
-        poll()
-        onReceived?()
+        onPacket?(packet)
     }
 
     /// The sender is about to replace its stream with another (new SSRCs: a
@@ -189,7 +183,7 @@ public final class StreamReceiver {
     }
 
     /// Another node feeds the stream from now on (`SealChecker.feederChanged`).
-    public func feederChanged() { checker?.feederChanged() }
+    public func feederChanged() { checker.feederChanged() }
 
     /// RTCP from upstream: sender reports feed the round-trip estimate.
     public func receiveRTCP(_ payload: ArraySlice<UInt8>) {
@@ -224,10 +218,8 @@ public final class StreamReceiver {
 
     /// Runs the pipelines and keeps the subscription alive; call with the node's tick.
     public func tick() {
-        if let checker {
-            checker.expire(now: clock.now())
-            handle(checker.retry(now: clock.now()))
-        }
+        checker.expire(now: clock.now())
+        handle(checker.retry(now: clock.now()))
         poll()
         guard subscribed else { return }
         if lastFeedback.map({ clock.now() - $0 >= MediaConstants.resubscribeInterval }) ?? true { subscribe() }

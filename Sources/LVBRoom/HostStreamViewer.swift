@@ -15,8 +15,8 @@ public final class HostStreamViewer: LiveRole {
     /// sinks): decoded pictures and sound, for a UI or a test.
     public var onHostVideo: ((ReceivedVideoFrame) -> Void)?
     public var onHostAudio: ((ReceivedAudioFrame) -> Void)?
-    /// Every RTP packet of the host's stream as it arrived (`--egress`).
-    public var onHostPacket: ((RTPPacket) -> Void)?
+    /// The sinks' tap on the host's stream (`--rtp-out`), taken anew with a new host.
+    private var tap: StreamTaps<NodeID>.Tap?
 
     private unowned let node: LiveNode
 
@@ -47,9 +47,9 @@ public final class HostStreamViewer: LiveRole {
             sinks.audio($0)
             onHostAudio?($0)
         }
-        receiver.onPacket = { [unowned self] in
-            sinks.packet($0, $1)
-            onHostPacket?($0)
+        if tap?.origin != room.host {
+            if let tap { media.taps.remove(tap) }
+            tap = media.taps.add(room.host) { sinks.packet($0) }
         }
         receiver.onReceived = { [unowned node] in node.onWakeupChanged?() }
     }

@@ -30,10 +30,13 @@ public final class NodeMedia: LiveRole {
     public private(set) var relayedOrigin: NodeID?
     /// Streams that come from another node than their origin: origin → that node (the parent in the tree).
     public private(set) var feeders: [NodeID: NodeID] = [:]
-    /// A tap on every RTP packet of a stream this node asked for, as it
+    /// Taps on the streams this node has, by origin: its own as published,
+    /// another's as its seals let it through (`--rtp-out`, `--egress`, a UI).
+    public let taps = StreamTaps<NodeID>()
+    /// Taps on every RTP packet of a stream this node asked for, as it
     /// arrives (before the relay and the receiver), with that stream's origin:
-    /// for a UI or a test that counts what a node that decodes nothing gets.
-    public var onRTP: ((NodeID, ArraySlice<UInt8>) -> Void)?
+    /// for a test that counts what a node that decodes nothing gets.
+    private var arrivalTaps: [(NodeID, ArraySlice<UInt8>) -> Void] = []
     /// The room this node's streams belong to, the seals' scope (`MediaSeal`);
     /// nil while not known (a viewer that joined by address, before its pass).
     public var roomScope: () -> [UInt8]? = { nil }
@@ -42,12 +45,16 @@ public final class NodeMedia: LiveRole {
     public var onRefused: ((NodeID, NodeID, SealFailure) -> Void)?
     /// The seals of the stream this node relays without decoding it (a
     /// receiver checks its own): a relay that passes on a lie must know.
-    private var relayChecker: SealChecker?
+    private var relayChecker: (any MediaAdmission)?
+    /// What the relayed stream's packets are handed to: the relay, or a lie in front of it.
+    private var relayInput: (any RelayInput)?
     /// A test aid: this node's relay lies to its children (`lvbnode --lie`); its own receiver still gets the truth.
-    public var lie: RelayLie?
+    public var lie: RelayLie? {
+        didSet { if let relay { relayInput = lie.map { LyingRelay($0, in: relay, clock: clock) } ?? relay } }
+    }
 
-    private let core: TransportCore
-    private let clock: Clock
+    let core: TransportCore
+    let clock: Clock
     private let random: RandomSource
     private var lastProbe: [NodeID: Instant] = [:]
     private var lastRTP: [NodeID: Instant] = [:]
@@ -60,7 +67,13 @@ public final class NodeMedia: LiveRole {
         self.clock = clock
         self.random = random
         relaySSRC = random.uint32()
+        taps.onChange = { [unowned self] origin in
+            if origin == core.nodeID { publisher?.onPacket = taps.handler(for: origin) } else { receivers[origin]?.onPacket = taps.handler(for: origin) }
+        }
     }
+
+    /// Hands `body` every packet of every stream this node asked for as it arrives.
+    public func tapArrivals(_ body: @escaping (NodeID, ArraySlice<UInt8>) -> Void) { arrivalTaps.append(body) }
 
     /// Starts publishing a stream with fresh SSRCs; returns its origin stage.
     /// `audience`: the only node whose feedback subscribes (a co-host
@@ -69,6 +82,7 @@ public final class NodeMedia: LiveRole {
     @discardableResult
     public func publish(maxVideoKbps: Int, useGOPCache: Bool, audience: NodeID? = nil) -> MediaOrigin<NodeID> {
         let origin = makeOrigin(maxVideoKbps: maxVideoKbps, useGOPCache: useGOPCache)
+        origin.onPacket = taps.handler(for: core.nodeID)
         publisher = origin
         publisherAudience = audience
         return origin
@@ -127,8 +141,9 @@ public final class NodeMedia: LiveRole {
     @discardableResult
     public func receive(from origin: NodeID, scope: [UInt8]? = nil) throws(MediaError) -> StreamReceiver {
         if let existing = receivers[origin] { return existing }
-        let receiver = try StreamReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload)
-        receiver.checker = SealChecker(signer: origin, scope: scope.map { s in { s } } ?? { [unowned self] in roomScope() })
+        let checker = SealChecker(signer: origin, scope: scope.map { s in { s } } ?? { [unowned self] in roomScope() })
+        let receiver = try StreamReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload, checker: checker)
+        receiver.onPacket = taps.handler(for: origin)
         receiver.onRefused = { [unowned self] failure, seqs in refused(origin, failure, seqs) }
         receiver.sendFeedback = { [unowned self] bytes in try? core.send(bytes, channel: .rtcp, to: feeder(of: origin)) }
         // What we forwarded to our children leaves before we decode.
@@ -190,27 +205,16 @@ public final class NodeMedia: LiveRole {
             try? core.send(bytes, channel: channel == .rtp ? .rtp : .rtcp, to: peer)
         }
         self.relay = relay
+        relayInput = lie.map { LyingRelay($0, in: relay, clock: clock) } ?? relay
+        relayChecker = SealChecker(signer: origin, scope: { [unowned self] in roomScope() })
         relayedOrigin = origin
         subscribe(to: origin)
-    }
-
-    /// Whoever this node serves `origin`'s stream to: its own stream's
-    /// subscribers when it is the origin, the children of its relay of that
-    /// stream otherwise (nil: it serves that stream to nobody).
-    public func downstream(of origin: NodeID) -> Downstream<NodeID>? {
-        origin == core.nodeID ? publisher?.downstream : relayedOrigin == origin ? relay?.downstream : nil
-    }
-
-    /// Whether a stream needs the session with `peer`: it feeds us one, we
-    /// take one straight from its origin, or it takes one of ours.
-    public func needsSession(with peer: NodeID) -> Bool {
-        feeders.values.contains(peer) || (receivers[peer] != nil && feeders[peer] == nil) || returns[peer] != nil
-            || publisher?.downstream.peers.contains(peer) == true || relay?.downstream.peers.contains(peer) == true
     }
 
     /// Stops relaying (children hear nothing more and move on).
     public func stopRelaying() {
         relay = nil
+        relayInput = nil
         relayedOrigin = nil
         relayChecker = nil
     }
@@ -223,10 +227,8 @@ public final class NodeMedia: LiveRole {
     }
 
     /// Checks the seals of what this node relays but does not decode.
-    private func checkRelayed(_ payload: ArraySlice<UInt8>, of origin: NodeID) {
-        guard let packet = try? RTPPacket.parse(payload) else { return }
-        let checker = relayChecker ?? SealChecker(signer: origin, scope: { [unowned self] in roomScope() })
-        relayChecker = checker
+    private func checkRelayed(_ packet: RTPPacket, of origin: NodeID) {
+        guard let checker = relayChecker else { return }
         let now = clock.now()
         for output in checker.retry(now: now) + checker.receive(packet, now: now) {
             switch output {
@@ -283,27 +285,18 @@ public final class NodeMedia: LiveRole {
                 return
             }
             lastRTP[origin] = clock.now()
-            onRTP?(origin, payload)
-            // Forwarded before anything here looks at it; parsed once.
-            let relay = origin == relayedOrigin ? relay : nil
-            switch (relay, receivers[origin]) {
-            case let (relay?, receiver?):
-                guard let packet = try? RTPPacket.parse(payload) else {
-                    relay.receiveRTP(payload)  // counted malformed by each, as before
-                    return receiver.receiveRTP(payload)
-                }
-                forward(packet, payload, through: relay)
-                receiver.receiveRTP(packet, bytes: payload)
-            case let (relay?, nil):
-                if lie != nil, let packet = try? RTPPacket.parse(payload) {
-                    forward(packet, payload, through: relay)
-                } else {
-                    relay.receiveRTP(payload)
-                }
-                checkRelayed(payload, of: origin)
-            case let (nil, receiver?): receiver.receiveRTP(payload)
-            case (nil, nil): break
+            for tap in arrivalTaps { tap(origin, payload) }
+            let relaying = origin == relayedOrigin ? relayInput : nil, receiver = receivers[origin]
+            guard relaying != nil || receiver != nil else { return }
+            // Parsed once; forwarded before anything here looks at it.
+            guard let packet = try? RTPPacket.parse(payload) else {
+                if relaying != nil { relay?.receiveRTP(payload) }  // counted malformed by each
+                receiver?.receiveRTP(payload)
+                return
             }
+            relaying?.receiveRTP(packet, bytes: payload)
+            // The receiver checks the seals of what it takes; a relay that decodes nothing, its own.
+            if let receiver { receiver.receiveRTP(packet, bytes: payload) } else { checkRelayed(packet, of: origin) }
         case .rtcp:
             let source = fed(by: peer)
             let receiver = source.flatMap { receivers[$0] }
@@ -327,19 +320,13 @@ public final class NodeMedia: LiveRole {
         }
     }
 
-    /// Hands a packet to the relay stage (rewritten first by a `lie`).
-    private func forward(_ packet: RTPPacket, _ payload: ArraySlice<UInt8>, through relay: MediaRelay<NodeID>) {
-        guard let lie else { return relay.receiveRTP(packet, bytes: payload) }
-        for p in lie.rewrite(packet, now: clock.now()) { relay.receiveRTP(p, bytes: p.serialized()[...]) }
-    }
-
     /// When RTP from `origin`'s stream last arrived (a co-host's silence).
     /// When media of `origin`'s stream last came that its seals did not
     /// refuse and that was not a copy of what they let through (a co-host's
     /// silence, a parent's): a node sending only lies or copies is silent.
     public func lastHeard(from origin: NodeID) -> Instant? {
         let relayed = origin == relayedOrigin ? relayChecker?.lastFresh : nil
-        let received = receivers[origin].flatMap { $0.checker?.lastFresh ?? $0.lastTaken }
+        let received = receivers[origin].flatMap { $0.checker.lastFresh ?? $0.lastTaken }
         return [received, relayed].compactMap { $0 }.max()
     }
 

@@ -75,7 +75,7 @@ extension PublishedStream {
         guard let outsideStage, let origin = media.publisher else { return nil }
         let encoded = try outsideStage.video(frame, keyframe: keyframe, captureMicros: captureMicros)
         origin.publishVideo(encoded)
-        return OutsideStageFeedback(keyframe: takeKeyframeRequest(origin), kbps: origin.targetVideoKbps)
+        return OutsideStageFeedback(keyframe: origin.takeKeyframeRequest(), kbps: origin.targetVideoKbps)
     }
 
     /// One 20 ms Opus packet from outside into the stage stream (on the node's loop).

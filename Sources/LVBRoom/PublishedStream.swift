@@ -25,8 +25,6 @@ public final class PublishedStream: LiveRole {
     /// its subscribers (a host's page, its replay).
     private var videoTaps: [(EncodedMediaFrame) -> Void] = []
     private var audioTaps: [(RTPPacket) -> Void] = []
-    /// `requestKeyframe()` was called: the encoder makes one with its next frame.
-    private var keyframeAsked = false
 
     unowned let node: LiveNode
     var media: NodeMedia { node.media }
@@ -69,17 +67,6 @@ public final class PublishedStream: LiveRole {
         if let audio { audioTaps.append(audio) }
     }
 
-    /// Someone outside the tree wants a keyframe of what this node
-    /// publishes (`--egress` on the host, for a media server's subscriber).
-    public func requestKeyframe() { keyframeAsked = true }
-
-    /// Whether the encoder feeding `origin` should make a keyframe now: its
-    /// subscribers asked, or someone outside did. Once.
-    func takeKeyframeRequest(_ origin: MediaOrigin<NodeID>) -> Bool {
-        defer { keyframeAsked = false }
-        return origin.takeKeyframeRequest() || keyframeAsked
-    }
-
     /// A co-host's own encoders, started into its stage stream.
     func startOwnSources(_ setup: PublisherSetup, into origin: MediaOrigin<NodeID>) {
         guard let guestPump = try? node.makePump(setup, for: origin) else { return }
@@ -97,7 +84,7 @@ public final class PublishedStream: LiveRole {
                 guard let self, self.pump === pump else { return }
                 origin.publishVideo(frame)
                 for tap in self.videoTaps { tap(frame) }
-                pump.control.update(keyframe: self.takeKeyframeRequest(origin), kbps: origin.targetVideoKbps)
+                pump.control.update(keyframe: origin.takeKeyframeRequest(), kbps: origin.targetVideoKbps)
             }
         }
         pump.onAudio = { [weak self] packet in

@@ -1,4 +1,5 @@
 import LVBCore
+import LVBCrypto
 import LVBMedia
 
 /// `--egress`, as a role of its node: the room's stream — what the host
@@ -12,7 +13,9 @@ public final class StreamEgress: LiveRole {
     public let egress: RTPEgress
     private let socket: EgressSocket
     private unowned let node: LiveNode
-    private var tappedOrigin: ObjectIdentifier?
+    /// The tap on the room's stream (its origin is the room's host: this
+    /// node itself on the host); taken anew when the room's host changes.
+    private var tap: StreamTaps<NodeID>.Tap?
 
     /// `socket`: opened for `target` (`EgressSocket(for: target.video)`).
     public init(node: LiveNode, target: EgressTarget, socket: EgressSocket) {
@@ -20,32 +23,33 @@ public final class StreamEgress: LiveRole {
         self.socket = socket
         egress = RTPEgress(target: target, clock: node.clock)
         egress.send = { [socket] address, bytes in socket.send(bytes, to: address) }
-        node.viewing.onHostPacket = { [egress] packet in egress.forward(packet) }
-        tapOrigin()
+        tapRoomStream()
     }
 
-    public func handle(_ event: NodeEvent) {}
+    public func handle(_ event: NodeEvent) {
+        if case .switchedRoom = event { tapRoomStream() }
+    }
 
     /// Every 20 ms: the server's feedback, the sender reports, and a
-    /// keyframe request upstream when one is due.
+    /// keyframe request for the room's stream when one is due (its origin
+    /// decides where it goes: the host's encoder, or the parent).
     public func tick() {
-        tapOrigin()
+        tapRoomStream()
         socket.receive { bytes, from in egress.receiveRTCP(bytes, from: from) }
         egress.tick()
         guard egress.takeKeyframeRequest() else { return }
-        if node.room.isHost {
-            node.publishing.requestKeyframe()
-        } else if let receiver = node.media.receivers[node.room.host] {
-            receiver.video.requestKeyframe()
-            node.onWakeupChanged?()
-        }
+        if node.media.requestKeyframe(of: node.room.host) { node.onWakeupChanged?() }
     }
 
-    /// A host's stream starts publishing after the node is built (and a
-    /// co-host promoted to host publishes anew): tap whichever origin is current.
-    private func tapOrigin() {
-        guard node.room.isHost, let origin = node.media.publisher, ObjectIdentifier(origin) != tappedOrigin else { return }
-        tappedOrigin = ObjectIdentifier(origin)
-        origin.onPacket = { [egress] packet in egress.forward(packet) }
+    public func stop() {
+        if let tap { node.media.taps.remove(tap) }
+        tap = nil
+    }
+
+    private func tapRoomStream() {
+        let host = node.room.host
+        guard tap?.origin != host else { return }
+        if let tap { node.media.taps.remove(tap) }
+        tap = node.media.taps.add(host) { [egress] packet in egress.forward(packet) }
     }
 }

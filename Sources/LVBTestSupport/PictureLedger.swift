@@ -27,7 +27,7 @@ public final class PictureLedger {
         sent[first.timestamp] = (clock.now(), frame.packets.count)
     }
 
-    /// An RTP packet reached `id` now (tap `NodeMedia.onRTP`).
+    /// An RTP packet reached `id` now (`NodeMedia.tapArrivals`).
     public func arrived(_ packet: ArraySlice<UInt8>, at id: NodeID) {
         let b = packet.startIndex
         guard packet.count >= 12, packet[b + 1] & 0x7F == MediaConstants.videoPayloadType else { return }

@@ -133,7 +133,7 @@ final class MediaStatsReporter {
             o.add("audio_latency_p95_ms", rounded(al.p95))
         }
         // The host's seals: what passed, what was refused, whom that blamed.
-        if let c = receiver?.checker?.stats {
+        if let c = receiver?.checker.stats {
             o.add("verified_frames", c.verifiedFrames)
             o.add("verified_audio", c.verifiedAudio)
             o.add("refused_media", c.refusedTotal)

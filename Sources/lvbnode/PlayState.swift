@@ -105,7 +105,7 @@ final class PlayState: @unchecked Sendable {
             sinks.video(frame)
             if let page, page.clientCount > 0 { page.broadcast(StudioMediaFrame(frame)) }
             if let publisher, let rtp = try? publisher.video(frame.encoded, keyframe: frame.isKeyframe, captureMicros: NTPTime.unixMicros(frame.captureTime)) {
-                for packet in rtp.packets { sinks.packet(packet, packet.serialized()[...]) }
+                for packet in rtp.packets { sinks.packet(packet) }
             }
         }
         p.onCatchUp = { [unowned self] payload, keyframe, ms in
@@ -118,7 +118,7 @@ final class PlayState: @unchecked Sendable {
             sinks.audio(frame)
             if let page, page.clientCount > 0, let f = StudioMediaFrame(frame) { page.broadcast(f) }
             if let publisher, let encoded = frame.encoded, let packet = try? publisher.audio(encoded, captureMicros: NTPTime.unixMicros(frame.captureTime)) {
-                sinks.packet(packet, packet.serialized()[...])
+                sinks.packet(packet)
             }
         }
         p.onEvent = { [unowned self] event in

@@ -171,7 +171,7 @@ final class Viewer {
     private(set) var shown: [Int] = []
 
     init(_ hop: Hop, id: Int, clock: Clock) throws {
-        let stream = try StreamReceiver(clock: clock, ssrc: 0xC000_0000 + UInt32(id), maxDatagram: 1167)
+        let stream = try StreamReceiver(clock: clock, ssrc: 0xC000_0000 + UInt32(id), maxDatagram: 1167, checker: AdmitAll())
         self.stream = stream
         stream.onVideo = { [unowned self] in shown.append(SyntheticVideo.readFrameNumber($0.image) ?? -1) }
         stream.sendFeedback = { [unowned hop] in hop.relay.receiveRTCP($0[...], from: id) }

@@ -115,7 +115,7 @@ private final class LyingRoom {
             #expect(r.parent(i) != liarID, "viewer \(i) is still below the liar; \(report)")
         }
         // The liar's children refused what it sent, and it says so in their counters.
-        let refused = direct.map { r.viewers[$0].node.media.receivers[r.host.id]?.checker?.stats.refusedTotal ?? 0 }
+        let refused = direct.map { r.viewers[$0].node.media.receivers[r.host.id]?.checker.stats.refusedTotal ?? 0 }
         #expect(refused.allSatisfy { $0 > 0 }, "\(refused)")
     }
 }

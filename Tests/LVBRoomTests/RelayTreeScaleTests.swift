@@ -197,7 +197,7 @@ private final class Crowd {
                                               rendezvous: [rendezvous.sim.address], room: room, host: host.id, addresses: own,
                                               relay: relay))
         }
-        viewer.node.media.onRTP = { [unowned self] _, packet in ledger.arrived(packet, at: id) }
+        viewer.node.media.tapArrivals { [unowned self] _, packet in ledger.arrived(packet, at: id) }
         viewers[id] = viewer
         joined[id] = net.clock.now()
     }

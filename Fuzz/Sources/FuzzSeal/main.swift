@@ -40,8 +40,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let clock = FuzzClock()
     let checker = SealChecker(signer: host.nodeID, scope: room)
-    guard let receiver = try? StreamReceiver(clock: clock, ssrc: 1, maxDatagram: 1200) else { return 0 }
-    receiver.checker = SealChecker(signer: host.nodeID, scope: room)
+    guard let receiver = try? StreamReceiver(clock: clock, ssrc: 1, maxDatagram: 1200,
+                                             checker: SealChecker(signer: host.nodeID, scope: room)) else { return 0 }
     receiver.sendFeedback = { b in fuzzCheck(b.count <= 1200, "FuzzSeal", "feedback of \(b.count) bytes") }
     receiver.subscribe()
     var named: Set<UInt64> = []  // audio (seq, hash) named by verified seals

@@ -66,7 +66,8 @@ final class GiftBook: RoomStatePart {
 extension Gifts {
     static let commands: [RoomCommand] = [
         RoomCommand(console: "/rank", "the room's top givers of gifts, as the host ranks them (in a PK, the battle's too)") { text in
-            text.isEmpty ? { r in r.rankNotices().forEach(r.show) } : nil
+            guard text.isEmpty else { return nil }
+            return { r in for notice in r.rankNotices() { r.show(notice) } }
         },
     ]
 }

@@ -72,7 +72,8 @@ extension PK {
     static let commands: [RoomCommand] = [
         RoomCommand(node: "/pk ROOM-ID|N [MINUTES] | accept | reject [REASON] | end",
                     "PK with another room's host, found through the rendezvous: ask for MINUTES (1 to 60, 5), answer, end (host)") { text in
-            PKCommand(console: text).map { command in { try command.run(on: $0) } }
+            guard let command = PKCommand(console: text) else { return nil }
+            return { try command.run(on: $0) }
         },
         RoomCommand(nodePage: "pk") { fields throws(CommandFieldError) in
             let command = try PKCommand(page: fields)

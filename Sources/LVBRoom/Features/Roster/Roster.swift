@@ -90,9 +90,10 @@ final class Roster: RoomFeature {
 extension Roster {
     static let commands: [RoomCommand] = [
         RoomCommand(console: "/viewers", "who is in the room") { text in
-            text.isEmpty ? { r in r.viewersNotice().map(r.show) } : nil
+            guard text.isEmpty else { return nil }
+            return { r in if let notice = r.viewersNotice() { r.show(notice) } }
         },
-        RoomCommand(page: "viewers") { _ throws(CommandFieldError) in { r in r.viewersNotice().map(r.show) } },
+        RoomCommand(page: "viewers") { _ throws(CommandFieldError) in { r in if let notice = r.viewersNotice() { r.show(notice) } } },
     ]
 }
 
