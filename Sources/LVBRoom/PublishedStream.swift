@@ -53,8 +53,12 @@ public final class PublishedStream: LiveRole {
     public func handle(_ event: NodeEvent) {
         switch event {
         case .stage(let action): stage(action)
-        case .room(.pk(.started(let room, let other, _, _))): pkStarted(with: other, of: room)
-        case .room(.pk(.ended)): pkEnded()
+        case .room(.feature(let pk as PKOutput)):
+            switch pk {
+            case let .started(room, other, _, _): pkStarted(with: other, of: room)
+            case .ended: pkEnded()
+            default: break
+            }
         default: break
         }
     }

@@ -14,12 +14,10 @@ public enum RoomOutput: Sendable {
     case change(RoomChange)
     /// This node must leave: kicked, signed in elsewhere, or the room closed.
     case removed(RemovalReason)
-    /// Link-mic signalling: a request, an answer, an expiry, a refused message.
-    case linkMic(LinkMicOutput)
-    /// PK signalling between two hosts.
-    case pk(PKOutput)
-    /// A feature's output (`RoomFeature`), shown as it says.
-    case notice(RoomNotice)
+    /// A feature's output (`RoomFeature`): typed, for whatever else acts on
+    /// it (the media side on a PK's start, a test), and shown as it says
+    /// (`FeatureOutput.notice`): link-mic's signalling, PK's, a quiz's answer…
+    case feature(any FeatureOutput)
 }
 
 /// What the room hands the node driver for the media side.

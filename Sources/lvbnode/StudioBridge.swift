@@ -193,19 +193,7 @@ final class StudioBridge: @unchecked Sendable {
         if let list = rooms?.listLine { out.append(list) }
         if let viewers = room.viewersNotice() { out.append(viewers.line.text) }
         if let rank = room.rankNotice() { out.append(rank.line.text) }
-        // The host's queue of link-mic requests, as they came.
-        out += room.linkMicQueue.map { reporters.room.requestLine($0.id, $0.message).text }
-        // A PK battle that runs (its timer, both scores), and a host's PK request waiting for an answer.
-        if let battle = room.pkBattleNotice() { out.append(battle.line.text) }
-        switch room.pkPhase {
-        case let .asked(_, other, host, minutes, _):
-            out.append(reporters.room.pkRequestLine(room: other, host: host, minutes: minutes, title: room.pkOtherTitle).text)
-        case let .asking(_, other, _, minutes, _):
-            out.append(reporters.room.pkAskingLine(room: other, title: room.pkOtherTitle, minutes: minutes).text)
-        case .idle, .battle:
-            break
-        }
-        // Each room feature's own (an open quiz, its tally…).
+        // Each room feature's own (link-mic's queue, a PK battle or request, an open quiz…).
         out += room.featureLines(reporters.room.names).map(\.text)
         let now = currentStatus(node)
         status = now

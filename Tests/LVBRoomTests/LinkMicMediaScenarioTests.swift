@@ -61,7 +61,7 @@ private final class Stage {
     }
 
     func linkMic(_ n: SimLiveNode) -> [LinkMicOutput] {
-        n.roomOutputs.compactMap { if case .linkMic(let o) = $0 { o } else { nil } }
+        n.roomOutputs.compactMap { if case .feature(let o as LinkMicOutput) = $0 { o } else { nil } }
     }
 
     /// Puts joiners `indices` on stage, one after the other.

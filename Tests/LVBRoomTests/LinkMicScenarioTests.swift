@@ -11,7 +11,7 @@ import Testing
 /// who is on stage.
 @Suite struct LinkMicScenarioTests {
     private func linkMic(_ sim: RoomSim) -> [LinkMicOutput] {
-        sim.outputs.compactMap { if case .linkMic(let o) = $0 { o } else { nil } }
+        sim.outputs.compactMap { if case .feature(let o as LinkMicOutput) = $0 { o } else { nil } }
     }
 
     private func stageChanges(_ sim: RoomSim) -> [RoomChange] {

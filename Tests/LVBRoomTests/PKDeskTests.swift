@@ -130,7 +130,7 @@ let otherRoomC = (try? RoomID(bytes: Array(201...216)))!  // invariant: 16 bytes
             n.core.connect(to: h.sim.address, expecting: h.id)
             return RoomSim(n, RoomNode(joining: h.room.room, host: h.id, proof: .none, core: n.core, clock: net.clock, random: random), network: net)
         }
-        func pk(_ s: RoomSim) -> [PKOutput] { s.outputs.compactMap { if case .pk(let o) = $0 { o } else { nil } } }
+        func pk(_ s: RoomSim) -> [PKOutput] { s.outputs.compactMap { if case .feature(let o as PKOutput) = $0 { o } else { nil } } }
         a.sim.core.connect(to: b.sim.address, expecting: b.id)
         #expect(net.run(until: { a.sim.established(with: b.sim) && a.room.isAdmitted && b.room.isAdmitted && viewers.allSatisfy(\.room.isAdmitted) },
                         timeout: .seconds(10)))

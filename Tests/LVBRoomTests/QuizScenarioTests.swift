@@ -28,7 +28,7 @@ import Testing
 
     private static func answers(_ sim: RoomSim) -> [String] {
         sim.outputs.compactMap { output in
-            guard case .notice(let n) = output, n.line.text.contains("\"event\":\"quiz_answer\"") else { return nil }
+            guard case .feature(let n as RoomNotice) = output, n.line.text.contains("\"event\":\"quiz_answer\"") else { return nil }
             return n.line.text
         }
     }

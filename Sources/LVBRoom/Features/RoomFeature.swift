@@ -130,5 +130,17 @@ extension RoomNode {
     }
 
     /// A feature's output, shown as it says (console line, JSON event, page message).
-    func show(_ notice: RoomNotice) { onOutput?(.notice(notice)) }
+    func show(_ output: any FeatureOutput) { onOutput?(.feature(output)) }
+}
+
+/// What a feature tells the node's owner (`RoomOutput.feature`): a value of
+/// the feature's own type, which says how it shows.
+public protocol FeatureOutput: Sendable {
+    /// Its console line, JSON event and page message, as `room` names its
+    /// members now; nil: it is not shown (others act on it).
+    func notice(in room: RoomNode) -> RoomNotice?
+}
+
+extension RoomNotice: FeatureOutput {
+    public func notice(in room: RoomNode) -> RoomNotice? { self }
 }

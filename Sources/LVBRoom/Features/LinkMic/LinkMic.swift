@@ -6,7 +6,7 @@ import LVBGossip
 /// state machine, sends its signed messages, tells the room who is on stage
 /// (stage events) and hands the media side (`onStage`) what to start and stop.
 final class LinkMic: RoomFeature {
-    private unowned let node: RoomNode
+    unowned let node: RoomNode
     /// The host's desk (requests, guests on stage), or a viewer's own request.
     var desk: LinkMicHost?
     var guest = LinkMicGuest()
@@ -162,7 +162,7 @@ final class LinkMic: RoomFeature {
                     refused += 1
                     node.log.debug("link-mic message from \(peer.short) refused: \(why)")
                 }
-                node.onOutput?(.linkMic(output))
+                node.show(output)
             case .stageOn(let peer):
                 node.publish(.stage(target: peer, onStage: true, reason: 0))
                 onStage?(action)

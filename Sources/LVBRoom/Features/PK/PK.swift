@@ -9,7 +9,7 @@ import LVBGossip
 /// host's signed `PKBattle` events (this side's score from the room's likes
 /// and gift points since the start, the other side's with its host's proof).
 final class PK: RoomFeature {
-    private unowned let node: RoomNode
+    unowned let node: RoomNode
     private var desk: PKDesk?
     /// The battle this host shows its room while a PK runs: what it last
     /// published, the room's likes and gift points when it began, and when.
@@ -127,7 +127,7 @@ final class PK: RoomFeature {
                 case .ended(_, let why): endBattle(why)
                 default: break
                 }
-                node.onOutput?(.pk(output))
+                node.show(output)
             }
         }
     }
