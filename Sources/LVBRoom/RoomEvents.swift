@@ -34,6 +34,10 @@ enum EventRetention: Sendable {
     /// (`RoomState.keepLatest`): an older one is refused as stale, and a late
     /// joiner's snapshot carries the one kept while it is news.
     case latest
+    /// The latest event of the kind from each author, by its sequence
+    /// number (`RoomState.keepByAuthor`): profiles, relay positions. A late
+    /// joiner's snapshot carries those of the members it shows, while news.
+    case latestPerAuthor
 }
 
 extension RoomEventRule {

@@ -39,7 +39,7 @@ extension RoomNode {
         // The room hears a viewer's name when it first speaks (its profile
         // went to the host alone when it joined).
         if broadcast, speech || body.kind == Gift.kind, !profileSpoken, !isHost,
-           let p = state.profiles[core.nodeID] {
+           let p = state.byAuthor[Profile.kind]?[core.nodeID] {
             profileSpoken = true
             gossip.broadcast(p)
         }

@@ -29,15 +29,17 @@ public final class RoomState {
     var latest: [EventKind: RoomEvent] = [:]
     /// What the room's features keep of the events their kinds decide (`part`).
     private var parts: [ObjectIdentifier: any RoomStatePart] = [:]
-    var profiles: [NodeID: RoomEvent] = [:]
+    /// The latest event of each author, for each kind that keeps one per
+    /// author (`EventRetention.latestPerAuthor`: profiles, relay positions).
+    private(set) var byAuthor: [EventKind: [NodeID: RoomEvent]] = [:]
     var closedEvent: RoomEvent?
     /// The room's count as the host's own count report says it, heard over
     /// a session with the host (authenticated by it, so as good as the
     /// census) since the last census; nil once those reports stop.
     var heardCount: UInt32?
-    /// Each member's latest relay position (the media tree), and when it or
-    /// anything from its author was last heard.
-    var relays: [NodeID: RoomEvent] = [:]
+    /// Each member's latest relay position (the media tree: kept per
+    /// author), and when it or anything from its author was last heard.
+    var relays: [NodeID: RoomEvent] { byAuthor[RelayPosition.kind] ?? [:] }
     var relaysHeard: [NodeID: Instant] = [:]
     /// The host's own state: it keeps every member that told it of itself
     /// (its roster) and watches the ones its census lists. A member's state
@@ -149,6 +151,12 @@ public final class RoomState {
         return .accepted([.posted(e)])
     }
 
+    /// The latest event of `e`'s kind from `e`'s author, kept (`EventRetention.latestPerAuthor`).
+    func authorsLatest(_ e: RoomEvent) -> RoomEvent? { byAuthor[e.body.kind]?[e.author] }
+
+    /// Keeps `e` as its author's latest of its kind (the kind's rule checked its order).
+    func keepByAuthor(_ e: RoomEvent) { byAuthor[e.body.kind, default: [:]][e.author] = e }
+
     /// The latest event of kind `T` kept (`EventRetention.latest`), as its content.
     func latest<T: RoomEventRule>(_ kind: T.Type) -> T? { latest[T.kind]?.body.as(T.self) }
 
@@ -183,7 +191,7 @@ public final class RoomState {
         let changes = presence.expire(now: now, only: watched)
         let stale = relaysHeard.filter { now - $0.value >= RoomConstants.positionLifetime }.keys
         for id in stale {
-            relays[id] = nil
+            byAuthor[RelayPosition.kind]?[id] = nil
             relaysHeard[id] = nil
         }
         if !stale.isEmpty || changes.contains(where: \.changesPresence) { treeCache = nil }
@@ -192,7 +200,7 @@ public final class RoomState {
 
     /// `id` left or was removed: its relay position goes with it.
     func forgetPosition(of id: NodeID) {
-        guard relays.removeValue(forKey: id) != nil else { return }
+        guard byAuthor[RelayPosition.kind]?.removeValue(forKey: id) != nil else { return }
         relaysHeard[id] = nil
         treeCache = nil
     }
@@ -286,7 +294,7 @@ public final class RoomState {
     }
 
     public func profile(of id: NodeID) -> Profile? {
-        profiles[id]?.body.as(Profile.self)
+        byAuthor[Profile.kind]?[id]?.body.as(Profile.self)
     }
 
     /// The latest room info (all fields nil until the host sends one).
@@ -336,11 +344,19 @@ public final class RoomState {
         let shown = members
         for m in shown {
             if let join = presence.entries[m.id]?.join { content.append(join) }
-            if let p = profiles[m.id] { content.append(p) }
         }
-        // Each kind's latest that is still news (a PK battle that is over is not).
-        for kind in RoomEvents.kinds where kind.retention == .latest {
-            if let e = latest[kind.kind], kind.isNews(e, in: self) { content.append(e) }
+        // Each kind's latest that is still news (a PK battle that is over is not), and each
+        // per-author kind's latest of the members shown (profiles; relay positions are never news).
+        for kind in RoomEvents.kinds {
+            switch kind.retention {
+            case .latest:
+                if let e = latest[kind.kind], kind.isNews(e, in: self) { content.append(e) }
+            case .latestPerAuthor:
+                guard let kept = byAuthor[kind.kind] else { continue }
+                content += shown.compactMap { kept[$0.id] }.filter { kind.isNews($0, in: self) }
+            case .none:
+                break
+            }
         }
         // The features' parts: with the content (stage events), or after it (moderation).
         var last: [RoomEvent] = []

@@ -74,10 +74,12 @@ extension EventBody {
 
 /// Latest wins per author, within the profile rate.
 extension Profile: RoomEventRule {
+    static var retention: EventRetention { .latestPerAuthor }
+
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
-        if let order = RoomState.order(e, after: state.profiles[e.author]) { return order }
+        if let order = RoomState.order(e, after: state.authorsLatest(e)) { return order }
         if limited, !state.profileBuckets.allow(e.author, now: now) { return .rejected(.rateLimited) }
-        state.profiles[e.author] = e
+        state.keepByAuthor(e)
         return .accepted([.profile(e.author, self)])
     }
 }

@@ -99,12 +99,16 @@ extension EventBody {
 
 /// Only the host is the root and nobody is its own parent; latest wins, within the relay rate.
 extension RelayPosition: RoomEventRule {
+    /// Kept per author, but never in a snapshot: positions travel along the media tree (`TreeView`).
+    static var retention: EventRetention { .latestPerAuthor }
+    static func isNews(_ e: RoomEvent, in state: RoomState) -> Bool { false }
+
     func decide(_ e: RoomEvent, in state: RoomState, now: Instant, limited: Bool) -> RoomState.Verdict {
         guard (parent == nil) == (e.author == state.host), parent != e.author else { return .rejected(.badTreePosition) }
-        if let order = RoomState.order(e, after: state.relays[e.author]) { return order }
+        if let order = RoomState.order(e, after: state.authorsLatest(e)) { return order }
         if state.presence.predatesLeave(e) { return .rejected(.stale) }
         if limited, !state.relayBuckets.allow(e.author, now: now) { return .rejected(.rateLimited) }
-        state.relays[e.author] = e
+        state.keepByAuthor(e)
         state.relaysHeard[e.author] = now
         state.treeChanged()
         return .accepted([])

@@ -79,7 +79,7 @@ final class Roster: RoomFeature {
             guard let entry = state.presence.entries[newest.id], !state.listed.contains(newest.id) else { continue }
             state.listed.insert(newest.id, at: 0)
             node.gossip.broadcast(entry.join)
-            if let p = state.profiles[newest.id] { node.gossip.broadcast(p) }
+            if let p = state.byAuthor[Profile.kind]?[newest.id] { node.gossip.broadcast(p) }
         }
         if state.listed.count > Census.maxJoiners * 2 {
             state.listed = Array(state.listed.filter(state.isPresent).prefix(Census.maxJoiners))
