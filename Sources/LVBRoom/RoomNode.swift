@@ -338,6 +338,6 @@ public final class RoomNode {
             requestAdmission()
         }
         guard isAdmitted else { return }
-        for feature in features.all { feature.tick(now: now) }
+        for feature in features.due(now: now) { feature.tick(now: now) }
     }
 }

@@ -68,9 +68,12 @@ public final class Standing {
 
     /// The peers whose session is due to be closed now (each once).
     public func dueDisconnects(now: Instant) -> [NodeID] {
-        let due = disconnects.filter { now >= $0.value }.keys
+        // Every tick of every node: nothing made while nothing is queued.
+        guard !disconnects.isEmpty else { return [] }
+        var due: [NodeID] = []
+        for (peer, at) in disconnects where now >= at { due.append(peer) }
         for peer in due { disconnects[peer] = nil }
-        return Array(due)
+        return due
     }
 
     /// Whether `peer`'s gossip is to be ignored now.

@@ -27,7 +27,12 @@ protocol RoomFeature: AnyObject {
 
     /// This node is in the room now (a host: opened it; a joiner: admitted).
     func admitted()
-    /// With the room's tick, while this node is in the room.
+    /// How often it ticks while this node is in the room (nil: never). The
+    /// room ticks every 20 ms; a feature's timers are coarser, and each tick
+    /// of each feature touches its object (in a process of many simulated
+    /// nodes, a cache miss each): 100 ms unless it says otherwise.
+    static var tickInterval: Duration? { get }
+    /// Every `tickInterval`, while this node is in the room.
     func tick(now: Instant)
     /// The room changed (an accepted event, a presence timeout), after the
     /// change was reported.
@@ -49,6 +54,7 @@ extension RoomFeature {
     static var kinds: [any RoomEventRule.Type] { [] }
     static var messages: [any RoomMessageContent.Type] { [] }
     static var commands: [RoomCommand] { [] }
+    static var tickInterval: Duration? { .milliseconds(100) }
     func admitted() {}
     func tick(now: Instant) {}
     func changed(_ change: RoomChange) {}
@@ -104,6 +110,11 @@ enum RoomFeatures {
 struct FeatureSet {
     private(set) var all: [any RoomFeature] = []
     private var byType: [ObjectIdentifier: any RoomFeature] = [:]
+    /// The features that tick, how often, and when each is next due (nil:
+    /// at the next tick): a small array the room's tick walks, touching a
+    /// feature only when it is due.
+    private var ticking: [(feature: any RoomFeature, every: Duration)] = []
+    private var due: [Instant?] = []
 
     init() {}
 
@@ -112,7 +123,21 @@ struct FeatureSet {
             let feature = type.init(node: node)
             all.append(feature)
             byType[ObjectIdentifier(type)] = feature
+            if let every = type.tickInterval {
+                ticking.append((feature, every))
+                due.append(nil)
+            }
         }
+    }
+
+    /// The features due to tick at `now` (their next tick set from it); empty, and nothing made, when none is.
+    mutating func due(now: Instant) -> [any RoomFeature] {
+        var out: [any RoomFeature] = []
+        for i in due.indices where due[i].map({ now >= $0 }) ?? true {
+            due[i] = now + ticking[i].every
+            out.append(ticking[i].feature)
+        }
+        return out
     }
 
     /// (Keyed by the feature's own type, so the stored one is a `T`: no checked cast on the media path.)

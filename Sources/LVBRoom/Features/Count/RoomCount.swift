@@ -19,6 +19,9 @@ final class RoomCount: RoomFeature {
     /// The host's last census.
     private var lastCensus: (census: Census, at: Instant)?
 
+    /// Its reports go out within `countReportSoonest` (250 ms) of a change: checked every 50 ms.
+    static var tickInterval: Duration? { .milliseconds(50) }
+
     init(node: RoomNode) {
         self.node = node
         presenceCount = PresenceCount(me: node.core.nodeID, isHost: node.isHost)

@@ -8,6 +8,8 @@ import LVBGossip
 final class Moderation: RoomFeature {
     init(node: RoomNode) {}
 
+    static var tickInterval: Duration? { nil }
+
     static let kinds: [any RoomEventRule.Type] = [Kick.self, Mute.self]
 }
 

@@ -8,6 +8,8 @@ import LVBGossip
 final class Stage: RoomFeature {
     init(node: RoomNode) {}
 
+    static var tickInterval: Duration? { nil }
+
     static let kinds: [any RoomEventRule.Type] = [StageChange.self]
 }
 
