@@ -27,6 +27,16 @@ public final class StreamTaps<Origin: Hashable & Sendable> {
         return Tap(origin: origin, id: nextID)
     }
 
+    /// `tap` moved to `origin`'s stream (a new room's host), or left as it
+    /// is when already there; a first tap when there is none.
+    public func retarget(_ tap: Tap?, to origin: Origin, _ body: @escaping (RTPPacket) -> Void) -> Tap {
+        if let tap {
+            if tap.origin == origin { return tap }
+            remove(tap)
+        }
+        return add(origin, body)
+    }
+
     public func remove(_ tap: Tap) {
         taps[tap.origin]?.removeAll { $0.id == tap.id }
         if taps[tap.origin]?.isEmpty == true { taps[tap.origin] = nil }

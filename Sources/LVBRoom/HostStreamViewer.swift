@@ -47,10 +47,7 @@ public final class HostStreamViewer: LiveRole {
             sinks.audio($0)
             onHostAudio?($0)
         }
-        if tap?.origin != room.host {
-            if let tap { media.taps.remove(tap) }
-            tap = media.taps.add(room.host) { sinks.packet($0) }
-        }
+        tap = media.taps.retarget(tap, to: room.host) { sinks.packet($0) }
         receiver.onReceived = { [unowned node] in node.onWakeupChanged?() }
     }
 

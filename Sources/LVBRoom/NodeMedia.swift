@@ -50,7 +50,7 @@ public final class NodeMedia: LiveRole {
     private var relayInput: (any RelayInput)?
     /// A test aid: this node's relay lies to its children (`lvbnode --lie`); its own receiver still gets the truth.
     public var lie: RelayLie? {
-        didSet { if let relay { relayInput = lie.map { LyingRelay($0, in: relay, clock: clock) } ?? relay } }
+        didSet { if let relay { relayInput = input(of: relay) } }
     }
 
     let core: TransportCore
@@ -205,10 +205,15 @@ public final class NodeMedia: LiveRole {
             try? core.send(bytes, channel: channel == .rtp ? .rtp : .rtcp, to: peer)
         }
         self.relay = relay
-        relayInput = lie.map { LyingRelay($0, in: relay, clock: clock) } ?? relay
+        relayInput = input(of: relay)
         relayChecker = SealChecker(signer: origin, scope: { [unowned self] in roomScope() })
         relayedOrigin = origin
         subscribe(to: origin)
+    }
+
+    /// What `relay` is handed each packet through: itself, or the `lie` in front of it.
+    private func input(of relay: MediaRelay<NodeID>) -> any RelayInput {
+        lie.map { LyingRelay($0, in: relay, clock: clock) } ?? relay
     }
 
     /// Stops relaying (children hear nothing more and move on).

@@ -26,9 +26,7 @@ public final class StreamEgress: LiveRole {
         tapRoomStream()
     }
 
-    public func handle(_ event: NodeEvent) {
-        if case .switchedRoom = event { tapRoomStream() }
-    }
+    public func handle(_ event: NodeEvent) {}
 
     /// Every 20 ms: the server's feedback, the sender reports, and a
     /// keyframe request for the room's stream when one is due (its origin
@@ -46,10 +44,8 @@ public final class StreamEgress: LiveRole {
         tap = nil
     }
 
+    /// (Every tick: a switch changes the room's host.)
     private func tapRoomStream() {
-        let host = node.room.host
-        guard tap?.origin != host else { return }
-        if let tap { node.media.taps.remove(tap) }
-        tap = node.media.taps.add(host) { [egress] packet in egress.forward(packet) }
+        tap = node.media.taps.retarget(tap, to: node.room.host) { [egress] packet in egress.forward(packet) }
     }
 }

@@ -15,16 +15,12 @@ import LVBWeb
 struct ConsoleCommands: Sendable {
     let out: Output
     let live: UDPLiveNode
-    let termination: Termination
-    let reporters: Reporters
     /// Every command, the room's first, then the node's own.
     let all: [RoomCommand]
 
     init(out: Output, live: UDPLiveNode, termination: Termination, reporters: Reporters) {
         self.out = out
         self.live = live
-        self.termination = termination
-        self.reporters = reporters
         all = RoomEvents.commands + Self.own(out: out, termination: termination, reporters: reporters)
     }
 

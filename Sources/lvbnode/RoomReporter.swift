@@ -21,11 +21,8 @@ final class RoomReporter: @unchecked Sendable {
         self.termination = termination
     }
 
-    func nick(_ id: NodeID) -> String {
-        room?.state?.profile(of: id)?.nickname ?? id.short
-    }
-
-    var names: RoomNames { RoomNames { [weak self] in self?.nick($0) ?? $0.short } }
+    /// Members' names as the room shows them (`RoomNode.names`; short ids before there is a room).
+    var names: RoomNames { room?.names ?? RoomNames { $0.short } }
 
     private func line(_ event: String, _ id: NodeID) -> JSONLine { names.line(event, id) }
 
