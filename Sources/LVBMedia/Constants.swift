@@ -156,9 +156,14 @@ public enum MediaConstants {
     public static let relayRememberedSenderReports = 8
     // MARK: Tuning — media seals (lvbnode-protocol(7), MEDIA)
 
-    /// Audio waits this long for the seal that names it (the next video
-    /// frame's, at most 80 ms of audio later), then is dropped unplayed.
+    /// Audio waits this long for the seal that names it (its own; in an
+    /// audio-only stream the run's, at most 60 ms later), then is dropped unplayed.
     public static let sealAudioWait: Duration = .milliseconds(400)
+    /// Signature checks of one feeder's media a second, and at once (an
+    /// honest stream needs its frame rate plus 50 for audio; a new parent's
+    /// GOP or resume burst at once): what is over waits for the next.
+    public static let sealChecksPerSecond = 240
+    public static let sealCheckBurst = 240
     /// A frame's packets wait this long for the rest and the seal (repairs included).
     public static let sealFrameWait: Duration = .seconds(3)
     /// Frames and audio packets held for their seal at most.
@@ -256,6 +261,10 @@ public enum ReceiverConstants {
     public static let nackRetryFloor: Duration = .milliseconds(20)
     /// Requests per missing packet before giving up.
     public static let nackMaxTries = 10
+    /// Times a packet whose frame the seals refused is asked for again: once
+    /// (an honest feeder that forwarded a lie has forgotten it and fetches
+    /// the true copy; a liar answers with another lie, not asked for again).
+    public static let sealReasks = 1
     /// A missing packet older than this is no longer worth asking for.
     public static let nackMaxAge: Duration = .seconds(1)
     /// Most sequence numbers in one feedback round (keeps a NACK under ~1 KB).

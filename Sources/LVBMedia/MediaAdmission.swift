@@ -5,8 +5,10 @@ import LVBCore
 /// origin's seals (`SealChecker`), always, on every node. A test of the
 /// pipeline alone, with an unsealed stream, gives it `AdmitAll`.
 public protocol MediaAdmission: AnyObject {
-    /// One packet of the stream as it arrived: what may go on now (and what was refused).
-    func receive(_ packet: RTPPacket, now: Instant) -> [SealOutput]
+    /// One packet of the stream as it arrived: what may go on now (and what
+    /// was refused). `fromOrigin`: it came over a session with the stream's
+    /// origin itself, whose authentication already says who sent it.
+    func receive(_ packet: RTPPacket, now: Instant, fromOrigin: Bool) -> [SealOutput]
     /// What waited (for the room's scope) and may go on now.
     func retry(now: Instant) -> [SealOutput]
     /// Drops what waited too long; with the node's tick.
@@ -16,6 +18,11 @@ public protocol MediaAdmission: AnyObject {
     /// When media last went through that was not a copy of what had.
     var lastFresh: Instant? { get }
     var stats: SealCheckerStats { get }
+}
+
+extension MediaAdmission {
+    /// A packet that came through a relay (or from nobody known): checked by its seal.
+    public func receive(_ packet: RTPPacket, now: Instant) -> [SealOutput] { receive(packet, now: now, fromOrigin: false) }
 }
 
 extension SealChecker: MediaAdmission {}
@@ -28,7 +35,7 @@ public final class AdmitAll: MediaAdmission {
 
     public init() {}
 
-    public func receive(_ packet: RTPPacket, now: Instant) -> [SealOutput] {
+    public func receive(_ packet: RTPPacket, now: Instant, fromOrigin: Bool) -> [SealOutput] {
         lastFresh = now
         switch packet.payloadType {
         case MediaConstants.videoPayloadType:

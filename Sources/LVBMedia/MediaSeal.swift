@@ -3,9 +3,11 @@ import LVBCrypto
 
 /// The origin's Ed25519 signature over what it sends (lvbnode-protocol(7),
 /// MEDIA): one seal per video frame, in a header extension of the frame's
-/// first packet, covering the frame's packets and the audio packets sent
-/// since the seal before; with no video frame to ride on, an audio packet
-/// carries a seal over the audio since the last one (itself included).
+/// first packet, covering the frame's packets (and any audio of a run it
+/// closes); in a stream with video every audio packet carries a seal of its
+/// own (n = 0: the carrier alone), so sound waits for no picture; in an
+/// audio-only stream every `maxAudioHashes`-th audio packet carries a seal
+/// over the run since the last one, itself included.
 ///
 /// A seal binds the stream's scope (the room), the kind, the video frame
 /// (its packet count and the digest of its packets' digests) and a run of
@@ -20,7 +22,10 @@ import LVBCrypto
 /// video: frame packets (2) | first audio seq (2) | n × audio hash (8) | signature (64)
 /// audio:                     first audio seq (2) | n × audio hash (8) | signature (64)
 /// ```
-/// `n` follows from the element's length (0...`maxAudioHashes`).
+/// `n` follows from the element's length (0...`maxAudioHashes`). An audio
+/// seal with n = 0 names its carrier alone (its audio seq is the carrier's
+/// sequence number; it signs what a seal naming the carrier's hash would);
+/// a video seal with n = 0 names no audio, and its audio seq is 0.
 public struct MediaSeal: Equatable, Sendable {
     public enum Kind: UInt8, Sendable {
         case video = 1
@@ -40,9 +45,12 @@ public struct MediaSeal: Equatable, Sendable {
     public static let videoID: UInt8 = 17
     public static let audioID: UInt8 = 18
     public static let signatureLength = 64
-    /// Audio packets one seal covers at most (80 ms): a fifth packet with no
-    /// video frame in between gets an audio seal.
+    /// Audio packets one seal names at most (80 ms); in an audio-only stream
+    /// the run's last carries the seal.
     public static let maxAudioHashes = 4
+    /// A stream is audio-only once this many audio packets (1 s) went out
+    /// with no video frame between: its audio is then sealed in runs.
+    public static let audioOnlyAfter = 50
     static let context = Array("lvbnode media seal 1".utf8)
 
     public init(kind: Kind, framePackets: UInt16 = 0, audioFirstSeq: UInt16 = 0, audioHashes: [UInt64] = [],
@@ -83,7 +91,12 @@ public struct MediaSeal: Equatable, Sendable {
         switch (video, audio) {
         case (nil, nil): return nil
         case let (v?, nil): return try parse(v, kind: .video)
-        case let (nil, a?): return try parse(a, kind: .audio)
+        case let (nil, a?):
+            let seal = try parse(a, kind: .audio)
+            if seal.audioHashes.isEmpty, seal.audioFirstSeq != packet.sequenceNumber {
+                throw .malformed("an audio seal of its carrier alone naming another sequence number")
+            }
+            return seal
         case (_?, _?): throw .malformed("a packet with both a video and an audio seal")
         }
     }
@@ -106,6 +119,12 @@ public struct MediaSeal: Equatable, Sendable {
         return MediaSeal(kind: kind, framePackets: frame, audioFirstSeq: first, audioHashes: hashes, signature: signature)
     }
 
+    /// The audio run this seal names: `audioHashes` from `audioFirstSeq` on;
+    /// an audio seal with none names `carrier` (its hash given) alone.
+    public func namedAudio(carrier seq: UInt16, hash: UInt64) -> (first: UInt16, hashes: [UInt64]) {
+        kind == .audio && audioHashes.isEmpty ? (seq, [hash]) : (audioFirstSeq, audioHashes)
+    }
+
     /// What the signature signs: the context string, the kind, the scope,
     /// for video the frame's packet count and digest, then the audio run.
     static func message(kind: Kind, scope: [UInt8], framePackets: UInt16, frameDigest: [UInt8]?,
@@ -125,10 +144,12 @@ public struct MediaSeal: Equatable, Sendable {
         return w.bytes
     }
 
-    /// The signed message of this seal over a frame of that digest (video).
-    public func message(scope: [UInt8], frameDigest: [UInt8]?) -> [UInt8] {
-        Self.message(kind: kind, scope: scope, framePackets: framePackets, frameDigest: frameDigest,
-                     audioFirstSeq: audioFirstSeq, audioHashes: audioHashes)
+    /// The signed message of this seal over a frame of that digest (video),
+    /// or naming this audio run (`namedAudio`; the seal's own by default).
+    public func message(scope: [UInt8], frameDigest: [UInt8]?, audio: (first: UInt16, hashes: [UInt64])? = nil) -> [UInt8] {
+        let run = audio ?? (audioFirstSeq, audioHashes)
+        return Self.message(kind: kind, scope: scope, framePackets: framePackets, frameDigest: frameDigest,
+                            audioFirstSeq: run.first, audioHashes: run.hashes)
     }
 
     // MARK: Digests

@@ -21,10 +21,15 @@ public struct NackTracker: Sendable {
     public private(set) var requested = 0
     /// Missing packets given up on (too many tries, too old, or over the tracking bound).
     public private(set) var givenUp = 0
+    /// Refused packets not asked for again: asked `sealReasks` times already.
+    public private(set) var reasksRefused = 0
 
     /// Missing sequence numbers in ascending order (new gaps are always the newest).
     private var entries: [Entry] = []
     private var unwrapper = SequenceUnwrapper()
+    /// Times each recently refused packet was asked for again (unwrapped; the newest `nackMaxTracked`).
+    private var reasked: [Int64: Int] = [:]
+    private var reaskedOrder: [Int64] = []
 
     public init() {}
 
@@ -76,11 +81,27 @@ public struct NackTracker: Sendable {
     }
 
     /// Counts packets that arrived as missing again (their frame was refused:
-    /// not what the origin sent), those not tracked already and not older
-    /// than the newest by more than `nackMaxGap`.
+    /// not what the origin sent), those not tracked already, not older than
+    /// the newest by more than `nackMaxGap`, and not asked for again
+    /// `sealReasks` times already: a liar answers each request with another
+    /// lie, so what it costs to ask is bounded per packet, not by round trips.
     public mutating func missingAgain(_ sequenceNumbers: [UInt16], at now: Instant) {
         guard let newest = unwrapper.newest else { return }
-        track(sequenceNumbers.map { unwrapper.peek($0) }.filter { $0 <= newest && newest - $0 <= ReceiverConstants.nackMaxGap }, at: now)
+        var again: [Int64] = []
+        for seq in sequenceNumbers.map({ unwrapper.peek($0) }) where seq <= newest && newest - seq <= ReceiverConstants.nackMaxGap {
+            let times = reasked[seq] ?? 0
+            guard times < ReceiverConstants.sealReasks else {
+                reasksRefused += 1
+                continue
+            }
+            if times == 0 {
+                reaskedOrder.append(seq)
+                if reaskedOrder.count > ReceiverConstants.nackMaxTracked { reasked[reaskedOrder.removeFirst()] = nil }
+            }
+            reasked[seq] = times + 1
+            again.append(seq)
+        }
+        track(again, at: now)
     }
 
     /// Tracks these (unwrapped) sequence numbers as missing from `now`, those

@@ -22,6 +22,9 @@ public enum RelayLieMode: String, CaseIterable, Sendable {
 /// does, so tests can show that no child shows one forged picture.
 public final class RelayLie {
     public let mode: RelayLieMode
+    /// It also tells its children, as often as an honest relay may, that its
+    /// own parent lied to it (`RelayTree` sends them): excuses it has none for.
+    public let excuses: Bool
     /// Packets rewritten, dropped or made up.
     public private(set) var lies = 0 {
         didSet { if firstLie == nil { firstLie = lastNow } }
@@ -39,8 +42,9 @@ public final class RelayLie {
     private var current: [RTPPacket] = []
     private var past: [(at: Instant, packets: [RTPPacket])] = []
 
-    public init(mode: RelayLieMode, identity: Identity) {
+    public init(mode: RelayLieMode, identity: Identity, excuses: Bool = false) {
         self.mode = mode
+        self.excuses = excuses
         self.identity = identity
     }
 

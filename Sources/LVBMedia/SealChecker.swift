@@ -45,6 +45,13 @@ public struct SealCheckerStats: Sendable, Equatable {
     public var duplicates = 0
     /// Frames and audio a former feeder began that failed, dropped blaming nobody.
     public var inheritedDropped = 0
+    /// Ed25519 checks made (passed or failed), at most `sealChecksPerSecond`
+    /// a second from one feeder (the rest wait: `deferredChecks`).
+    public var signatureChecks = 0
+    public var deferredChecks = 0
+    /// Frames and audio packets that came from their origin itself, over its
+    /// session (which says who sent them): let through without a signature check.
+    public var fromOrigin = 0
 
     public var refusedTotal: Int { refused.values.reduce(0, +) }
 }
@@ -54,28 +61,37 @@ public struct SealCheckerStats: Sendable, Equatable {
 /// a video frame once all its packets are here and its seal verifies, an
 /// audio packet once a verified seal names its hash — and what it refused.
 /// Nothing unverified goes further: not to the decoder, the sinks, a
-/// recording, the studio page or an egress.
+/// recording, the studio page or an egress. What came from the origin
+/// itself, over its session, needs no signature (the session authenticates
+/// its sender): its audio goes through as it comes, its frames once whole.
+/// Signature checks are capped per feeder (`sealChecksPerSecond`): what is
+/// over the cap waits, so a liar cannot buy more work than an honest stream costs.
 public final class SealChecker {
-    private struct Frame {
+    struct Frame {
         var packets: [UInt16: (packet: RTPPacket, digest: [UInt8])] = [:]
         var seal: (seal: MediaSeal, first: UInt16)?
         var since: Instant
         /// The feeder it began under (`feederChanged`).
         var epoch: Int
+        /// Every packet of it so far came from the origin itself.
+        var fromOrigin: Bool
     }
 
-    public private(set) var stats = SealCheckerStats()
+    public internal(set) var stats = SealCheckerStats()
     /// When the last packet came that was neither refused nor a copy of one
     /// verified: the node that feeds us is sending the stream (a parent
     /// that sends only lies or copies is silent).
-    public private(set) var lastFresh: Instant?
+    public internal(set) var lastFresh: Instant?
     public let signer: NodeID
     /// The room the stream belongs to; nil while not known yet (a viewer that
     /// joined by address learns it with its pass): seals wait, unchecked, until it is.
-    private let scope: () -> [UInt8]?
-    /// Something waited for the scope (`retry` checks it once the scope is known).
-    public private(set) var awaitingScope = false
-    private var unscopedAudioSeals: [(seal: MediaSeal, packet: RTPPacket)] = []
+    let scope: () -> [UInt8]?
+    /// Something waited for the scope or for the cap (`retry` checks it then).
+    public internal(set) var awaitingScope = false
+    /// Audio seals waiting for the scope or the cap, with their carriers.
+    var waitingSeals: [(seal: MediaSeal, packet: RTPPacket)] = []
+    /// Signature checks left to the node that feeds us now.
+    var checks = RateLimiter<Int>(count: MediaConstants.sealChecksPerSecond, burst: MediaConstants.sealCheckBurst)
     /// Frames being gathered, by SSRC and RTP timestamp (`key`).
     private var frames: [UInt64: Frame] = [:]
     /// Verified frames: their key → first sequence number and packet count (the newest `rememberedFrames`).
@@ -84,16 +100,16 @@ public final class SealChecker {
     /// The newest verified frame's SSRC, timestamp and first sequence number.
     private var newestVideo: (ssrc: UInt32, ts: UInt32, seq: UInt16)?
     /// Audio hashes verified seals named, by sequence number (the newest `rememberedAudio`).
-    private var expected: [UInt16: UInt64] = [:]
-    private var expectedOrder: [UInt16] = []
+    var expected: [UInt16: UInt64] = [:]
+    var expectedOrder: [UInt16] = []
     /// Audio packets let through (their sequence numbers), to ignore copies.
-    private var passedAudio: Set<UInt64> = []
-    private var passedOrder: [UInt64] = []
-    private var newestAudio: (ssrc: UInt32, ts: UInt32, seq: UInt16)?
+    var passedAudio: Set<UInt64> = []
+    var passedOrder: [UInt64] = []
+    var newestAudio: (ssrc: UInt32, ts: UInt32, seq: UInt16)?
     /// Feeders so far (`feederChanged`): what is held is judged only by its own.
-    private var epoch = 0
+    var epoch = 0
     /// Audio waiting for its seal, and the feeder it came under.
-    private var audio: [UInt16: (packet: RTPPacket, hash: UInt64, since: Instant, epoch: Int)] = [:]
+    var audio: [UInt16: (packet: RTPPacket, hash: UInt64, since: Instant, epoch: Int)] = [:]
 
     public init(signer: NodeID, scope: @escaping () -> [UInt8]?) {
         self.signer = signer
@@ -104,23 +120,30 @@ public final class SealChecker {
         self.init(signer: signer, scope: { scope })
     }
 
-    /// Checks what waited for the scope, once it is known.
+    /// Checks what waited for the scope, once it is known, or for the cap, once checks are left.
     public func retry(now: Instant) -> [SealOutput] {
-        guard awaitingScope, scope() != nil else { return [] }
+        guard awaitingScope, scope() != nil, checks.wouldAllow(0, now: now) else { return [] }
         awaitingScope = false
         var out: [SealOutput] = []
-        for key in frames.keys { out += verify(key, now: now) }
-        let seals = unscopedAudioSeals
-        unscopedAudioSeals = []
-        for (seal, packet) in seals { out += check(seal, carriedBy: packet) }
+        for key in frames.keys.sorted(by: { frames[$0]?.since ?? now < frames[$1]?.since ?? now }) {
+            guard checks.wouldAllow(0, now: now) else {
+                awaitingScope = true
+                break
+            }
+            out += verify(key, now: now)
+        }
+        let seals = waitingSeals
+        waitingSeals = []
+        for (seal, packet) in seals { out += check(seal, carriedBy: packet, now: now) }
         return out
     }
 
-    /// One packet of the stream as it arrived.
-    public func receive(_ packet: RTPPacket, now: Instant) -> [SealOutput] {
+    /// One packet of the stream as it arrived; `fromOrigin`: over a session
+    /// with the stream's origin itself (not through a relay).
+    public func receive(_ packet: RTPPacket, now: Instant, fromOrigin: Bool) -> [SealOutput] {
         switch packet.payloadType {
-        case MediaConstants.videoPayloadType: video(packet, now: now)
-        case MediaConstants.audioPayloadType: audio(packet, now: now)
+        case MediaConstants.videoPayloadType: video(packet, now: now, fromOrigin: fromOrigin)
+        case MediaConstants.audioPayloadType: audio(packet, now: now, fromOrigin: fromOrigin)
         default: []
         }
     }
@@ -129,8 +152,23 @@ public final class SealChecker {
     /// stays (the new feeder's packets complete the frames it began, and an
     /// honest path's frames verify so), but a frame begun before, or audio
     /// that came before, that fails is dropped blaming nobody: a frame half
-    /// from each feeder cannot say who lied.
-    public func feederChanged() { epoch += 1 }
+    /// from each feeder cannot say who lied. The new feeder has checks of its own.
+    public func feederChanged() {
+        epoch += 1
+        checks = RateLimiter<Int>(count: MediaConstants.sealChecksPerSecond, burst: MediaConstants.sealCheckBurst)
+    }
+
+    /// Takes one signature check from the feeder's allowance; with none
+    /// left, the check waits (`retry`) and this says so.
+    func takeCheck(now: Instant) -> Bool {
+        guard checks.allow(0, now: now) else {
+            awaitingScope = true
+            stats.deferredChecks += 1
+            return false
+        }
+        stats.signatureChecks += 1
+        return true
+    }
 
     /// Drops what waited too long for its seal; call with the node's tick.
     public func expire(now: Instant) {
@@ -146,7 +184,7 @@ public final class SealChecker {
 
     // MARK: Video
 
-    private func video(_ packet: RTPPacket, now: Instant) -> [SealOutput] {
+    private func video(_ packet: RTPPacket, now: Instant, fromOrigin: Bool) -> [SealOutput] {
         let ts = Self.key(packet), seq = packet.sequenceNumber
         if let done = verified[ts] {
             if UInt16(truncatingIfNeeded: seq &- done.first) < done.count {
@@ -161,9 +199,10 @@ public final class SealChecker {
         if let seal, seal.kind != .video || !starts { return [drop(ts, .malformed, also: seq)] }
         if seal == nil, starts { return [drop(ts, .unsealed, also: seq)] }
 
-        var frame = frames[ts] ?? Frame(since: now, epoch: epoch)
+        var frame = frames[ts] ?? Frame(since: now, epoch: epoch, fromOrigin: fromOrigin)
         if frame.packets[seq] == nil, frame.packets.count < ReceiverConstants.maxPacketsPerFrame {
             frame.packets[seq] = (packet, MediaSeal.packetDigest(packet))
+            frame.fromOrigin = frame.fromOrigin && fromOrigin
             lastFresh = now
         }
         if let seal {
@@ -197,12 +236,17 @@ public final class SealChecker {
             packets.append(p.packet)
             digests.append(p.digest)
         }
-        guard let scope = scope() else {
-            awaitingScope = true
-            return []
+        if frame.fromOrigin {
+            stats.fromOrigin += 1
+        } else {
+            guard let scope = scope() else {
+                awaitingScope = true
+                return []
+            }
+            guard takeCheck(now: now) else { return [] }
+            let message = seal.message(scope: scope, frameDigest: MediaSeal.frameDigest(digests))
+            guard Identity.verify(signature: seal.signature, message: message, by: signer) else { return [drop(ts, .signature)] }
         }
-        let message = seal.message(scope: scope, frameDigest: MediaSeal.frameDigest(digests))
-        guard Identity.verify(signature: seal.signature, message: message, by: signer) else { return [drop(ts, .signature)] }
         frames[ts] = nil
         // Packets of this timestamp outside the frame: someone else's.
         let strays = frame.packets.keys.filter { UInt16(truncatingIfNeeded: $0 &- first) >= seal.framePackets }
@@ -213,7 +257,7 @@ public final class SealChecker {
         stats.verifiedFrames += 1
         var out: [SealOutput] = [.video(packets)]
         if !strays.isEmpty { out.append(refuse(.stray, [])) }
-        out += learn(seal)
+        out += learn(first: seal.audioFirstSeq, seal.audioHashes)
         return out
     }
 
@@ -235,7 +279,7 @@ public final class SealChecker {
         return refuse(failure, ordered)
     }
 
-    private func refuse(_ failure: SealFailure, _ seqs: [UInt16]) -> SealOutput {
+    func refuse(_ failure: SealFailure, _ seqs: [UInt16]) -> SealOutput {
         stats.refused[failure.rawValue, default: 0] += 1
         return .forged(failure, seqs)
     }
@@ -250,99 +294,13 @@ public final class SealChecker {
     /// timed more than `window` before it: a packet from a whole turn of
     /// sequence numbers ago, sent again. (An old packet numbered before the
     /// newest is a late copy, such as a new parent's GOP: not a lie.)
-    private static func isReplay(_ p: RTPPacket, newest: (ssrc: UInt32, ts: UInt32, seq: UInt16)?, window: Int32) -> Bool {
+    static func isReplay(_ p: RTPPacket, newest: (ssrc: UInt32, ts: UInt32, seq: UInt16)?, window: Int32) -> Bool {
         guard let newest, newest.ssrc == p.ssrc else { return false }
         return Int16(bitPattern: p.sequenceNumber &- newest.seq) > 0 && Int32(bitPattern: newest.ts &- p.timestamp) > window
     }
 
-    private static func isNewer(_ p: RTPPacket, than newest: (ssrc: UInt32, ts: UInt32, seq: UInt16)?) -> Bool {
+    static func isNewer(_ p: RTPPacket, than newest: (ssrc: UInt32, ts: UInt32, seq: UInt16)?) -> Bool {
         guard let newest, newest.ssrc == p.ssrc else { return true }
         return Int16(bitPattern: p.sequenceNumber &- newest.seq) > 0
-    }
-
-    // MARK: Audio
-
-    private func audio(_ packet: RTPPacket, now: Instant) -> [SealOutput] {
-        let seq = packet.sequenceNumber
-        if passedAudio.contains(UInt64(packet.ssrc) << 16 | UInt64(seq)) {
-            stats.duplicates += 1
-            return []
-        }
-        let seal: MediaSeal?
-        do { seal = try MediaSeal.of(packet) } catch { return [refuse(.malformed, [])] }
-        if let seal, seal.kind != .audio { return [refuse(.malformed, [])] }
-        let hash = MediaSeal.audioHash(MediaSeal.packetDigest(packet))
-        if let want = expected[seq] {
-            if want == hash {
-                lastFresh = now
-                return pass(packet)
-            }
-            // Not the packet the seal names. Of the stream verified so far, a
-            // lie; of another SSRC (a new stream whose numbers meet the old
-            // one's), it waits for its own seal.
-            if packet.ssrc == newestAudio?.ssrc { return [refuse(.audio, [])] }
-        }
-        if audio[seq] == nil {
-            audio[seq] = (packet, hash, now, epoch)
-            lastFresh = now
-            if audio.count > MediaConstants.sealPendingAudio, let oldest = audio.min(by: { $0.value.since < $1.value.since })?.key {
-                audio[oldest] = nil
-                stats.unverifiedAudio += 1
-            }
-        }
-        guard let seal else { return [] }
-        return check(seal, carriedBy: packet)
-    }
-
-    /// Verifies an audio seal; the run it names goes through.
-    private func check(_ seal: MediaSeal, carriedBy packet: RTPPacket) -> [SealOutput] {
-        guard let scope = scope() else {
-            awaitingScope = true
-            if unscopedAudioSeals.count < MediaConstants.sealPendingAudio { unscopedAudioSeals.append((seal, packet)) }
-            return []
-        }
-        let seq = packet.sequenceNumber
-        guard Identity.verify(signature: seal.signature, message: seal.message(scope: scope, frameDigest: nil), by: signer) else {
-            audio[seq] = nil
-            return [refuse(.signature, [])]
-        }
-        if Self.isReplay(packet, newest: newestAudio, window: MediaConstants.sealReplayAudioTicks) {
-            audio[seq] = nil
-            return [refuse(.replayed, [])]
-        }
-        return learn(seal)
-    }
-
-    /// A verified seal's audio run: the packets waiting for it go through (or are refused).
-    private func learn(_ seal: MediaSeal) -> [SealOutput] {
-        var out: [SealOutput] = []
-        for (i, hash) in seal.audioHashes.enumerated() {
-            let seq = seal.audioFirstSeq &+ UInt16(i)
-            if expected[seq] == nil {
-                expectedOrder.append(seq)
-                if expectedOrder.count > MediaConstants.sealRememberedAudio { expected[expectedOrder.removeFirst()] = nil }
-            }
-            expected[seq] = hash
-            guard let waiting = audio.removeValue(forKey: seq) else { continue }
-            if waiting.hash == hash {
-                out += pass(waiting.packet)
-            } else if waiting.epoch == epoch {
-                out.append(refuse(.audio, []))
-            } else {
-                stats.inheritedDropped += 1
-            }
-        }
-        return out
-    }
-
-    private func pass(_ packet: RTPPacket) -> [SealOutput] {
-        let seq = packet.sequenceNumber
-        let key = UInt64(packet.ssrc) << 16 | UInt64(seq)
-        passedAudio.insert(key)
-        passedOrder.append(key)
-        if passedOrder.count > MediaConstants.sealRememberedAudio { passedAudio.remove(passedOrder.removeFirst()) }
-        if Self.isNewer(packet, than: newestAudio) { newestAudio = (packet.ssrc, packet.timestamp, seq) }
-        stats.verifiedAudio += 1
-        return [.audio(packet)]
     }
 }

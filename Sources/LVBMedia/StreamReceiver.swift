@@ -53,6 +53,8 @@ public final class StreamReceiver {
     public private(set) var lastTaken: Instant?
     /// Times the sender's stream was replaced by another (SSRC change).
     public private(set) var streamSwitches = 0
+    /// NACK packets sent upstream over the receiver's life (across stream switches).
+    public private(set) var nacksSent = 0
 
     /// - Parameters:
     ///   - ssrc: this receiver's own SSRC (the sender of its feedback).
@@ -79,8 +81,9 @@ public final class StreamReceiver {
     }
 
     /// The same, already parsed (a relaying node parses once for its relay
-    /// and its receiver). Only what the `checker` let through goes on.
-    public func receiveRTP(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>) {
+    /// and its receiver). Only what the `checker` let through goes on;
+    /// `fromOrigin`: it came over a session with the stream's origin itself.
+    public func receiveRTP(_ packet: RTPPacket, bytes payload: ArraySlice<UInt8>, fromOrigin: Bool = false) {
         switch packet.payloadType {
         case MediaConstants.videoPayloadType: videoBytes += payload.count
         case MediaConstants.audioPayloadType: audioBytes += payload.count
@@ -93,7 +96,7 @@ public final class StreamReceiver {
         // its receiver sees every arrival (its first keyframe may need repairs).
         adopt(packet, now: now)
         if packet.payloadType == MediaConstants.videoPayloadType, packet.ssrc == videoSSRC { video.arrived(packet) }
-        handle(checker.retry(now: now) + checker.receive(packet, now: now))
+        handle(checker.retry(now: now) + checker.receive(packet, now: now, fromOrigin: fromOrigin))
         poll()
         onReceived?()
     }
@@ -241,7 +244,10 @@ public final class StreamReceiver {
             case .feedback(let p): feedback += p
             }
         }
-        if !feedback.isEmpty, subscribed { send(feedback) }
+        if !feedback.isEmpty, subscribed {
+            nacksSent += feedback.count { if case .nack = $0 { true } else { false } }
+            send(feedback)
+        }
     }
 
     /// The earliest time `poll` has work (a frame or audio block due, a NACK

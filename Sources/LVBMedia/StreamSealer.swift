@@ -10,38 +10,57 @@ public struct SealerStats: Sendable, Equatable {
 
 /// Seals what one origin publishes (`MediaSeal`), after its packets have
 /// their final numbering: each video frame's first packet gets a seal over
-/// the frame and the audio packets published since the last seal; the
-/// fourth audio packet in a row with no video frame between gets an audio
-/// seal over the four. `sign` is the origin's Ed25519 key (its node
-/// identity); `scope` the room the stream belongs to.
+/// the frame. While the stream has video (a frame within the last
+/// `MediaSeal.audioOnlyAfter` audio packets), each audio packet gets a seal
+/// of its own, so a relayed viewer plays it as it comes; in an audio-only
+/// stream the `maxAudioHashes`-th audio packet since the last seal gets one
+/// over the run (the bytes of a seal a packet would cost a talk or radio
+/// room 46 % of its stream; see lvbnode-protocol(7), Seals). A frame that
+/// ends an audio-only run names the run. `sign` is the origin's Ed25519 key
+/// (its node identity); `scope` the room the stream belongs to.
 public struct StreamSealer {
     public private(set) var stats = SealerStats()
     private let sign: ([UInt8]) -> [UInt8]
     private let scope: [UInt8]
-    /// Audio published since the last seal: the first one's sequence number and each one's hash.
+    /// Audio published since the last seal (audio-only): the first one's sequence number and each one's hash.
     private var audio: (first: UInt16, hashes: [UInt64])?
+    /// Audio packets since the last video frame (saturating at `audioOnlyAfter`).
+    private var audioSinceVideo = MediaSeal.audioOnlyAfter
 
     public init(scope: [UInt8], sign: @escaping ([UInt8]) -> [UInt8]) {
         self.scope = scope
         self.sign = sign
     }
 
+    /// Whether the stream counts as audio-only now (its audio sealed in runs).
+    public var audioOnly: Bool { audioSinceVideo >= MediaSeal.audioOnlyAfter }
+
     /// Seals one video frame (its packets in order, numbered as sent): the first packet carries the seal.
     public mutating func seal(frame packets: inout [RTPPacket]) {
         guard !packets.isEmpty, packets.count <= Int(UInt16.max) else { return }
         let digest = MediaSeal.frameDigest(packets.map(MediaSeal.packetDigest))
-        let run = audio ?? (packets[0].sequenceNumber, [])
+        let run = audio ?? (0, [])
         audio = nil
+        audioSinceVideo = 0
         var seal = MediaSeal(kind: .video, framePackets: UInt16(packets.count), audioFirstSeq: run.first, audioHashes: run.hashes)
         seal.signature = sign(seal.message(scope: scope, frameDigest: digest))
         attach(seal, to: &packets[0])
         stats.videoSeals += 1
     }
 
-    /// Notes one audio packet (numbered as sent); seals it when it is the
+    /// Seals one audio packet (numbered as sent): alone while the stream has
+    /// video; else notes it, and seals the run when it is the
     /// `maxAudioHashes`-th since the last seal.
     public mutating func seal(audio packet: inout RTPPacket) {
         let hash = MediaSeal.audioHash(MediaSeal.packetDigest(packet))
+        if !audioOnly {
+            audioSinceVideo += 1
+            var seal = MediaSeal(kind: .audio, audioFirstSeq: packet.sequenceNumber)
+            seal.signature = sign(seal.message(scope: scope, frameDigest: nil, audio: (packet.sequenceNumber, [hash])))
+            attach(seal, to: &packet)
+            stats.audioSeals += 1
+            return
+        }
         if var run = audio, run.first &+ UInt16(run.hashes.count) == packet.sequenceNumber {
             run.hashes.append(hash)
             audio = run

@@ -65,7 +65,7 @@ public final class LiveNode {
         }
         room.profile = plan.profile
         media = NodeMedia(core: core, clock: clock, random: random)
-        media.lie = plan.lie.map { RelayLie(mode: $0, identity: core.identity) }
+        media.lie = plan.lie.map { RelayLie(mode: $0, identity: core.identity, excuses: plan.lieExcuses) }
         media.roomScope = { [room] in room.room == RoomNode.anyRoom ? nil : room.room.bytes }  // until `wireRoom`
         let sinks = try plan.receive.map { options throws(MediaError) in try MediaSinks(options: options, clock: clock) }
         publishing = try PublishedStream(node: self)
@@ -110,7 +110,7 @@ public final class LiveNode {
             tree.onParentChanged = { [unowned self, unowned tree] parent in
                 report(.treeParent(parent, depth: tree.depth, failovers: tree.failovers))
             }
-            tree.onLiar = { [unowned self] peer, why in report(.liar(peer, why)) }
+            tree.onLiar = { [unowned self] peer, why in report(.liar(peer, why, media.cost(of: peer))) }
             if let old = self.tree { roles.removeAll { $0 === old } }
             self.tree = tree
             register(tree)

@@ -44,9 +44,13 @@ struct MediaTrust {
         }
     }
 
+    /// A refusal at `now` is excused by a run of notices (each within
+    /// `excuseWindow` of the one before) whose last came at most
+    /// `excuseWindow` before it, and whose first at most `maxExcuse` before
+    /// it: excuses end `maxExcuse` after a run's first notice, however many follow.
     private func isExcused(_ peer: NodeID, now: Instant) -> Bool {
         guard let run = notices[peer] else { return false }
-        return now - run.last <= RoomConstants.excuseWindow && run.last - run.first <= RoomConstants.maxExcuse
+        return now - run.last <= RoomConstants.excuseWindow && now - run.first <= RoomConstants.maxExcuse
     }
 
     /// The feeders to blame now: suspected a grace ago, and not excused since.

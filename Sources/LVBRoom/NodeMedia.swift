@@ -46,6 +46,7 @@ public final class NodeMedia: LiveRole {
     /// The seals of the stream this node relays without decoding it (a
     /// receiver checks its own): a relay that passes on a lie must know.
     private var relayChecker: (any MediaAdmission)?
+    var relayCheckerStats: SealCheckerStats? { relayChecker?.stats }
     /// What the relayed stream's packets are handed to: the relay, or a lie in front of it.
     private var relayInput: (any RelayInput)?
     /// A test aid: this node's relay lies to its children (`lvbnode --lie`); its own receiver still gets the truth.
@@ -61,6 +62,8 @@ public final class NodeMedia: LiveRole {
     /// The relay's own subscription (a relay that decodes nothing has no receiver to keep it).
     private let relaySSRC: UInt32
     private var lastRelayFeedback: Instant?
+    /// What each node that fed us a stream cost while it did (`cost(of:)`).
+    var ledger = FeederLedger()
 
     public init(core: TransportCore, clock: Clock, random: RandomSource) {
         self.core = core
@@ -116,6 +119,7 @@ public final class NodeMedia: LiveRole {
     /// Stops receiving `origin`'s stream (a co-host left the stage; a room left).
     public func stopReceiving(from origin: NodeID) {
         sayGoodbye(leaving: origin)
+        ledger.settle(origin, totals: totals(of: origin) ?? FeederCost())
         receivers[origin] = nil
         lastRTP[origin] = nil
         feeders[origin] = nil
@@ -149,6 +153,7 @@ public final class NodeMedia: LiveRole {
         // What we forwarded to our children leaves before we decode.
         receiver.beforeDecode = { [unowned self] in core.flushSends() }
         receivers[origin] = receiver
+        if relayedOrigin != origin { ledger.fed(origin, by: feeder(of: origin), totals: FeederCost()) }
         receiver.subscribe()
         return receiver
     }
@@ -177,6 +182,7 @@ public final class NodeMedia: LiveRole {
         let feeder = feeder == origin ? nil : feeder
         if feeders[origin] != feeder {
             sayGoodbye(leaving: origin)
+            ledger.fed(origin, by: feeder ?? origin, totals: totals(of: origin) ?? FeederCost())
             feeders[origin] = feeder
             receivers[origin]?.feederChanged()
             if origin == relayedOrigin { relayChecker?.feederChanged() }
@@ -207,6 +213,7 @@ public final class NodeMedia: LiveRole {
         self.relay = relay
         relayInput = input(of: relay)
         relayChecker = SealChecker(signer: origin, scope: { [unowned self] in roomScope() })
+        if receivers[origin] == nil { ledger.fed(origin, by: feeder(of: origin), totals: FeederCost()) }
         relayedOrigin = origin
         subscribe(to: origin)
     }
@@ -232,10 +239,10 @@ public final class NodeMedia: LiveRole {
     }
 
     /// Checks the seals of what this node relays but does not decode.
-    private func checkRelayed(_ packet: RTPPacket, of origin: NodeID) {
+    private func checkRelayed(_ packet: RTPPacket, of origin: NodeID, fromOrigin: Bool) {
         guard let checker = relayChecker else { return }
         let now = clock.now()
-        for output in checker.retry(now: now) + checker.receive(packet, now: now) {
+        for output in checker.retry(now: now) + checker.receive(packet, now: now, fromOrigin: fromOrigin) {
             switch output {
             case let .forged(failure, seqs): refused(origin, failure, seqs)
             case .dropped(let seqs): refused(origin, nil, seqs)
@@ -301,7 +308,9 @@ public final class NodeMedia: LiveRole {
             }
             relaying?.receiveRTP(packet, bytes: payload)
             // The receiver checks the seals of what it takes; a relay that decodes nothing, its own.
-            if let receiver { receiver.receiveRTP(packet, bytes: payload) } else { checkRelayed(packet, of: origin) }
+            // What the origin sent us itself needs no signature: the session says who sent it.
+            let fromOrigin = peer == origin
+            if let receiver { receiver.receiveRTP(packet, bytes: payload, fromOrigin: fromOrigin) } else { checkRelayed(packet, of: origin, fromOrigin: fromOrigin) }
         case .rtcp:
             let source = fed(by: peer)
             let receiver = source.flatMap { receivers[$0] }

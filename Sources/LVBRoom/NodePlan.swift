@@ -34,6 +34,8 @@ public struct NodePlan {
     public var addresses: [PeerAddress] = []
     /// A test aid: this node's relay lies to its children in this way (`--lie`).
     public var lie: RelayLieMode?
+    /// With `lie`: false "my parent lied" notices to its children every 250 ms.
+    public var lieExcuses = false
 
     public init(part: Part) { self.part = part }
 
@@ -61,6 +63,6 @@ public enum NodeOutput {
     /// now); `failovers`: moves after a silent parent so far.
     case treeParent(NodeID?, depth: Int?, failovers: Int)
     /// This viewer's parent sent media the host did not seal (`why`): it was
-    /// refused, never shown, and the parent left for good.
-    case liar(NodeID, SealFailure)
+    /// refused, never shown, and the parent left for good; what it cost this node.
+    case liar(NodeID, SealFailure, FeederCost)
 }

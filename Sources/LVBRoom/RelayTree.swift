@@ -193,13 +193,17 @@ public final class RelayTree: LiveRole {
     /// unless it is the host, which is never blamed.
     private func refused(from feeder: NodeID, _ failure: SealFailure) {
         let now = clock.now()
-        if !children.isEmpty, lastNotice.map({ now - $0 >= RoomConstants.upstreamNoticeInterval }) ?? true {
-            lastNotice = now
-            upstreamNotices += 1
-            for child in children { room.send(.relay(.upstreamRefused), to: child) }
-        }
+        noticeChildren(now: now)
         guard feeder != room.host, attachment != nil else { return }
         trust.refused(from: feeder, failure, now: now)
+    }
+
+    /// Tells our children that our parent lied (at most every `upstreamNoticeInterval`).
+    private func noticeChildren(now: Instant) {
+        guard !children.isEmpty, lastNotice.map({ now - $0 >= RoomConstants.upstreamNoticeInterval }) ?? true else { return }
+        lastNotice = now
+        upstreamNotices += 1
+        for child in children { room.send(.relay(.upstreamRefused), to: child) }
     }
 
     /// Parents whose lie no notice excused: left now.
@@ -217,6 +221,8 @@ public final class RelayTree: LiveRole {
         guard room.isAdmitted, let state = room.state else { return }
         let now = clock.now()
         blameLiars(now: now)
+        // A test aid (`--lie-excuses`): a liar that says, as often as it may, that its parent lied.
+        if let lie = media.lie, lie.excuses, lie.lies > 0 { noticeChildren(now: now) }
         if let lastTick, now - lastTick < RoomConstants.treeTickInterval { return }
         lastTick = now
         moveDownSlowChildren(now: now)

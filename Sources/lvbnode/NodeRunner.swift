@@ -232,6 +232,7 @@ struct NodeRunner {
         plan.receive = receive
         plan.relaySlots = options.relaySlots
         plan.lie = options.lie.flatMap(RelayLieMode.init(rawValue:))
+        plan.lieExcuses = options.lieExcuses
         plan.addresses = options.advertised(for: local)
         return plan
     }

@@ -65,10 +65,14 @@ final class Reporters: @unchecked Sendable {
             let human = parent.map { "media tree: now fed by \($0.short)\(depth.map { " at depth \($0)" } ?? "")" }
                 ?? "media tree: no parent for now (finding another)"
             out.emit(line, human: human, kind: "tree")
-        case let .liar(peer, why):
+        case let .liar(peer, why, cost):
             let message = "parent \(peer.short) sent media the host did not sign (\(why.rawValue)): none of it was shown; left it for good"
-            out.emit(JSONLine(event: "warning", ("message", message), ("kind", "forged_media"), ("peer", peer.text), ("reason", why.rawValue)),
-                     human: message, kind: "warning")
+                + " (it cost \(cost.nacks) NACKs, \(cost.signatureChecks) signature checks, \(cost.refusals) refusals)"
+            var line = JSONLine(event: "warning", ("message", message), ("kind", "forged_media"), ("peer", peer.text), ("reason", why.rawValue))
+            line.add("nacks", cost.nacks)
+            line.add("signature_checks", cost.signatureChecks)
+            line.add("refusals", cost.refusals)
+            out.emit(line, human: message, kind: "warning")
         case .preloaded(let id):
             out.emit(JSONLine(event: "preloaded", ("room", id.text)), human: "room \(id.text) is ready for a quick switch", kind: "room")
         case let .switched(from, to, preloaded):

@@ -215,6 +215,20 @@ extension JitterBufferTests {
             #expect(nack.nextWakeup() == nil)
         }
 
+        @Test func aRefusedPacketIsAskedForAgainOnceNotEachTimeALiarAnswers() {
+            var nack = NackTracker()
+            for seq: UInt16 in 0...9 { nack.insert(seq, at: .ms(0)) }
+            // Its frame refused: asked for again, and the answer comes.
+            nack.missingAgain([4, 5], at: .ms(10))
+            #expect(nack.poll(now: .ms(20)) == [4, 5])
+            nack.insert(4, at: .ms(25))
+            nack.insert(5, at: .ms(25))
+            // The answer was another lie: not asked for again, however often it comes.
+            for t in [30.0, 60, 90] { nack.missingAgain([4, 5], at: .ms(t)) }
+            #expect(nack.missing.isEmpty && nack.poll(now: .ms(100)) == [] && nack.reasksRefused == 6)
+            #expect(nack.requested == ReceiverConstants.sealReasks * 2)
+        }
+
         @Test func countsRecoveredOnlyForRequestedPackets() {
             var nack = NackTracker()
             for seq: UInt16 in [0, 3, 4] { nack.insert(seq, at: .ms(0)) }

@@ -60,9 +60,10 @@ import Testing
             checker = SealChecker(signer: origin.host.nodeID, scope: scope)
         }
 
-        func take(_ packets: [RTPPacket]) {
+        /// `fromOrigin`: over a session with the origin itself, not through a relay.
+        func take(_ packets: [RTPPacket], fromOrigin: Bool = false) {
             // Over the wire: what a relay forwards is bytes.
-            for p in packets { collect(checker.receive(try! RTPPacket.parse(p.serialized()), now: clock.now())) }
+            for p in packets { collect(checker.receive(try! RTPPacket.parse(p.serialized()), now: clock.now(), fromOrigin: fromOrigin)) }
         }
 
         func collect(_ outputs: [SealOutput]) {
@@ -86,10 +87,14 @@ import Testing
             sent += origin.frame(bytes: i == 0 ? 9000 : 2500)
         }
         // Every frame's first packet carries a video seal naming its packets
-        // and the audio before it; no audio packet carries one (a frame came every two).
+        // (the first frame's also the two audio packets before it, when the
+        // stream had no video yet); every later audio packet carries its own.
         let firsts = sent.filter { $0.payloadType == MediaConstants.videoPayloadType && VP8PayloadDescriptor.startsFrame($0.payload) }
         #expect(firsts.count == 30 && firsts.allSatisfy { (try? MediaSeal.of($0))??.kind == .video })
-        #expect(sent.filter { $0.payloadType == MediaConstants.audioPayloadType }.allSatisfy { (try? MediaSeal.of($0)) == .some(nil) })
+        #expect(try MediaSeal.of(firsts[0])?.audioHashes.count == 2 && firsts.dropFirst().allSatisfy { (try? MediaSeal.of($0))??.audioHashes == [] })
+        let audio = sent.filter { $0.payloadType == MediaConstants.audioPayloadType }
+        #expect(audio.prefix(2).allSatisfy { (try? MediaSeal.of($0)) == .some(nil) })
+        #expect(audio.dropFirst(2).allSatisfy { p in (try? MediaSeal.of(p)).flatMap { $0 }.map { $0.audioHashes.isEmpty && $0.audioFirstSeq == p.sequenceNumber } == true })
         #expect(sent.allSatisfy { $0.serializedLength <= 1100 + MediaConstants.rtpOverhead })
         // Arriving reversed in blocks of seven (reordering, repairs) changes nothing.
         var shuffled: [RTPPacket] = []
@@ -102,7 +107,7 @@ import Testing
         // Copies of what was verified (a repair that crossed its NACK) are ignored, not refused.
         viewer.take(Array(sent.prefix(10)))
         #expect(viewer.refused.isEmpty && viewer.checker.stats.duplicates == 10)
-        #expect(origin.sealer.stats.videoSeals == 30 && origin.sealer.stats.audioSeals == 0)
+        #expect(origin.sealer.stats.videoSeals == 30 && origin.sealer.stats.audioSeals == 48)
     }
 
     @Test func anAlteredByteRefusesTheFrameWhichIsAskedForAgainAndComesWhole() {
@@ -167,30 +172,99 @@ import Testing
         #expect(v2.refused.isEmpty && v2.frames.count == 2)
     }
 
-    @Test func audioGoesThroughWhenTheNextSealNamesItAndNotIfAltered() throws {
+    @Test func withVideoEachAudioPacketCarriesASealOfItsOwnAndPlaysAsItComes() throws {
         let origin = Origin(), viewer = Viewer(origin)
+        // Before the first frame the stream counts as audio-only: the frame's seal names the run.
         let a1 = origin.audio(), a2 = origin.audio()
+        #expect(try [a1, a2].map { try MediaSeal.of($0) } == [nil, nil])
         viewer.take([a1, a2])
         #expect(viewer.audio.isEmpty)
         viewer.take(origin.frame())
         #expect(viewer.audio == [a1, a2])
-        // An altered packet before its seal, and one after it.
-        var b1 = origin.audio(), b2 = origin.audio()
-        let honestB2 = b2
-        b1.payload = [0xFC, 0xEE][...]
+        // With video, each audio packet is sealed alone (n = 0, its own number) and goes through at once.
+        let b1 = origin.audio()
+        let seal = try #require(try MediaSeal.of(b1))
+        #expect(seal.kind == .audio && seal.audioHashes.isEmpty && seal.audioFirstSeq == b1.sequenceNumber)
+        #expect(seal.encoded().count == 2 + MediaSeal.signatureLength)
         viewer.take([b1])
-        viewer.take(origin.frame())
+        #expect(viewer.audio.count == 3)
+        // Altered: refused at once (its own seal fails); the honest copy still plays.
+        var b2 = origin.audio()
+        let honest = b2
         b2.payload = [0xFC, 0xDD][...]
         viewer.take([b2])
-        #expect(viewer.refused.map(\.0) == [.audio, .audio])
-        // The honest copy of the second still plays.
-        viewer.take([honestB2])
-        #expect(viewer.audio.count == 3)
-        // Audio no seal names (its frame lost for good) waits, then is dropped unplayed.
-        viewer.take([origin.audio()])
+        #expect(viewer.refused.map(\.0) == [.signature])
+        viewer.take([honest])
+        #expect(viewer.audio.count == 4)
+        // Its seal on another packet names another number: malformed; renumbered to match, it fails.
+        let c1 = origin.audio()
+        var c2 = origin.audio()
+        try c2.setExtension(id: MediaSeal.audioID, try #require(c1.extensions[MediaSeal.audioID]))
+        viewer.take([c2])
+        var c3 = c2
+        c3.sequenceNumber = c1.sequenceNumber
+        viewer.take([c3])
+        #expect(viewer.refused.map(\.0) == [.signature, .malformed, .signature])
+        // Audio whose seal was stripped waits, then is dropped unplayed.
+        var stripped = origin.audio()
+        stripped.removeExtension(id: MediaSeal.audioID)
+        viewer.take([stripped])
         viewer.clock.advance(by: MediaConstants.sealAudioWait)
         viewer.checker.expire(now: viewer.clock.now())
-        #expect(viewer.checker.stats.unverifiedAudio == 1)
+        #expect(viewer.checker.stats.unverifiedAudio == 1 && viewer.audio.count == 4)
+    }
+
+    @Test func aStreamWhoseVideoStopsSealsItsAudioInRunsAgainAfterASecond() throws {
+        let origin = Origin()
+        _ = origin.frame()
+        let alone = (0..<MediaSeal.audioOnlyAfter).map { _ in origin.audio() }
+        #expect(alone.allSatisfy { (try? MediaSeal.of($0))??.audioHashes == [] })
+        let run = (0..<MediaSeal.maxAudioHashes).map { _ in origin.audio() }
+        #expect(try run.map { try MediaSeal.of($0)?.audioHashes.count } == [nil, nil, nil, 4])
+        // The next frame names what is left of a run, and the audio after it is sealed alone again.
+        let rest = origin.audio()
+        let frame = origin.frame()
+        #expect(try MediaSeal.of(frame[0])?.audioFirstSeq == rest.sequenceNumber)
+        #expect(try MediaSeal.of(origin.audio())?.audioHashes == [])
+    }
+
+    @Test func fromTheOriginItselfNothingWaitsForASignature() throws {
+        let origin = Origin(), viewer = Viewer(origin)
+        _ = origin.frame()
+        // A stripped audio packet over the origin's own session plays at once (the session says who sent it).
+        var a = origin.audio()
+        a.removeExtension(id: MediaSeal.audioID)
+        viewer.take([a], fromOrigin: true)
+        #expect(viewer.audio == [a])
+        // A frame, once whole, with no signature check; the same through a relay is checked.
+        let f = origin.frame()
+        viewer.take(Array(f.dropFirst()), fromOrigin: true)
+        #expect(viewer.frames.isEmpty)
+        viewer.take([f[0]], fromOrigin: true)
+        #expect(viewer.frames.count == 1 && viewer.checker.stats.signatureChecks == 0 && viewer.checker.stats.fromOrigin == 2)
+        let g = origin.frame()
+        viewer.take([g[0]], fromOrigin: true)
+        viewer.take(Array(g.dropFirst()))
+        #expect(viewer.frames.count == 2 && viewer.checker.stats.signatureChecks == 1)
+        // Copies of what passed are copies, whichever way they come.
+        viewer.take([a] + f)
+        #expect(viewer.refused.isEmpty && viewer.checker.stats.duplicates == 1 + f.count)
+    }
+
+    @Test func aFeedersSignatureChecksAreCappedAndWhatIsOverWaits() throws {
+        let origin = Origin(), viewer = Viewer(origin)
+        let frames = (0..<(MediaConstants.sealCheckBurst + 60)).map { _ in origin.frame(bytes: 200) }
+        // All at one instant: the first `sealCheckBurst` are checked, the rest wait.
+        viewer.take(frames.flatMap { $0 })
+        #expect(viewer.checker.stats.signatureChecks == MediaConstants.sealCheckBurst && viewer.frames.count == MediaConstants.sealCheckBurst)
+        // A quarter of a second later, a quarter of a second's checks more.
+        viewer.clock.advance(by: .milliseconds(250))
+        viewer.collect(viewer.checker.retry(now: viewer.clock.now()))
+        #expect(viewer.frames.count == MediaConstants.sealCheckBurst + 60 && viewer.refused.isEmpty)
+        // A new feeder has checks of its own at once.
+        viewer.checker.feederChanged()
+        viewer.take((0..<10).flatMap { _ in origin.frame(bytes: 200) })
+        #expect(viewer.frames.count == MediaConstants.sealCheckBurst + 70)
     }
 
     @Test func withNoVideoTheFourthAudioPacketSealsTheRun() throws {

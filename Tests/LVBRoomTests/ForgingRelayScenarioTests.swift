@@ -12,7 +12,7 @@ import Testing
 /// picture the host did not sign, leave it within a second for good, and
 /// play on; an honest relay below it, which passes the lie on before it
 /// can know, says so and is not blamed, nor is the host.
-private final class LyingRoom {
+final class LyingRoom {
     let net: VirtualNetwork
     let host: SimLiveNode
     var viewers: [SimLiveNode] = []
