@@ -103,14 +103,14 @@ enum TreeBench {
             + [ChainViewer(slots: 0, decodes: true, parent: length - 1, depth: length)]
     }
 
-    /// Per decoding viewer's depth: the median over the window's stats intervals of p50 and p95 (ms), and how many intervals.
-    typealias Latency = (p50: Double, p95: Double, intervals: Int)
+    /// Per decoding viewer's depth: the median over the window's stats intervals of p50 and p95 (ms) of video and of audio, and how many intervals.
+    typealias Latency = (p50: Double, p95: Double, audioP50: Double?, audioP95: Double?, intervals: Int)
 
     /// Starts the viewers one after another, each once the one before has its
     /// place (checked in its own stats line), then reads the decoding ones'
     /// latency over the same window.
     static func chainRun(_ binary: String, _ dir: String, _ tag: String, _ stream: [String], hostSlots: Int,
-                         _ layout: [ChainViewer], window: Double) throws -> [Int: Latency] {
+                         _ layout: [ChainViewer], window: Double, viewerOptions: [String] = []) throws -> [Int: Latency] {
         let (host, _, ticket) = try MediaBench.startHost(binary, dir, tag, stream + ["--relay-slots", "\(hostSlots)"])
         var children = [host]
         defer { for c in children.reversed() { c.terminate() } }
@@ -121,7 +121,8 @@ enum TreeBench {
         for (n, v) in layout.enumerated() {
             let log = "\(dir)/\(tag)-\(n).err"
             let viewer = try ChildProcess(binary, ["join", ticket, "--ephemeral", "--json", "--listen", "127.0.0.1:0",
-                                                   "--relay-slots", "\(v.slots)"] + (v.decodes ? [] : ["--no-media"]), stderr: .file(log))
+                                                   "--relay-slots", "\(v.slots)"] + (v.decodes ? [] : ["--no-media"]) + viewerOptions,
+                                          stderr: .file(log))
             children.append(viewer)
             guard let id = viewer.waitForLine(timeout: 10, { isEvent($0, "ready") }).flatMap({ jsonString($0[...], "id") }) else {
                 throw TextError("viewer \(n + 1): no ready event" + MediaBench.exitNote(viewer, log))
@@ -152,7 +153,9 @@ enum TreeBench {
             guard let m50 = MediaBench.median(p50), let m95 = MediaBench.median(p95) else {
                 throw TextError("the viewer at depth \(v.depth): no video latency in its stats lines")
             }
-            result[v.depth] = (m50, m95, p95.count)
+            let a50 = MediaBench.median(media.compactMap { jsonNumber($0, "audio_latency_p50_ms") })
+            let a95 = MediaBench.median(media.compactMap { jsonNumber($0, "audio_latency_p95_ms") })
+            result[v.depth] = (m50, m95, a50, a95, p95.count)
         }
         return result
     }

@@ -25,6 +25,10 @@ public final class RelayLie {
     /// It also tells its children, as often as an honest relay may, that its
     /// own parent lied to it (`RelayTree` sends them): excuses it has none for.
     public let excuses: Bool
+    /// It relays the truth this long after its first packet, then lies
+    /// (children that have watched the true stream know its SSRCs and NACK).
+    public let after: Duration
+    private var firstPacket: Instant?
     /// Packets rewritten, dropped or made up.
     public private(set) var lies = 0 {
         didSet { if firstLie == nil { firstLie = lastNow } }
@@ -42,15 +46,19 @@ public final class RelayLie {
     private var current: [RTPPacket] = []
     private var past: [(at: Instant, packets: [RTPPacket])] = []
 
-    public init(mode: RelayLieMode, identity: Identity, excuses: Bool = false) {
+    public init(mode: RelayLieMode, identity: Identity, excuses: Bool = false, after: Duration = .zero) {
         self.mode = mode
         self.excuses = excuses
+        self.after = after
         self.identity = identity
     }
 
     /// What the relay forwards instead of `packet` (nothing, itself, or others).
     public func rewrite(_ packet: RTPPacket, now: Instant) -> [RTPPacket] {
         lastNow = now
+        let start = firstPacket ?? now
+        firstPacket = start
+        guard now - start >= after else { return [packet] }
         let video = packet.payloadType == MediaConstants.videoPayloadType
         switch mode {
         case .alter:

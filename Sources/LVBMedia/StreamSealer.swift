@@ -15,7 +15,7 @@ public struct SealerStats: Sendable, Equatable {
 /// of its own, so a relayed viewer plays it as it comes; in an audio-only
 /// stream the `maxAudioHashes`-th audio packet since the last seal gets one
 /// over the run (the bytes of a seal a packet would cost a talk or radio
-/// room 46 % of its stream; see lvbnode-protocol(7), Seals). A frame that
+/// room about half its stream; see lvbnode-protocol(7), Seals). A frame that
 /// ends an audio-only run names the run. `sign` is the origin's Ed25519 key
 /// (its node identity); `scope` the room the stream belongs to.
 public struct StreamSealer {
@@ -26,10 +26,15 @@ public struct StreamSealer {
     private var audio: (first: UInt16, hashes: [UInt64])?
     /// Audio packets since the last video frame (saturating at `audioOnlyAfter`).
     private var audioSinceVideo = MediaSeal.audioOnlyAfter
+    /// The run an audio-only stream's seals name (1...`maxAudioHashes`; 1: each packet alone).
+    private let audioOnlyRun: Int
 
-    public init(scope: [UInt8], sign: @escaping ([UInt8]) -> [UInt8]) {
+    /// - Parameter audioOnlyRun: what one seal of an audio-only stream names
+    ///   (the default `maxAudioHashes`, as every node seals; others for `LVBBench seal`).
+    public init(scope: [UInt8], sign: @escaping ([UInt8]) -> [UInt8], audioOnlyRun: Int = MediaSeal.maxAudioHashes) {
         self.scope = scope
         self.sign = sign
+        self.audioOnlyRun = max(1, min(audioOnlyRun, MediaSeal.maxAudioHashes))
     }
 
     /// Whether the stream counts as audio-only now (its audio sealed in runs).
@@ -53,8 +58,8 @@ public struct StreamSealer {
     /// `maxAudioHashes`-th since the last seal.
     public mutating func seal(audio packet: inout RTPPacket) {
         let hash = MediaSeal.audioHash(MediaSeal.packetDigest(packet))
-        if !audioOnly {
-            audioSinceVideo += 1
+        if !audioOnly || (audioOnlyRun == 1 && audio == nil) {
+            if !audioOnly { audioSinceVideo += 1 }
             var seal = MediaSeal(kind: .audio, audioFirstSeq: packet.sequenceNumber)
             seal.signature = sign(seal.message(scope: scope, frameDigest: nil, audio: (packet.sequenceNumber, [hash])))
             attach(seal, to: &packet)
@@ -68,7 +73,7 @@ public struct StreamSealer {
             // The first, or a break in numbering (none with one splicer): a new run.
             audio = (packet.sequenceNumber, [hash])
         }
-        guard let run = audio, run.hashes.count >= MediaSeal.maxAudioHashes else { return }
+        guard let run = audio, run.hashes.count >= audioOnlyRun else { return }
         audio = nil
         var seal = MediaSeal(kind: .audio, audioFirstSeq: run.first, audioHashes: run.hashes)
         seal.signature = sign(seal.message(scope: scope, frameDigest: nil))

@@ -65,7 +65,7 @@ extension NodeMedia {
         if let r = receivers[origin] {
             return FeederCost(nacks: r.nacksSent, signatureChecks: r.checker.stats.signatureChecks, refusals: r.checker.stats.refusedTotal)
         }
-        guard origin == relayedOrigin, let stats = relayCheckerStats else { return nil }
+        guard origin == relayedOrigin, let stats = relayChecker?.stats else { return nil }
         return FeederCost(signatureChecks: stats.signatureChecks, refusals: stats.refusedTotal)
     }
 }

@@ -65,7 +65,8 @@ public final class LiveNode {
         }
         room.profile = plan.profile
         media = NodeMedia(core: core, clock: clock, random: random)
-        media.lie = plan.lie.map { RelayLie(mode: $0, identity: core.identity, excuses: plan.lieExcuses) }
+        media.sealed = plan.sealed
+        media.lie = plan.lie.map { RelayLie(mode: $0, identity: core.identity, excuses: plan.lieExcuses, after: plan.lieAfter) }
         media.roomScope = { [room] in room.room == RoomNode.anyRoom ? nil : room.room.bytes }  // until `wireRoom`
         let sinks = try plan.receive.map { options throws(MediaError) in try MediaSinks(options: options, clock: clock) }
         publishing = try PublishedStream(node: self)

@@ -33,4 +33,21 @@ extension NodeMedia {
         feeders.values.contains(peer) || (receivers[peer] != nil && feeders[peer] == nil) || returns[peer] != nil
             || publisher?.downstream.peers.contains(peer) == true || relay?.downstream.peers.contains(peer) == true
     }
+
+    /// When media of `origin`'s stream last came that its seals did not
+    /// refuse and that was not a copy of what they let through (a co-host's
+    /// silence, a parent's): a node sending only lies or copies is silent.
+    public func lastHeard(from origin: NodeID) -> Instant? {
+        let relayed = origin == relayedOrigin ? relayChecker?.lastFresh : nil
+        let received = receivers[origin].flatMap { $0.checker.lastFresh ?? $0.lastTaken }
+        return [received, relayed].compactMap { $0 }.max()
+    }
+
+    /// A fresh round-trip time to `peer` (transport pings): NACK retries and
+    /// the wait for a repair follow it.
+    func roundTrip(_ rtt: Duration, to peer: NodeID) {
+        guard let origin = fed(by: peer) else { return }
+        receivers[origin]?.video.rtt = rtt
+        if origin == relayedOrigin { relay?.upstreamRTT = rtt }
+    }
 }

@@ -45,10 +45,12 @@ public final class NodeMedia: LiveRole {
     public var onRefused: ((NodeID, NodeID, SealFailure) -> Void)?
     /// The seals of the stream this node relays without decoding it (a
     /// receiver checks its own): a relay that passes on a lie must know.
-    private var relayChecker: (any MediaAdmission)?
-    var relayCheckerStats: SealCheckerStats? { relayChecker?.stats }
+    private(set) var relayChecker: (any MediaAdmission)?
     /// What the relayed stream's packets are handed to: the relay, or a lie in front of it.
     private var relayInput: (any RelayInput)?
+    /// False for measurement only (`--unsealed`): what this node publishes
+    /// carries no seals, and what it receives is taken unchecked (`AdmitAll`).
+    public var sealed = true
     /// A test aid: this node's relay lies to its children (`lvbnode --lie`); its own receiver still gets the truth.
     public var lie: RelayLie? {
         didSet { if let relay { relayInput = input(of: relay) } }
@@ -131,7 +133,7 @@ public final class NodeMedia: LiveRole {
                                          maxVideoKbps: maxVideoKbps, useGOPCache: useGOPCache)
         // Everything this node publishes carries its signature (a host's
         // stream, a co-host's camera, the mixes returned to guests).
-        origin.sealer = StreamSealer(scope: roomScope() ?? [], sign: { [identity = core.identity] in identity.sign($0) })
+        if sealed { origin.sealer = StreamSealer(scope: roomScope() ?? [], sign: { [identity = core.identity] in identity.sign($0) }) }
         origin.send = { [unowned core] peer, channel, bytes in
             try? core.send(bytes, channel: channel == .rtp ? .rtp : .rtcp, to: peer)
         }
@@ -145,7 +147,7 @@ public final class NodeMedia: LiveRole {
     @discardableResult
     public func receive(from origin: NodeID, scope: [UInt8]? = nil) throws(MediaError) -> StreamReceiver {
         if let existing = receivers[origin] { return existing }
-        let checker = SealChecker(signer: origin, scope: scope.map { s in { s } } ?? { [unowned self] in roomScope() })
+        let checker: any MediaAdmission = sealed ? SealChecker(signer: origin, scope: scope.map { s in { s } } ?? { [unowned self] in roomScope() }) : AdmitAll()
         let receiver = try StreamReceiver(clock: clock, ssrc: random.uint32(), maxDatagram: core.maxPayload, checker: checker)
         receiver.onPacket = taps.handler(for: origin)
         receiver.onRefused = { [unowned self] failure, seqs in refused(origin, failure, seqs) }
@@ -212,7 +214,7 @@ public final class NodeMedia: LiveRole {
         }
         self.relay = relay
         relayInput = input(of: relay)
-        relayChecker = SealChecker(signer: origin, scope: { [unowned self] in roomScope() })
+        relayChecker = sealed ? SealChecker(signer: origin, scope: { [unowned self] in roomScope() }) : AdmitAll()
         if receivers[origin] == nil { ledger.fed(origin, by: feeder(of: origin), totals: FeederCost()) }
         relayedOrigin = origin
         subscribe(to: origin)
@@ -283,7 +285,7 @@ public final class NodeMedia: LiveRole {
     }
 
     /// The origin whose stream `peer` feeds us, if any (the origin itself when it feeds us directly).
-    private func fed(by peer: NodeID) -> NodeID? {
+    func fed(by peer: NodeID) -> NodeID? {
         if let origin = feeders.first(where: { $0.value == peer })?.key { return origin }
         return feeders[peer] == nil && (receivers[peer] != nil || relayedOrigin == peer) ? peer : nil
     }
@@ -334,29 +336,11 @@ public final class NodeMedia: LiveRole {
         }
     }
 
-    /// When RTP from `origin`'s stream last arrived (a co-host's silence).
-    /// When media of `origin`'s stream last came that its seals did not
-    /// refuse and that was not a copy of what they let through (a co-host's
-    /// silence, a parent's): a node sending only lies or copies is silent.
-    public func lastHeard(from origin: NodeID) -> Instant? {
-        let relayed = origin == relayedOrigin ? relayChecker?.lastFresh : nil
-        let received = receivers[origin].flatMap { $0.checker.lastFresh ?? $0.lastTaken }
-        return [received, relayed].compactMap { $0 }.max()
-    }
-
     /// The session with `peer` ended.
     func peerGone(_ peer: NodeID) {
         publisher?.unsubscribe(peer)
         relay?.unsubscribe(peer)
         returns[peer] = nil
-    }
-
-    /// A fresh round-trip time to `peer` (transport pings): NACK retries and
-    /// the wait for a repair follow it.
-    func roundTrip(_ rtt: Duration, to peer: NodeID) {
-        guard let origin = fed(by: peer) else { return }
-        receivers[origin]?.video.rtt = rtt
-        if origin == relayedOrigin { relay?.upstreamRTT = rtt }
     }
 
     /// Sessions and round trips; a room left behind (its host's stream stops).

@@ -34,8 +34,12 @@ public struct NodePlan {
     public var addresses: [PeerAddress] = []
     /// A test aid: this node's relay lies to its children in this way (`--lie`).
     public var lie: RelayLieMode?
+    /// False for measurement only (`--unsealed`): no seals made, none checked.
+    public var sealed = true
     /// With `lie`: false "my parent lied" notices to its children every 250 ms.
     public var lieExcuses = false
+    /// With `lie`: the truth this long first.
+    public var lieAfter: Duration = .zero
 
     public init(part: Part) { self.part = part }
 

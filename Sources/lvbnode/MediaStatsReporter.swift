@@ -141,6 +141,9 @@ final class MediaStatsReporter {
                 o.add("refused_\(why.rawValue)", c.refused[why.rawValue, default: 0])
             }
             o.add("unverified_audio", c.unverifiedAudio)
+            o.add("signature_checks", c.signatureChecks)
+            o.add("checks_deferred", c.deferredChecks)
+            o.add("from_origin", c.fromOrigin)
         }
         if let tree = node?.tree {
             o.add("lying_parents", tree.liars.count)

@@ -40,8 +40,14 @@ struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("For tests only: relay to this node's children media the host did not make — alter (flip bytes), inject (a picture of its own), replay (old frames as new) or strip (drop the signatures) — to see them refuse it, leave this node and play on. Never in a real room.", valueName: "mode"))
     var lie: String?
 
+    @Flag(name: .long, help: ArgumentHelp("For measurement only (what seals cost): a host sends its stream unsigned, a viewer takes media without checking its signatures, so anyone on the path could show it anything. Both ends need it: a checking viewer refuses an unsigned stream. Never in a real room."))
+    var unsealed = false
+
     @Flag(name: .long, help: ArgumentHelp("For tests only, with --lie: also tell this node's children every 250 ms that its own parent lied (false excuses), to see what they still cost it."))
     var lieExcuses = false
+
+    @Option(name: .long, help: ArgumentHelp("For tests only, with --lie: relay the truth for this many seconds first, so children that watched the true stream meet the lie.", valueName: "seconds"))
+    var lieAfter: Double = 0
 
     /// Set by `lvbnode mesh` for the nodes it runs: they end with it, even when it is killed.
     @Option(name: .long, help: .hidden)
@@ -61,6 +67,9 @@ struct NodeOptions: ParsableArguments {
             throw ValidationError("--lie must be one of \(RelayLieMode.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if lieExcuses, lie == nil { throw ValidationError("--lie-excuses goes with --lie MODE: a relay that lies, then excuses itself") }
+        if lieAfter != 0, lie == nil || !(0...3600).contains(lieAfter) {
+            throw ValidationError("--lie-after goes with --lie MODE and takes 0 to 3600 seconds")
+        }
         if let relayKbps, !(0...1_000_000).contains(relayKbps) { throw ValidationError("--relay-kbps must be 0...1000000") }
         guard inboundLoss >= 0, inboundLoss < 1 else { throw ValidationError("--inbound-loss must be at least 0 and below 1 (0.1 drops a tenth)") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }

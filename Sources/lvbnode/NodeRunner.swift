@@ -233,6 +233,8 @@ struct NodeRunner {
         plan.relaySlots = options.relaySlots
         plan.lie = options.lie.flatMap(RelayLieMode.init(rawValue:))
         plan.lieExcuses = options.lieExcuses
+        plan.lieAfter = .milliseconds(Int64(options.lieAfter * 1000))
+        plan.sealed = !options.unsealed
         plan.addresses = options.advertised(for: local)
         return plan
     }
