@@ -16,7 +16,12 @@ import LVBMedia
 // The host's key is fixed (seed 0x5E), so a seed corpus of its real stream
 // reaches the verified paths. Nothing may trap; whatever the checker lets
 // through must verify on its own with the host's key: no frame passes that
-// the host did not sign, and no audio packet that a verified seal does not name.
+// the host did not sign, and no audio packet that a verified seal does not
+// name (a seal naming the run, or its own seal of it alone: n = 0). The
+// checker makes at most its allowance of signature checks per feeder
+// (`sealCheckBurst` at once, `sealChecksPerSecond` a second). A second
+// checker takes every packet as if from the origin itself (over its
+// session): it may pass anything, but checks no signature.
 
 private final class FuzzClock: Clock {
     var t = Instant(nanoseconds: 1_000_000_000)
@@ -44,8 +49,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                                              checker: SealChecker(signer: host.nodeID, scope: room)) else { return 0 }
     receiver.sendFeedback = { b in fuzzCheck(b.count <= 1200, "FuzzSeal", "feedback of \(b.count) bytes") }
     receiver.subscribe()
+    let trusting = SealChecker(signer: host.nodeID, scope: room)
     var named: Set<UInt64> = []  // audio (seq, hash) named by verified seals
     var passedAudio = 0
+    // The checks of the feeder now: when it began, and the count then.
+    var feederSince = clock.t, checksBefore = 0
     var i = 0, records = 0
     while i + 3 <= bytes.count, records < 4096 {
         let head = bytes[i]
@@ -66,13 +74,16 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if head & 0x40 != 0 {
             checker.feederChanged()
             receiver.feederChanged()
+            feederSince = clock.t
+            checksBefore = checker.stats.signatureChecks
         }
         guard let packet = try? RTPPacket.parse(body) else { continue }
-        if let seal = (try? MediaSeal.of(packet)) ?? nil {
+        if let seal = (try? MediaSeal.of(packet)) ?? nil, seal.kind == .audio {
             // Remember what a seal names, if the host made it (checked on its own below).
-            let frameOK = seal.kind == .audio
-                && Identity.verify(signature: seal.signature, message: seal.message(scope: room, frameDigest: nil), by: host.nodeID)
-            if frameOK { for (k, h) in seal.audioHashes.enumerated() { named.insert(UInt64(seal.audioFirstSeq &+ UInt16(k)) << 48 ^ h) } }
+            let run = seal.namedAudio(carrier: packet.sequenceNumber, hash: MediaSeal.audioHash(MediaSeal.packetDigest(packet)))
+            if Identity.verify(signature: seal.signature, message: seal.message(scope: room, frameDigest: nil, audio: run), by: host.nodeID) {
+                for (k, h) in run.hashes.enumerated() { named.insert(UInt64(run.first &+ UInt16(k)) << 48 ^ h) }
+            }
         }
         for output in checker.receive(packet, now: clock.t) + checker.retry(now: clock.t) {
             switch output {
@@ -89,10 +100,17 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 fuzzCheck(seqs.count <= 2 * ReceiverConstants.maxPacketsPerFrame + 1, "FuzzSeal", "\(seqs.count) sequence numbers to ask again")
             }
         }
+        let allowance = Double(MediaConstants.sealCheckBurst)
+            + Double(clock.t.nanoseconds - feederSince.nanoseconds) / 1e9 * Double(MediaConstants.sealChecksPerSecond) + 1
+        fuzzCheck(Double(checker.stats.signatureChecks - checksBefore) <= allowance, "FuzzSeal",
+                  "\(checker.stats.signatureChecks - checksBefore) checks from one feeder, allowed \(allowance)")
+        _ = trusting.receive(packet, now: clock.t, fromOrigin: true)
+        trusting.expire(now: clock.t)
         receiver.receiveRTP(body[...])
         checker.expire(now: clock.t)
         receiver.tick()
     }
+    fuzzCheck(trusting.stats.signatureChecks == 0, "FuzzSeal", "\(trusting.stats.signatureChecks) checks of what the origin sent itself")
     fuzzCheck(checker.stats.verifiedAudio == passedAudio, "FuzzSeal", "audio counted \(checker.stats.verifiedAudio), passed \(passedAudio)")
     return 0
 }

@@ -184,13 +184,22 @@ extension MakeCorpus {
             sealer.seal(frame: &made)
             packets += made
         }
-        // Four audio packets with no frame between: an audio seal.
+        // Audio after the frames: each packet with a seal of its own (n = 0).
         for _ in 0..<4 {
             var a = try RTPPacket(payloadType: 111, sequenceNumber: audioSeq, timestamp: UInt32(audioSeq) * 960,
                                   ssrc: 0x5566_7788, payload: try opus.encode(tone.next20ms())[...])
             sealer.seal(audio: &a)
             packets.append(a)
             audioSeq &+= 1
+        }
+        // An audio-only stream (a sealer that has sealed no frame): runs of four, the fourth carrying the seal.
+        var audioOnly = StreamSealer(scope: [UInt8](repeating: 0x52, count: 16), sign: { host.sign($0) })
+        var runs: [UInt8] = []
+        for k in 0..<9 {
+            var a = try RTPPacket(payloadType: 111, sequenceNumber: 40_000 &+ UInt16(k), timestamp: UInt32(k) * 960,
+                                  ssrc: 0x5566_7799, payload: try opus.encode(tone.next20ms())[...])
+            audioOnly.seal(audio: &a)
+            runs += record(20, 0, a.serialized())
         }
         let inOrder = packets.flatMap { record(5, 0, $0.serialized()) }
         var shuffled: [UInt8] = []
@@ -215,6 +224,7 @@ extension MakeCorpus {
             "sealed-new-feeder": Array(inOrder.prefix(inOrder.count / 2)) + record(1, 0x40, []) + inOrder,
             "seals-stripped": stripped,
             "seal-elements": elements,
+            "sealed-audio-only": runs,
         ]
     }
 }
