@@ -9,7 +9,7 @@ import Glibc
 // Benchmarks for the session and gossip layers, the VP8 encoder, live media with the
 // lvbnode binary as processes, the host's link-mic mix, a relay's forwarding and the media tree
 // (Scripts/bench; a second argument "handshakes", "gossip", "vp8", "media", "mix", "pk", "switch", "relay",
-// "tree", "seal", "replay", "presence" or "presence-virtual" runs that one alone; media, mix, switch, tree and presence
+// "tree", "seal", "lie", "replay", "presence" or "presence-virtual" runs that one alone; media, mix, switch, tree and presence
 // need the binary: see MediaBench.swift; "presence" and "presence-virtual" take the room sizes as a
 // third argument, e.g. 20,40,80). Each figure comes with a reference measured in the same run,
 // so ratios hold on a noisy machine.
@@ -55,6 +55,10 @@ if CommandLine.arguments.dropFirst(2).first == "seal" {
     SealBench.runAndPrint(seconds: seconds)
     exit(0)
 }
+if CommandLine.arguments.dropFirst(2).first == "lie" {
+    LieBench.runAndPrint(seconds: seconds)
+    exit(0)
+}
 if CommandLine.arguments.dropFirst(2).first == "tree" {
     TreeBench.runAndPrint(seconds: seconds)
     exit(0)
@@ -96,6 +100,7 @@ PKBench.runAndPrint(seconds: seconds)
 SwitchBench.runAndPrint(seconds: seconds)
 TreeBench.runAndPrint(seconds: seconds)
 SealBench.runAndPrint(seconds: seconds)
+LieBench.runAndPrint(seconds: seconds)
 ReplayBench.runAndPrint(seconds: seconds)
 PresenceBench.runAndPrint(sizes: presenceSizes)
 VirtualPresenceBench.runAndPrint(sizes: virtualSizes)
