@@ -63,10 +63,22 @@ public final class FanOut<Peer: Hashable> {
         defaultBudgetKbps = Double(budgetKbps)
     }
 
-    public var peers: [Peer] { Array(subscribers.keys) }
+    // The walks below run every tick, mostly over no subscribers at all (a
+    // viewer relays to nobody): they return at once when empty, and use plain
+    // loops, as a key path or a filter-and-map on this generic type costs a
+    // metadata lookup (even the runtime's demangler) on every call.
+    public var peers: [Peer] {
+        guard !subscribers.isEmpty else { return [] }
+        return Array(subscribers.keys)
+    }
     public var count: Int { subscribers.count }
     /// Subscribers that take keyframes only.
-    public var keyframesOnlyCount: Int { subscribers.values.count(where: \.keyframesOnly) }
+    public var keyframesOnlyCount: Int {
+        guard !subscribers.isEmpty else { return 0 }
+        var n = 0
+        for s in subscribers.values where s.keyframesOnly { n += 1 }
+        return n
+    }
 
     public func isKeyframesOnly(_ peer: Peer) -> Bool { subscribers[peer]?.keyframesOnly ?? false }
 
@@ -293,7 +305,9 @@ public final class FanOut<Peer: Hashable> {
 
     /// Drops subscribers silent for `subscriberTimeout`; returns them.
     public func expire(now: Instant) -> [Peer] {
-        let gone = subscribers.filter { now - $0.value.lastHeard >= MediaConstants.subscriberTimeout }.map(\.key)
+        guard !subscribers.isEmpty else { return [] }
+        var gone: [Peer] = []
+        for (peer, s) in subscribers where now - s.lastHeard >= MediaConstants.subscriberTimeout { gone.append(peer) }
         for p in gone { subscribers[p] = nil }
         return gone
     }
